@@ -1,0 +1,354 @@
+package types
+
+import "fmt"
+
+// Family is the kind of a SQL type.
+type Family uint8
+
+// The type families Sluice supports.
+const (
+	Unknown Family = iota
+	Bool
+	Int2
+	Int4
+	Int8
+	Float4
+	Float8
+	Numeric
+	Text
+	Varchar
+	Bytea
+	Date
+	Time
+	Timestamp
+	TimestampTZ
+	Interval
+	JSONB
+	Oid      // catalog oids (pg_catalog answers)
+	Name     // catalog names
+	RegClass // ::regclass
+	Char     // "char" (catalog)
+	TextArray
+)
+
+// T is a SQL type: a family plus modifiers.
+type T struct {
+	Fam   Family
+	Prec  int16 // NUMERIC precision, VARCHAR length; 0 = unbounded
+	Scale int16 // NUMERIC scale; -1 = unconstrained
+}
+
+// Convenience values of the plain types.
+var (
+	TUnknown     = T{Fam: Unknown}
+	TBool        = T{Fam: Bool}
+	TInt2        = T{Fam: Int2}
+	TInt4        = T{Fam: Int4}
+	TInt8        = T{Fam: Int8}
+	TFloat4      = T{Fam: Float4}
+	TFloat8      = T{Fam: Float8}
+	TNumeric     = T{Fam: Numeric, Scale: -1}
+	TText        = T{Fam: Text}
+	TVarchar     = T{Fam: Varchar}
+	TBytea       = T{Fam: Bytea}
+	TDate        = T{Fam: Date}
+	TTime        = T{Fam: Time}
+	TTimestamp   = T{Fam: Timestamp}
+	TTimestampTZ = T{Fam: TimestampTZ}
+	TInterval    = T{Fam: Interval}
+	TJSONB       = T{Fam: JSONB}
+	TOid         = T{Fam: Oid}
+	TName        = T{Fam: Name}
+	TRegClass    = T{Fam: RegClass}
+	TChar        = T{Fam: Char}
+	TTextArray   = T{Fam: TextArray}
+)
+
+// OID returns the Postgres type OID of t.
+func (t T) OID() uint32 {
+	switch t.Fam {
+	case Bool:
+		return 16
+	case Int2:
+		return 21
+	case Int4:
+		return 23
+	case Int8:
+		return 20
+	case Float4:
+		return 700
+	case Float8:
+		return 701
+	case Numeric:
+		return 1700
+	case Text:
+		return 25
+	case Varchar:
+		return 1043
+	case Bytea:
+		return 17
+	case Date:
+		return 1082
+	case Time:
+		return 1083
+	case Timestamp:
+		return 1114
+	case TimestampTZ:
+		return 1184
+	case Interval:
+		return 1186
+	case JSONB:
+		return 3802
+	case Oid:
+		return 26
+	case Name:
+		return 19
+	case RegClass:
+		return 2205
+	case Char:
+		return 18
+	case TextArray:
+		return 1009
+	}
+	return 705 // unknown
+}
+
+// FromOID returns the type with Postgres OID oid.
+func FromOID(oid uint32) (T, bool) {
+	for f := Bool; f <= TextArray; f++ {
+		t := T{Fam: f}
+		if f == Numeric {
+			t.Scale = -1
+		}
+		if t.OID() == oid {
+			return t, true
+		}
+	}
+	return TUnknown, false
+}
+
+// Size returns the typlen Postgres reports for t (-1 = variable).
+func (t T) Size() int16 {
+	switch t.Fam {
+	case Bool, Char:
+		return 1
+	case Int2:
+		return 2
+	case Int4, Float4, Date, Oid, RegClass:
+		return 4
+	case Int8, Float8, Time, Timestamp, TimestampTZ:
+		return 8
+	case Interval:
+		return 16
+	case Name:
+		return 64
+	}
+	return -1
+}
+
+// Modifier returns the typmod Postgres reports for t (-1 = none).
+func (t T) Modifier() int32 {
+	switch t.Fam {
+	case Numeric:
+		if t.Prec > 0 {
+			s := t.Scale
+			if s < 0 {
+				s = 0
+			}
+			return (int32(t.Prec)<<16 | int32(s)) + 4
+		}
+	case Varchar:
+		if t.Prec > 0 {
+			return int32(t.Prec) + 4
+		}
+	}
+	return -1
+}
+
+// String returns the SQL name of t as Postgres' format_type prints it.
+func (t T) String() string {
+	switch t.Fam {
+	case Bool:
+		return "boolean"
+	case Int2:
+		return "smallint"
+	case Int4:
+		return "integer"
+	case Int8:
+		return "bigint"
+	case Float4:
+		return "real"
+	case Float8:
+		return "double precision"
+	case Numeric:
+		if t.Prec > 0 {
+			s := t.Scale
+			if s < 0 {
+				s = 0
+			}
+			return fmt.Sprintf("numeric(%d,%d)", t.Prec, s)
+		}
+		return "numeric"
+	case Text:
+		return "text"
+	case Varchar:
+		if t.Prec > 0 {
+			return fmt.Sprintf("character varying(%d)", t.Prec)
+		}
+		return "character varying"
+	case Bytea:
+		return "bytea"
+	case Date:
+		return "date"
+	case Time:
+		return "time without time zone"
+	case Timestamp:
+		return "timestamp without time zone"
+	case TimestampTZ:
+		return "timestamp with time zone"
+	case Interval:
+		return "interval"
+	case JSONB:
+		return "jsonb"
+	case Oid:
+		return "oid"
+	case Name:
+		return "name"
+	case RegClass:
+		return "regclass"
+	case Char:
+		return "\"char\""
+	case TextArray:
+		return "text[]"
+	}
+	return "unknown"
+}
+
+// IsNumeric reports whether t is a number type.
+func (t T) IsNumeric() bool {
+	switch t.Fam {
+	case Int2, Int4, Int8, Float4, Float8, Numeric, Oid:
+		return true
+	}
+	return false
+}
+
+// IsInteger reports whether t is an integer type.
+func (t T) IsInteger() bool {
+	switch t.Fam {
+	case Int2, Int4, Int8, Oid:
+		return true
+	}
+	return false
+}
+
+// IsString reports whether t is a character type.
+func (t T) IsString() bool {
+	switch t.Fam {
+	case Text, Varchar, Name, Char:
+		return true
+	}
+	return false
+}
+
+// Kind is the storage class of a Datum.
+type Kind uint8
+
+// Datum kinds. Int2/Int4/Int8/Oid values are KInt; Text/Varchar/Name/Char
+// are KString.
+const (
+	KNull Kind = iota
+	KBool
+	KInt
+	KFloat
+	KDecimal
+	KString
+	KBytes
+	KDate        // I = days since 1970-01-01
+	KTime        // I = microseconds since midnight
+	KTimestamp   // I = microseconds since 1970-01-01 00:00:00
+	KTimestampTZ // I = microseconds since 1970-01-01 00:00:00 UTC
+	KInterval    // M months, X days, I microseconds
+	KJSON        // S = canonical JSON text
+	KArray       // A = elements
+)
+
+// Datum is one SQL value. It is a small struct passed by value; rows are
+// slices of Datums.
+type Datum struct {
+	K Kind
+	X int32   // decimal scale; interval days
+	M int32   // interval months
+	I int64   // bool (0/1), int, decimal coefficient, date, time, timestamps, interval micros
+	F float64 // float
+	S string  // text, bytes, json
+	A []Datum // arrays (rare)
+}
+
+// Null is the NULL datum.
+var Null = Datum{}
+
+// IsNull reports whether d is NULL.
+func (d Datum) IsNull() bool { return d.K == KNull }
+
+// NewBool returns a boolean datum.
+func NewBool(b bool) Datum {
+	if b {
+		return Datum{K: KBool, I: 1}
+	}
+	return Datum{K: KBool}
+}
+
+// NewInt returns an integer datum.
+func NewInt(i int64) Datum { return Datum{K: KInt, I: i} }
+
+// NewFloat returns a float datum.
+func NewFloat(f float64) Datum { return Datum{K: KFloat, F: f} }
+
+// NewDecimal returns coef * 10^-scale.
+func NewDecimal(coef int64, scale int32) Datum { return Datum{K: KDecimal, I: coef, X: scale} }
+
+// NewString returns a text datum.
+func NewString(s string) Datum { return Datum{K: KString, S: s} }
+
+// NewBytes returns a bytea datum.
+func NewBytes(b []byte) Datum { return Datum{K: KBytes, S: string(b)} }
+
+// NewDate returns a date datum of days since 1970-01-01.
+func NewDate(days int64) Datum { return Datum{K: KDate, I: days} }
+
+// NewTime returns a time datum of microseconds since midnight.
+func NewTime(us int64) Datum { return Datum{K: KTime, I: us} }
+
+// NewTimestamp returns a timestamp datum of microseconds since the Unix epoch.
+func NewTimestamp(us int64) Datum { return Datum{K: KTimestamp, I: us} }
+
+// NewTimestampTZ returns a timestamptz datum of microseconds since the Unix epoch (UTC).
+func NewTimestampTZ(us int64) Datum { return Datum{K: KTimestampTZ, I: us} }
+
+// NewInterval returns an interval datum.
+func NewInterval(months, days int32, us int64) Datum {
+	return Datum{K: KInterval, M: months, X: days, I: us}
+}
+
+// NewJSON returns a jsonb datum holding canonical JSON text.
+func NewJSON(s string) Datum { return Datum{K: KJSON, S: s} }
+
+// Bool returns the boolean value of d (false for NULL).
+func (d Datum) Bool() bool { return d.K == KBool && d.I != 0 }
+
+// Row is one tuple.
+type Row []Datum
+
+// Copy returns a copy of r that shares no slice with it.
+func (r Row) Copy() Row {
+	c := make(Row, len(r))
+	copy(c, r)
+	return c
+}
+
+// Column is a named, typed column of a relation or result.
+type Column struct {
+	Name string
+	Type T
+}
