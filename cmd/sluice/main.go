@@ -1,0 +1,61 @@
+// Command sluice is the Sluice streaming SQL database: one binary that
+// serves the Postgres wire protocol, keeps its state in an embedded Pebble
+// store and runs materialized views as checkpointed dataflows.
+//
+//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	_ "sluice/connectors/datagen" // registers the datagen source
+	"sluice/server"
+	"sluice/server/pgwire"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:4566", "address to serve the Postgres protocol on")
+	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
+	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
+	flag.Parse()
+	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
+	if err := run(*listen, *dataDir, *interval, logger); err != nil {
+		logger.Printf("error: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run(listen, dataDir string, interval time.Duration, logger *log.Logger) error {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, Logf: logger.Printf})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		eng.Close()
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := pgwire.NewServer(eng, pgwire.Options{Logf: logger.Printf})
+	logger.Printf("listening on %s (data in %s)", ln.Addr(), dataDir)
+	serveErr := srv.Serve(ctx, ln)
+	if cerr := eng.Close(); cerr != nil && serveErr == nil {
+		serveErr = cerr
+	}
+	if serveErr != nil && ctx.Err() == nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}

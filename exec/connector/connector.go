@@ -1,0 +1,89 @@
+// Package connector defines what a source or sink connector implements and
+// keeps the registry of connectors by name. Connector packages import only
+// this package, the sql leaf packages and their client library; cmd/sluice
+// registers them explicitly.
+//
+// Lifecycle of a source reader: Open is called once per job; then Read is
+// called repeatedly from one goroutine, interleaved with Position when a
+// checkpoint barrier passes; Close ends it. Reads are never concurrent.
+package connector
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// SourceConfig is what a source is created with.
+type SourceConfig struct {
+	Name    string
+	Columns []types.Column
+	Options map[string]string
+}
+
+// Source reads rows of a source. Read appends up to max rows to b and
+// returns how many it added; it must not block for more than about 10ms
+// when no data is available (return 0 then), so that barriers are not held
+// up. io.EOF means a bounded source is exhausted.
+type Source interface {
+	Read(ctx context.Context, b *types.Batch, max int) (int, error)
+	Close() error
+}
+
+// Seekable is a replayable source: its position after the rows read so far
+// can be saved in a checkpoint and restored.
+type Seekable interface {
+	Position() []byte
+	Seek(pos []byte) error
+}
+
+// SourceFactory creates source readers for one connector.
+type SourceFactory interface {
+	// Validate checks options and columns at CREATE SOURCE time and returns
+	// the columns the source produces (those declared, or the connector's
+	// own schema when none were declared).
+	Validate(cfg SourceConfig) ([]types.Column, error)
+	Open(ctx context.Context, cfg SourceConfig) (Source, error)
+}
+
+var registry struct {
+	sync.Mutex
+	sources map[string]SourceFactory
+}
+
+// RegisterSource makes a source connector available by name.
+func RegisterSource(name string, f SourceFactory) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.sources == nil {
+		registry.sources = map[string]SourceFactory{}
+	}
+	registry.sources[name] = f
+}
+
+// LookupSource returns the source connector called name.
+func LookupSource(name string) (SourceFactory, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	f, ok := registry.sources[name]
+	if !ok {
+		var names []string
+		for n := range registry.sources {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "unknown source connector %q", name).
+			WithHint("available source connectors: %v", names)
+	}
+	return f, nil
+}
+
+// OptionError returns a 22023 error about a connector option.
+func OptionError(connector, key, format string, args ...any) error {
+	return pgerror.New(pgcode.InvalidParameterValue, "%s option %s: %s", connector, key, fmt.Sprintf(format, args...))
+}

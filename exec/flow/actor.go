@@ -1,0 +1,163 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+
+	"sluice/sql/types"
+)
+
+// Actor runs one operator on its own goroutine: it receives from its
+// inputs, aligns barriers, and sends to its output.
+type Actor struct {
+	Name   string
+	Op     Operator
+	Inputs []chan Msg
+	Out    *Output
+	// OnCollect, if set, is called after Checkpoint for each barrier
+	// (terminal actors report to the coordinator).
+	OnCollect func(epoch uint64)
+	// OnError reports a failure of the operator; the actor then drops data
+	// but keeps forwarding barriers so that checkpoints continue.
+	OnError func(error)
+
+	failed bool
+}
+
+// Run processes messages until ctx is done or every input has ended.
+func (a *Actor) Run(ctx context.Context) (err error) {
+	out := NewEmitter(func(b *types.Batch) error {
+		return a.Out.Send(ctx, Msg{Kind: MsgData, Batch: b})
+	})
+	n := len(a.Inputs)
+	blocked := make([]bool, n) // input has delivered the pending barrier
+	ended := make([]bool, n)
+	var pending *Barrier
+	nblocked, nended := 0, 0
+
+	cases := make([]reflect.SelectCase, n+1)
+	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+
+	if st, ok := a.Op.(Starter); ok {
+		if err := a.safe(func() error { return st.Start(out) }); err != nil {
+			a.fail(err)
+		} else if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	for nended < n {
+		var in int
+		var m Msg
+		if n == 1 {
+			var ok bool
+			select {
+			case m, ok = <-a.Inputs[0]:
+				if !ok {
+					m = Msg{Kind: MsgEOS}
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		} else {
+			for i := 0; i < n; i++ {
+				if blocked[i] || ended[i] {
+					cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv}
+				} else {
+					cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.Inputs[i])}
+				}
+			}
+			chosen, v, ok := reflect.Select(cases)
+			if chosen == n {
+				return ctx.Err()
+			}
+			if !ok {
+				m = Msg{Kind: MsgEOS}
+			} else {
+				m = v.Interface().(Msg)
+			}
+			in = chosen
+		}
+		switch m.Kind {
+		case MsgData:
+			if a.failed {
+				continue
+			}
+			if err := a.safe(func() error { return a.Op.Process(in, m.Batch, out) }); err != nil {
+				a.fail(err)
+				continue
+			}
+			if err := out.Flush(); err != nil {
+				return err
+			}
+		case MsgBarrier:
+			if pending != nil && pending.Epoch != m.Barrier.Epoch {
+				return fmt.Errorf("%s: barrier %d while aligning %d", a.Name, m.Barrier.Epoch, pending.Epoch)
+			}
+			pending = m.Barrier
+			blocked[in] = true
+			nblocked++
+			if nblocked+nended < n {
+				continue
+			}
+			if err := a.barrier(ctx, pending, out); err != nil {
+				return err
+			}
+			for i := range blocked {
+				blocked[i] = false
+			}
+			nblocked = 0
+			pending = nil
+		case MsgEOS:
+			ended[in] = true
+			nended++
+			if pending != nil && nblocked+nended == n {
+				if err := a.barrier(ctx, pending, out); err != nil {
+					return err
+				}
+				pending = nil
+			}
+		}
+	}
+	if f, ok := a.Op.(Finisher); ok && !a.failed {
+		if err := a.safe(func() error { return f.Finish(out) }); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return a.Out.Send(ctx, Msg{Kind: MsgEOS})
+}
+
+func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
+	if !a.failed {
+		if err := a.safe(func() error { return a.Op.Checkpoint(b, out) }); err != nil {
+			a.fail(err)
+		} else if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	if a.OnCollect != nil {
+		a.OnCollect(b.Epoch)
+	}
+	return a.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
+}
+
+func (a *Actor) fail(err error) {
+	a.failed = true
+	if a.OnError != nil {
+		a.OnError(fmt.Errorf("%s: %w", a.Name, err))
+	}
+}
+
+// safe runs f, turning a panic into an error of this actor's job.
+func (a *Actor) safe(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in %s: %v\n%s", a.Name, r, debug.Stack())
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,311 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"sluice/storage"
+)
+
+// Coordinator injects barriers into every source at the same moment and
+// commits an epoch once every collector (source actors and terminal
+// operators) has reported it. Epochs commit in order.
+type Coordinator struct {
+	db       *storage.DB
+	interval time.Duration
+	logf     func(string, ...any)
+
+	ddl sync.Mutex // one graph change at a time
+
+	mu struct {
+		sync.Mutex
+		sources    map[SourceActor]struct{}
+		collectors int
+		epoch      uint64 // last injected
+		committed  uint64
+		inflight   map[uint64]*epochState
+		paused     bool
+		next       []func(w *storage.EpochWriter)
+		postCommit []func(epoch uint64)
+		waiters    []waiter
+		err        error
+	}
+	commitCh chan uint64
+	done     chan struct{}
+}
+
+type epochState struct {
+	w         *storage.EpochWriter
+	remaining int
+	pause     bool
+}
+
+type waiter struct {
+	epoch uint64
+	ch    chan error
+}
+
+// maxInflight bounds the epochs injected but not yet committed.
+const maxInflight = 8
+
+// NewCoordinator returns a coordinator over db that resumes after the
+// committed epoch.
+func NewCoordinator(db *storage.DB, interval time.Duration, logf func(string, ...any)) *Coordinator {
+	c := &Coordinator{db: db, interval: interval, logf: logf, commitCh: make(chan uint64, 1024), done: make(chan struct{})}
+	c.mu.sources = map[SourceActor]struct{}{}
+	c.mu.inflight = map[uint64]*epochState{}
+	c.mu.epoch = db.CommittedEpoch()
+	c.mu.committed = c.mu.epoch
+	return c
+}
+
+// SourceActor is what the coordinator injects barriers into.
+type SourceActor interface {
+	InjectBarrier(b *Barrier)
+	Resume()
+}
+
+// AddSource registers a source actor; it collects every epoch.
+func (c *Coordinator) AddSource(s SourceActor) {
+	c.mu.Lock()
+	c.mu.sources[s] = struct{}{}
+	c.mu.collectors++
+	c.mu.Unlock()
+}
+
+// RemoveSource unregisters a source actor (graph paused).
+func (c *Coordinator) RemoveSource(s SourceActor) {
+	c.mu.Lock()
+	if _, ok := c.mu.sources[s]; ok {
+		delete(c.mu.sources, s)
+		c.mu.collectors--
+	}
+	c.mu.Unlock()
+}
+
+// AddCollectors changes the number of terminal collectors (graph paused).
+func (c *Coordinator) AddCollectors(n int) {
+	c.mu.Lock()
+	c.mu.collectors += n
+	c.mu.Unlock()
+}
+
+// OnNextEpoch adds writes (catalog changes, state deletions) to the next
+// epoch injected.
+func (c *Coordinator) OnNextEpoch(f func(w *storage.EpochWriter)) {
+	c.mu.Lock()
+	c.mu.next = append(c.mu.next, f)
+	c.mu.Unlock()
+}
+
+// OnCommit registers f to run after every commit (on the committer goroutine).
+func (c *Coordinator) OnCommit(f func(epoch uint64)) {
+	c.mu.Lock()
+	c.mu.postCommit = append(c.mu.postCommit, f)
+	c.mu.Unlock()
+}
+
+// Run injects a barrier every interval and commits epochs until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.committer(ctx)
+	}()
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			close(c.done)
+			wg.Wait()
+			return nil
+		case <-t.C:
+			c.inject(false, false)
+		}
+	}
+}
+
+// inject starts a new epoch. It returns 0 if no barrier was injected
+// (paused, or too many epochs in flight and force is false).
+func (c *Coordinator) inject(pause, force bool) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.paused || c.mu.err != nil {
+		return 0
+	}
+	if !force && len(c.mu.inflight) >= maxInflight {
+		return 0
+	}
+	c.mu.epoch++
+	e := c.mu.epoch
+	w := c.db.NewEpochWriter()
+	for _, f := range c.mu.next {
+		f(w)
+	}
+	c.mu.next = nil
+	st := &epochState{w: w, remaining: c.mu.collectors, pause: pause}
+	c.mu.inflight[e] = st
+	if pause {
+		c.mu.paused = true
+	}
+	b := &Barrier{Epoch: e, W: w, Pause: pause}
+	for s := range c.mu.sources {
+		s.InjectBarrier(b)
+	}
+	if st.remaining == 0 {
+		c.commitCh <- e
+	}
+	return e
+}
+
+// Collect reports that one collector has written its state for epoch e.
+func (c *Coordinator) Collect(e uint64) {
+	c.mu.Lock()
+	st := c.mu.inflight[e]
+	if st == nil {
+		c.mu.Unlock()
+		c.logf("collect of unknown epoch %d", e)
+		return
+	}
+	st.remaining--
+	ready := st.remaining == 0
+	c.mu.Unlock()
+	if ready {
+		c.commitCh <- e
+	}
+}
+
+func (c *Coordinator) committer(ctx context.Context) {
+	for {
+		select {
+		case <-c.done:
+			return
+		case e := <-c.commitCh:
+			c.mu.Lock()
+			st := c.mu.inflight[e]
+			c.mu.Unlock()
+			err := c.db.Commit(st.w, e)
+			c.mu.Lock()
+			delete(c.mu.inflight, e)
+			if err != nil {
+				c.mu.err = fmt.Errorf("checkpoint %d failed: %w", e, err)
+				c.logf("%v", c.mu.err)
+			} else {
+				c.mu.committed = e
+			}
+			var keep []waiter
+			for _, w := range c.mu.waiters {
+				if c.mu.err != nil {
+					w.ch <- c.mu.err
+				} else if w.epoch <= c.mu.committed {
+					w.ch <- nil
+				} else {
+					keep = append(keep, w)
+				}
+			}
+			c.mu.waiters = keep
+			post := c.mu.postCommit
+			c.mu.Unlock()
+			for _, f := range post {
+				f(e)
+			}
+		}
+	}
+}
+
+// wait blocks until epoch e is committed.
+func (c *Coordinator) wait(ctx context.Context, e uint64) error {
+	ch := make(chan error, 1)
+	c.mu.Lock()
+	if c.mu.err != nil {
+		c.mu.Unlock()
+		return c.mu.err
+	}
+	if c.mu.committed >= e {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.waiters = append(c.mu.waiters, waiter{epoch: e, ch: ch})
+	c.mu.Unlock()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return fmt.Errorf("shutting down")
+	}
+}
+
+// Flush injects a barrier now and returns once its epoch is committed, so
+// that every write acknowledged before the call is visible to reads.
+func (c *Coordinator) Flush(ctx context.Context) error {
+	for {
+		e := c.inject(false, true)
+		if e != 0 {
+			return c.wait(ctx, e)
+		}
+		// Paused by a graph change: wait for it to finish.
+		c.ddl.Lock()
+		c.ddl.Unlock() //nolint:staticcheck // a barrier to wait for the DDL
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		err := c.mu.err
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Pause stops the sources at a committed epoch: when it returns, every
+// actor is idle and the graph may be changed. Resume must follow.
+func (c *Coordinator) Pause(ctx context.Context) error {
+	c.ddl.Lock()
+	e := c.inject(true, true)
+	if e == 0 {
+		c.ddl.Unlock()
+		return fmt.Errorf("cannot pause: %v", c.mu.err)
+	}
+	if err := c.wait(ctx, e); err != nil {
+		// The sources are paused; resume them before giving up.
+		c.resume()
+		c.ddl.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (c *Coordinator) resume() {
+	c.mu.Lock()
+	c.mu.paused = false
+	for s := range c.mu.sources {
+		s.Resume()
+	}
+	c.mu.Unlock()
+}
+
+// Resume restarts the sources after Pause and waits until the next epoch
+// (holding the graph change's writes) is committed.
+func (c *Coordinator) Resume(ctx context.Context) error {
+	c.resume()
+	e := c.inject(false, true)
+	c.ddl.Unlock()
+	if e == 0 {
+		return fmt.Errorf("checkpointing stopped")
+	}
+	return c.wait(ctx, e)
+}
+
+// Committed returns the last committed epoch.
+func (c *Coordinator) Committed() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.committed
+}

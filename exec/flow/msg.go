@@ -1,0 +1,116 @@
+package flow
+
+import (
+	"context"
+	"sync"
+
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// MsgKind says what a Msg carries.
+type MsgKind uint8
+
+// Message kinds.
+const (
+	MsgData MsgKind = iota
+	MsgBarrier
+	MsgEOS // end of a bounded stream (batch SELECTs)
+)
+
+// Msg travels on the channels between actors.
+type Msg struct {
+	Kind    MsgKind
+	Batch   *types.Batch
+	Barrier *Barrier
+}
+
+// Barrier separates epoch N's input from epoch N+1's; W collects epoch N's
+// writes.
+type Barrier struct {
+	Epoch uint64
+	W     *storage.EpochWriter
+	Pause bool // sources wait for Resume after emitting it
+}
+
+// chanCap is the capacity of every channel between actors: enough to keep
+// both cores busy, small enough to bound memory and barrier latency.
+const chanCap = 16
+
+// NewChan returns a channel between two actors.
+func NewChan() chan Msg { return make(chan Msg, chanCap) }
+
+// Output fans one actor's messages out to every consumer. Consumers are
+// added and removed only while the graph is paused.
+type Output struct {
+	mu    sync.Mutex
+	chans []chan Msg
+}
+
+// Attach adds a consumer.
+func (o *Output) Attach(c chan Msg) {
+	o.mu.Lock()
+	o.chans = append(o.chans, c)
+	o.mu.Unlock()
+}
+
+// Detach removes a consumer.
+func (o *Output) Detach(c chan Msg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, x := range o.chans {
+		if x == c {
+			o.chans = append(o.chans[:i], o.chans[i+1:]...)
+			return
+		}
+	}
+}
+
+// Send delivers m to every consumer.
+func (o *Output) Send(ctx context.Context, m Msg) error {
+	o.mu.Lock()
+	chans := o.chans
+	o.mu.Unlock()
+	for _, c := range chans {
+		select {
+		case c <- m:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Emitter collects an operator's output rows into batches.
+type Emitter struct {
+	b    *types.Batch
+	full func(*types.Batch) error
+}
+
+// maxBatch is the size at which an Emitter hands a batch on.
+const maxBatch = 4096
+
+// Emit adds one change to the output.
+func (e *Emitter) Emit(r types.Row, diff int64) error {
+	if e.b == nil {
+		e.b = types.NewBatch(256)
+	}
+	e.b.Add(r, diff)
+	if len(e.b.Rows) >= maxBatch {
+		return e.Flush()
+	}
+	return nil
+}
+
+// Flush hands the pending batch on.
+func (e *Emitter) Flush() error {
+	if e.b == nil || len(e.b.Rows) == 0 {
+		return nil
+	}
+	b := e.b
+	e.b = nil
+	return e.full(b)
+}
+
+// NewEmitter returns an emitter that hands full batches to f.
+func NewEmitter(f func(*types.Batch) error) *Emitter { return &Emitter{full: f} }

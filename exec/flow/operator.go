@@ -1,0 +1,32 @@
+package flow
+
+import "sluice/sql/types"
+
+// Operator is one dataflow operator. Its calls come from a single actor
+// goroutine and never overlap.
+type Operator interface {
+	// Process handles one batch from input in, emitting changes to out.
+	Process(in int, b *types.Batch, out *Emitter) error
+	// Checkpoint is called once barrier b has arrived on every input
+	// (aligned): the operator writes its state changes since the previous
+	// barrier into b.W; it may emit before the barrier is forwarded.
+	Checkpoint(b *Barrier, out *Emitter) error
+}
+
+// Finisher is an optional capability: Finish is called at end of stream
+// (batch SELECTs) and may emit final results.
+type Finisher interface {
+	Finish(out *Emitter) error
+}
+
+// Collector is an optional capability of terminal operators: the actor
+// reports the barrier to the coordinator after Checkpoint.
+type Collector interface {
+	Terminal() bool
+}
+
+// Starter is an optional capability: Start is called once when the actor
+// starts, before any input (a subscription's backfill).
+type Starter interface {
+	Start(out *Emitter) error
+}

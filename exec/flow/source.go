@@ -1,0 +1,281 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"sluice/exec/connector"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// sourceBase is what every source actor shares: the barrier inbox, pause
+// handling and its position key.
+type sourceBase struct {
+	Name     string
+	Out      *Output
+	coord    *Coordinator
+	posKey   []byte
+	barriers chan *Barrier
+	resume   chan struct{}
+	OnError  func(error)
+}
+
+func newSourceBase(name string, opID uint64, coord *Coordinator) sourceBase {
+	return sourceBase{
+		Name:     name,
+		Out:      &Output{},
+		coord:    coord,
+		posKey:   storage.Key(storage.SpacePosition, opID),
+		barriers: make(chan *Barrier, 2*maxInflight+4),
+		resume:   make(chan struct{}, 1),
+	}
+}
+
+// InjectBarrier implements SourceActor.
+func (s *sourceBase) InjectBarrier(b *Barrier) { s.barriers <- b }
+
+// Resume implements SourceActor.
+func (s *sourceBase) Resume() {
+	select {
+	case s.resume <- struct{}{}:
+	default:
+	}
+}
+
+// emitBarrier saves pos, forwards b, reports it and, for a pause barrier,
+// waits to be resumed.
+func (s *sourceBase) emitBarrier(ctx context.Context, b *Barrier, pos []byte) error {
+	if pos != nil {
+		b.W.Set(s.posKey, pos)
+	}
+	if err := s.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b}); err != nil {
+		return err
+	}
+	if b.Pause {
+		select { // drop a stale token from before this pause
+		case <-s.resume:
+		default:
+		}
+	}
+	s.coord.Collect(b.Epoch)
+	if b.Pause {
+		select {
+		case <-s.resume:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// ReaderSource runs a connector's source reader.
+type ReaderSource struct {
+	sourceBase
+	src  connector.Source
+	seek connector.Seekable
+	eof  bool
+}
+
+// NewReaderSource wraps src; if it is Seekable and a position was saved
+// under opID, it seeks there first.
+func NewReaderSource(db *storage.DB, coord *Coordinator, name string, opID uint64, src connector.Source) (*ReaderSource, error) {
+	r := &ReaderSource{sourceBase: newSourceBase(name, opID, coord), src: src}
+	if sk, ok := src.(connector.Seekable); ok {
+		r.seek = sk
+		pos, err := db.Get(r.posKey)
+		if err != nil {
+			return nil, err
+		}
+		if pos != nil {
+			if err := sk.Seek(pos); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// Run reads and forwards batches, emitting barriers between them, until ctx ends.
+func (r *ReaderSource) Run(ctx context.Context) error {
+	defer r.src.Close()
+	for {
+		// Barriers first: they must not wait behind a busy source.
+		select {
+		case b := <-r.barriers:
+			if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+				return err
+			}
+			continue
+		case <-ctx.Done():
+			return nil
+		default:
+		}
+		if r.eof {
+			select {
+			case b := <-r.barriers:
+				if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		b := types.NewBatch(1024)
+		n, err := r.src.Read(ctx, b, 1024)
+		if errors.Is(err, io.EOF) {
+			r.eof = true
+		} else if err != nil {
+			if r.OnError != nil {
+				r.OnError(err)
+			}
+			r.eof = true // stop reading; keep forwarding barriers
+		}
+		if n > 0 {
+			if err := r.Out.Send(ctx, Msg{Kind: MsgData, Batch: b}); err != nil {
+				return nil
+			}
+		} else if !r.eof {
+			select {
+			case b := <-r.barriers:
+				if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+					return err
+				}
+			case <-time.After(2 * time.Millisecond):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+func (r *ReaderSource) position() []byte {
+	if r.seek == nil {
+		return nil
+	}
+	return r.seek.Position()
+}
+
+// TableChunk is one acknowledged DML statement's changes with its log sequence.
+type TableChunk struct {
+	Seq   uint64
+	Batch *types.Batch
+}
+
+// TableSource emits a table's changes: first the logged changes after the
+// checkpointed position (recovery), then what DML pushes.
+type TableSource struct {
+	sourceBase
+	tableID uint64
+	queue   chan TableChunk
+	backlog []TableChunk
+	pos     uint64
+}
+
+// NewTableSource creates the change source of table tableID and loads the
+// log entries after its checkpointed position.
+func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uint64, decode func([]byte) (*types.Batch, error)) (*TableSource, error) {
+	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096)}
+	pos, err := db.Get(t.posKey)
+	if err != nil {
+		return nil, err
+	}
+	if pos != nil {
+		t.pos = decodeSeq(pos)
+	}
+	prefix := storage.Key(storage.SpaceLog, tableID)
+	err = db.Scan(prefix, func(k, v []byte) error {
+		seq := decodeSeq(k[len(prefix):])
+		if seq <= t.pos {
+			return nil
+		}
+		b, err := decode(v)
+		if err != nil {
+			return err
+		}
+		t.backlog = append(t.backlog, TableChunk{Seq: seq, Batch: b})
+		return nil
+	})
+	return t, err
+}
+
+// LastSeq returns the highest log sequence the source knows of.
+func (t *TableSource) LastSeq() uint64 {
+	if n := len(t.backlog); n > 0 {
+		return t.backlog[n-1].Seq
+	}
+	return t.pos
+}
+
+// Push hands an acknowledged DML chunk to the source (blocking when the
+// queue is full).
+func (t *TableSource) Push(ctx context.Context, c TableChunk) error {
+	select {
+	case t.queue <- c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run forwards changes and barriers until ctx ends.
+func (t *TableSource) Run(ctx context.Context) error {
+	for _, c := range t.backlog {
+		if err := t.send(ctx, c); err != nil {
+			return nil
+		}
+	}
+	t.backlog = nil
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-t.queue:
+			if err := t.send(ctx, c); err != nil {
+				return nil
+			}
+		case b := <-t.barriers:
+			// Everything acknowledged before the barrier was injected is
+			// already queued: drain it into this epoch.
+			for n := len(t.queue); n > 0; n-- {
+				if err := t.send(ctx, <-t.queue); err != nil {
+					return nil
+				}
+			}
+			prefix := storage.Key(storage.SpaceLog, t.tableID)
+			b.W.DeleteRange(prefix, append(storage.Key(storage.SpaceLog, t.tableID), encodeSeq(t.pos+1)...))
+			if err := t.emitBarrier(ctx, b, encodeSeq(t.pos)); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func (t *TableSource) send(ctx context.Context, c TableChunk) error {
+	t.pos = c.Seq
+	return t.Out.Send(ctx, Msg{Kind: MsgData, Batch: c.Batch})
+}
+
+func encodeSeq(s uint64) []byte {
+	return []byte{byte(s >> 56), byte(s >> 48), byte(s >> 40), byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
+}
+
+func decodeSeq(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	var s uint64
+	for _, x := range b[:8] {
+		s = s<<8 | uint64(x)
+	}
+	return s
+}
+
+// EncodeSeq returns the 8-byte big-endian form of a log sequence.
+func EncodeSeq(s uint64) []byte { return encodeSeq(s) }
+
+// Close closes the reader of a source that never ran.
+func (r *ReaderSource) Close() error { return r.src.Close() }

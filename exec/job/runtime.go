@@ -1,0 +1,348 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"sluice/exec/connector"
+	"sluice/exec/eval"
+	"sluice/exec/flow"
+	"sluice/exec/ops"
+	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// Runtime owns every running job.
+type Runtime struct {
+	db    *storage.DB
+	coord *flow.Coordinator
+	ctx   context.Context
+	logf  func(string, ...any)
+	wg    sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		streams map[uint64]*flow.Output // relation id -> its change stream
+		tables  map[uint64]*flow.TableSource
+		jobs    map[uint64]*Job
+	}
+}
+
+// Job is one running dataflow (a table's materialization or a view).
+type Job struct {
+	ID     uint64
+	Errors ops.ErrorSink
+	Mat    *ops.Materialize
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	sources []flow.SourceActor
+	subs    []sub
+	failure struct {
+		sync.Mutex
+		err error
+	}
+}
+
+type sub struct {
+	out *flow.Output
+	ch  chan flow.Msg
+}
+
+// Failure returns the error that stopped part of the job, if any.
+func (j *Job) Failure() error {
+	j.failure.Lock()
+	defer j.failure.Unlock()
+	return j.failure.err
+}
+
+func (j *Job) fail(err error) {
+	j.failure.Lock()
+	if j.failure.err == nil {
+		j.failure.err = err
+	}
+	j.failure.Unlock()
+}
+
+// NewRuntime returns a runtime whose actors live until ctx ends.
+func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, logf func(string, ...any)) *Runtime {
+	r := &Runtime{db: db, coord: coord, ctx: ctx, logf: logf}
+	r.mu.streams = map[uint64]*flow.Output{}
+	r.mu.tables = map[uint64]*flow.TableSource{}
+	r.mu.jobs = map[uint64]*Job{}
+	return r
+}
+
+// Wait waits for every actor after ctx has ended.
+func (r *Runtime) Wait() { r.wg.Wait() }
+
+// OpID returns the id of node idx of job: unique across jobs.
+func OpID(job uint64, idx int) uint64 { return job<<16 | uint64(idx+1) }
+
+func (r *Runtime) spawn(j *Job, ctx context.Context, name string, run func(context.Context) error) {
+	r.wg.Add(1)
+	j.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer j.wg.Done()
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			r.logf("%s: %v", name, err)
+			j.fail(err)
+		}
+	}()
+}
+
+// Job returns the running job of relation id.
+func (r *Runtime) Job(id uint64) *Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.jobs[id]
+}
+
+// Table returns the change source of table id.
+func (r *Runtime) Table(id uint64) *flow.TableSource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.tables[id]
+}
+
+// StartTable starts table id: its change source (replaying its log after
+// the checkpoint) and its materialization keyed by key (nil: no primary
+// key). The graph must be paused or not yet running.
+func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSource, error) {
+	ts, err := flow.NewTableSource(r.db, r.coord, name, id, DecodeLogBatch)
+	if err != nil {
+		return nil, err
+	}
+	mat, err := ops.NewMaterialize(id, key, r.db)
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{ID: id, Mat: mat}
+	ctx, cancel := context.WithCancel(r.ctx)
+	j.cancel = cancel
+	in := flow.NewChan()
+	ts.Out.Attach(in)
+	ts.OnError = j.fail
+	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
+		OnCollect: r.coord.Collect, OnError: j.fail}
+	j.sources = []flow.SourceActor{ts}
+	r.coord.AddSource(ts)
+	r.coord.AddCollectors(1)
+	r.mu.Lock()
+	r.mu.streams[id] = ts.Out
+	r.mu.tables[id] = ts
+	r.mu.jobs[id] = j
+	r.mu.Unlock()
+	r.spawn(j, ctx, name+"/source", ts.Run)
+	r.spawn(j, ctx, name+"/materialize", act.Run)
+	return ts, nil
+}
+
+// StartJob starts the dataflow of relation id from plan, whose root is a
+// Materialize node. With backfill, each Subscribe first emits its
+// relation's committed contents (a new view); without, state is restored
+// from the last checkpoint (recovery). The graph must be paused or not yet
+// running.
+func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill bool) (*Job, error) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	j := &Job{ID: id, cancel: cancel}
+	ectx := &eval.Context{}
+	outs := make([]*flow.Output, len(plan.Nodes))
+	var actors []*flow.Actor
+	var readers []*flow.ReaderSource
+	var snap *storage.Snapshot
+	if backfill {
+		snap = r.db.Snapshot()
+	}
+	fail := func(err error) (*Job, error) {
+		cancel()
+		if snap != nil {
+			snap.Release()
+		}
+		for _, s := range j.subs {
+			s.out.Detach(s.ch)
+		}
+		for _, rd := range readers {
+			rd.Close()
+		}
+		return nil, err
+	}
+	var stream *flow.Output
+	for idx, n := range plan.Nodes {
+		opID := OpID(id, idx)
+		inputs := make([]chan flow.Msg, len(n.Inputs))
+		for i, in := range n.Inputs {
+			c := flow.NewChan()
+			outs[in].Attach(c)
+			inputs[i] = c
+		}
+		var op flow.Operator
+		var err error
+		switch n.Kind {
+		case spec.SourceRead:
+			f, err := connector.LookupSource(n.Source.Connector)
+			if err != nil {
+				return fail(err)
+			}
+			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Options: n.Source.Options})
+			if err != nil {
+				return fail(err)
+			}
+			rs, err := flow.NewReaderSource(r.db, r.coord, name+"/"+n.Source.Name, opID, src)
+			if err != nil {
+				src.Close()
+				return fail(err)
+			}
+			rs.OnError = j.fail
+			readers = append(readers, rs)
+			outs[idx] = rs.Out
+			continue
+		case spec.Subscribe:
+			r.mu.Lock()
+			up := r.mu.streams[n.Rel]
+			r.mu.Unlock()
+			if up == nil {
+				return fail(pgerror.New(pgcode.UndefinedTable, "relation %s is not running", n.RelName))
+			}
+			c := flow.NewChan()
+			up.Attach(c)
+			j.subs = append(j.subs, sub{out: up, ch: c})
+			inputs = []chan flow.Msg{c}
+			s := &ops.Subscribe{}
+			if backfill {
+				s.Backfill = backfillFrom(snap, n.Rel)
+			}
+			op = s
+		case spec.Filter:
+			op, err = ops.NewFilter(n.Pred, ectx, &j.Errors)
+		case spec.Project:
+			op, err = ops.NewProject(n.Exprs, ectx, &j.Errors)
+		case spec.Agg:
+			op, err = ops.NewAgg(n, opID, r.db)
+		case spec.Join:
+			op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, r.db, ectx, &j.Errors)
+		case spec.Union:
+			op = ops.Union{}
+		case spec.Materialize:
+			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
+			op, err = m, err2
+			j.Mat = m
+			stream = outs[n.Inputs[0]]
+		default:
+			err = pgerror.Unsupported("%s in a streaming job", n.Kind)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail}
+		if n.Kind == spec.Materialize {
+			a.OnCollect = r.coord.Collect
+		}
+		outs[idx] = a.Out
+		actors = append(actors, a)
+	}
+	if j.Mat == nil {
+		return fail(fmt.Errorf("plan of %s has no Materialize root", name))
+	}
+	for _, rs := range readers {
+		j.sources = append(j.sources, rs)
+		r.coord.AddSource(rs)
+	}
+	r.coord.AddCollectors(1)
+	r.mu.Lock()
+	r.mu.streams[id] = stream
+	r.mu.jobs[id] = j
+	r.mu.Unlock()
+	for _, a := range actors {
+		r.spawn(j, ctx, a.Name, a.Run)
+	}
+	for _, rs := range readers {
+		r.spawn(j, ctx, rs.Name, rs.Run)
+	}
+	if snap != nil {
+		// Backfills read the snapshot from their actors; release it once
+		// every Subscribe has started. Holding it until the job ends is
+		// simpler and cheap: release when the job stops.
+		go func() { <-ctx.Done(); snap.Release() }() //nolint:sluice-owned: ends with the job
+	}
+	return j, nil
+}
+
+func backfillFrom(snap *storage.Snapshot, rel uint64) func(func(types.Row, int64) error) error {
+	return func(emit func(types.Row, int64) error) error {
+		return snap.Scan(storage.Key(storage.SpaceRelation, rel), func(_, v []byte) error {
+			n, row, err := ops.DecodeRelValue(v)
+			if err != nil {
+				return err
+			}
+			return emit(row, n)
+		})
+	}
+}
+
+// StopJob stops relation id's job and schedules the deletion of its state
+// with the next epoch. The graph must be paused.
+func (r *Runtime) StopJob(id uint64, nodes int) {
+	r.mu.Lock()
+	j := r.mu.jobs[id]
+	delete(r.mu.jobs, id)
+	delete(r.mu.streams, id)
+	delete(r.mu.tables, id)
+	r.mu.Unlock()
+	if j == nil {
+		return
+	}
+	for _, s := range j.subs {
+		s.out.Detach(s.ch)
+	}
+	for _, s := range j.sources {
+		r.coord.RemoveSource(s)
+	}
+	r.coord.AddCollectors(-1)
+	j.cancel()
+	j.wg.Wait()
+	r.coord.OnNextEpoch(func(w *storage.EpochWriter) {
+		w.DeleteRange(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, -1)))
+		w.DeleteRange(storage.Key(storage.SpacePosition, id), storage.Key(storage.SpacePosition, id+1))
+		w.DeleteRange(storage.Key(storage.SpacePosition, OpID(id, 0)), storage.Key(storage.SpacePosition, OpID(id+1, -1)))
+		w.DeleteRange(storage.Key(storage.SpaceRelation, id), storage.Key(storage.SpaceRelation, id+1))
+		w.DeleteRange(storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id+1))
+		w.DeleteRange(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
+	})
+}
+
+// EncodeLogBatch encodes a DML chunk for the table log.
+func EncodeLogBatch(b *types.Batch) []byte {
+	r := make(types.Row, 0, 2*len(b.Rows))
+	var buf []byte
+	for i, row := range b.Rows {
+		r = append(r, types.NewInt(b.Diffs[i]), types.NewBytes(types.EncodeRow(nil, row)))
+	}
+	buf = types.EncodeRow(buf, r)
+	return buf
+}
+
+// DecodeLogBatch decodes what EncodeLogBatch wrote.
+func DecodeLogBatch(v []byte) (*types.Batch, error) {
+	r, err := types.DecodeRow(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(r)%2 != 0 {
+		return nil, pgerror.New(pgcode.DataCorrupted, "corrupt table log entry")
+	}
+	b := types.NewBatch(len(r) / 2)
+	for i := 0; i < len(r); i += 2 {
+		row, err := types.DecodeRow([]byte(r[i+1].S))
+		if err != nil {
+			return nil, err
+		}
+		b.Add(row, r[i].I)
+	}
+	return b, nil
+}

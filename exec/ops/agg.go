@@ -1,0 +1,461 @@
+package ops
+
+import (
+	"sort"
+
+	"sluice/exec/flow"
+	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// Agg is a hash aggregation that handles insertions and retractions: for
+// every group touched by a batch it retracts the group's previous output
+// row and emits the new one. min/max and DISTINCT keep a multiset of the
+// group's values, so they stay right when the current extreme is deleted.
+type Agg struct {
+	groupBy []int
+	aggs    []spec.AggCall
+	prefix  []byte
+	groups  map[string]*group
+	dirty   map[string]struct{}
+	global  bool
+	touched map[string]*touch
+}
+
+type group struct {
+	key     types.Row
+	count   int64 // rows in the group
+	accs    []acc
+	emitted bool // the global group's row has been emitted
+}
+
+type acc struct {
+	n   int64       // non-null inputs
+	i   int64       // integer sum
+	d   types.Datum // decimal sum
+	f   float64     // float sum
+	set map[string]*setEntry
+}
+
+type setEntry struct {
+	v types.Datum
+	n int64
+}
+
+type touch struct {
+	old    types.Row
+	hadOld bool
+}
+
+// NewAgg creates the aggregation of node n with state under opID, loading
+// saved state from db (nil db: a batch query without state).
+func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
+	a := &Agg{
+		groupBy: n.GroupBy, aggs: n.Aggs,
+		prefix: storage.Key(storage.SpaceState, opID),
+		groups: map[string]*group{}, dirty: map[string]struct{}{},
+		global: len(n.GroupBy) == 0,
+	}
+	if db != nil {
+		err := db.Scan(a.prefix, func(k, v []byte) error {
+			g, err := a.decodeGroup(v)
+			if err != nil {
+				return err
+			}
+			a.groups[string(k[len(a.prefix):])] = g
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if a.global && a.groups[""] == nil {
+		a.groups[""] = a.newGroup(nil)
+		a.dirty[""] = struct{}{}
+	}
+	return a, nil
+}
+
+func (a *Agg) newGroup(key types.Row) *group {
+	g := &group{key: key, accs: make([]acc, len(a.aggs))}
+	for i, ag := range a.aggs {
+		if ag.Distinct || ag.Func == "min" || ag.Func == "max" {
+			g.accs[i].set = map[string]*setEntry{}
+		}
+	}
+	return g
+}
+
+// Process implements flow.Operator.
+func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	if a.touched == nil {
+		a.touched = map[string]*touch{}
+	}
+	var kbuf []byte
+	for i, r := range b.Rows {
+		diff := b.Diffs[i]
+		kbuf = kbuf[:0]
+		for _, c := range a.groupBy {
+			kbuf = types.AppendKey(kbuf, r[c])
+		}
+		g := a.groups[string(kbuf)]
+		k := string(kbuf)
+		if _, ok := a.touched[k]; !ok {
+			t := &touch{}
+			if g != nil && (g.count > 0 || (a.global && g.emitted)) {
+				t.old, t.hadOld = a.output(g), true
+			}
+			a.touched[k] = t
+		}
+		if g == nil {
+			key := make(types.Row, len(a.groupBy))
+			for j, c := range a.groupBy {
+				key[j] = r[c]
+			}
+			g = a.newGroup(key)
+			a.groups[k] = g
+		}
+		a.dirty[k] = struct{}{}
+		g.count += diff
+		for j := range a.aggs {
+			if err := a.update(&g.accs[j], &a.aggs[j], r, diff); err != nil {
+				return err
+			}
+		}
+	}
+	return a.emitTouched(out)
+}
+
+func (a *Agg) emitTouched(out *flow.Emitter) error {
+	keys := make([]string, 0, len(a.touched))
+	for k := range a.touched {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t := a.touched[k]
+		g := a.groups[k]
+		var nr types.Row
+		has := g != nil && (g.count > 0 || a.global)
+		if has {
+			nr = a.output(g)
+		}
+		if t.hadOld && has && rowsEqual(t.old, nr) {
+			continue
+		}
+		if t.hadOld {
+			if err := out.Emit(t.old, -1); err != nil {
+				return err
+			}
+		}
+		if has {
+			if err := out.Emit(nr, 1); err != nil {
+				return err
+			}
+			g.emitted = true
+		}
+		if g != nil && g.count == 0 && !a.global {
+			delete(a.groups, k)
+		}
+	}
+	a.touched = nil
+	return nil
+}
+
+func rowsEqual(x, y types.Row) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].K != y[i].K || types.Compare(x[i], y[i]) != 0 {
+			return false
+		}
+		if x[i].K == types.KDecimal && x[i].X != y[i].X {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
+	if ag.Filter >= 0 && !r[ag.Filter].Bool() {
+		return nil
+	}
+	if ag.Func == "count_star" {
+		ac.n += diff
+		return nil
+	}
+	v := r[ag.Arg]
+	if v.IsNull() {
+		return nil
+	}
+	if ac.set != nil {
+		kb := types.AppendKey(nil, v)
+		e := ac.set[string(kb)]
+		if e == nil {
+			e = &setEntry{v: v}
+			ac.set[string(kb)] = e
+		}
+		e.n += diff
+		if e.n == 0 {
+			delete(ac.set, string(kb))
+		}
+		if !ag.Distinct {
+			ac.n += diff
+		}
+		return nil
+	}
+	ac.n += diff
+	switch ag.Func {
+	case "sum", "avg":
+		switch v.K {
+		case types.KInt:
+			if ag.T.Fam == types.Numeric {
+				return a.addDec(ac, types.DecFromInt(v.I), diff)
+			}
+			ac.i += v.I * diff
+		case types.KFloat:
+			ac.f += v.F * float64(diff)
+		case types.KDecimal:
+			return a.addDec(ac, v, diff)
+		case types.KInterval:
+			// Interval sums keep months/days/micros in d.
+			if ac.d.K != types.KInterval {
+				ac.d = types.NewInterval(0, 0, 0)
+			}
+			ac.d.M += v.M * int32(diff)
+			ac.d.X += v.X * int32(diff)
+			ac.d.I += v.I * diff
+		default:
+			return pgerror.New(pgcode.DatatypeMismatch, "cannot sum values of this type")
+		}
+	}
+	return nil
+}
+
+func (a *Agg) addDec(ac *acc, v types.Datum, diff int64) error {
+	if ac.d.K != types.KDecimal {
+		ac.d = types.NewDecimal(0, 0)
+	}
+	var err error
+	if diff == 1 {
+		ac.d, err = types.DecAdd(ac.d, v)
+	} else if diff == -1 {
+		ac.d, err = types.DecSub(ac.d, v)
+	} else {
+		var m types.Datum
+		m, err = types.DecMul(v, types.DecFromInt(diff))
+		if err == nil {
+			ac.d, err = types.DecAdd(ac.d, m)
+		}
+	}
+	return err
+}
+
+// output computes the group's row: group values then aggregates.
+func (a *Agg) output(g *group) types.Row {
+	r := make(types.Row, 0, len(g.key)+len(a.aggs))
+	r = append(r, g.key...)
+	for i := range a.aggs {
+		r = append(r, a.result(&g.accs[i], &a.aggs[i]))
+	}
+	return r
+}
+
+func (a *Agg) result(ac *acc, ag *spec.AggCall) types.Datum {
+	switch ag.Func {
+	case "count_star", "count":
+		if ag.Distinct {
+			return types.NewInt(int64(len(ac.set)))
+		}
+		return types.NewInt(ac.n)
+	case "min", "max":
+		var best *setEntry
+		for _, e := range ac.set {
+			if best == nil {
+				best = e
+				continue
+			}
+			c := types.Compare(e.v, best.v)
+			if (ag.Func == "min" && c < 0) || (ag.Func == "max" && c > 0) {
+				best = e
+			}
+		}
+		if best == nil {
+			return types.Null
+		}
+		return best.v
+	}
+	// sum / avg, possibly DISTINCT
+	n := ac.n
+	sumI, sumF, sumD := ac.i, ac.f, ac.d
+	if ag.Distinct {
+		n = int64(len(ac.set))
+		sumI, sumF, sumD = 0, 0, types.Datum{}
+		for _, e := range ac.set {
+			switch e.v.K {
+			case types.KInt:
+				if ag.T.Fam == types.Numeric {
+					sumD = decAddSafe(sumD, types.DecFromInt(e.v.I))
+				} else {
+					sumI += e.v.I
+				}
+			case types.KFloat:
+				sumF += e.v.F
+			case types.KDecimal:
+				sumD = decAddSafe(sumD, e.v)
+			}
+		}
+	}
+	if n == 0 {
+		return types.Null
+	}
+	var sum types.Datum
+	switch {
+	case sumD.K == types.KInterval:
+		sum = sumD
+	case ag.T.Fam == types.Float8 || ag.T.Fam == types.Float4:
+		if sumD.K == types.KDecimal {
+			sum = types.NewFloat(types.DecToFloat(sumD) + sumF)
+		} else {
+			sum = types.NewFloat(sumF + float64(sumI))
+		}
+	case ag.T.Fam == types.Numeric:
+		if sumD.K != types.KDecimal {
+			sumD = types.DecFromInt(sumI)
+		}
+		sum = sumD
+	default:
+		sum = types.NewInt(sumI)
+	}
+	if ag.Func == "sum" {
+		return sum
+	}
+	// avg
+	switch sum.K {
+	case types.KFloat:
+		return types.NewFloat(sum.F / float64(n))
+	case types.KInterval:
+		return types.NewInterval(sum.M/int32(n), sum.X/int32(n), sum.I/n)
+	case types.KInt:
+		sum = types.DecFromInt(sum.I)
+	}
+	q, err := types.DecDiv(sum, types.DecFromInt(n))
+	if err != nil {
+		return types.Null
+	}
+	return q
+}
+
+func decAddSafe(a, b types.Datum) types.Datum {
+	if a.K != types.KDecimal {
+		return b
+	}
+	s, err := types.DecAdd(a, b)
+	if err != nil {
+		return a
+	}
+	return s
+}
+
+// Checkpoint implements flow.Operator: global aggregates emit their first
+// row; dirty groups are written.
+func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
+	if a.global {
+		if g := a.groups[""]; !g.emitted {
+			g.emitted = true
+			a.dirty[""] = struct{}{}
+			if err := out.Emit(a.output(g), 1); err != nil {
+				return err
+			}
+		}
+	}
+	for k := range a.dirty {
+		key := append(append([]byte(nil), a.prefix...), k...)
+		if g, ok := a.groups[k]; ok {
+			b.W.Set(key, a.encodeGroup(g))
+		} else {
+			b.W.Delete(key)
+		}
+	}
+	clear(a.dirty)
+	return nil
+}
+
+// Finish implements flow.Finisher (batch queries).
+func (a *Agg) Finish(out *flow.Emitter) error {
+	if a.global {
+		if g := a.groups[""]; !g.emitted {
+			g.emitted = true
+			return out.Emit(a.output(g), 1)
+		}
+	}
+	return nil
+}
+
+// encodeGroup stores a group as one row: key columns, count, emitted, then
+// per aggregate n, i, f, d and the multiset as (n, value, count…).
+func (a *Agg) encodeGroup(g *group) []byte {
+	r := make(types.Row, 0, len(g.key)+2+5*len(g.accs))
+	r = append(r, types.NewInt(int64(len(g.key))))
+	r = append(r, g.key...)
+	r = append(r, types.NewInt(g.count), types.NewBool(g.emitted))
+	for _, ac := range g.accs {
+		r = append(r, types.NewInt(ac.n), types.NewInt(ac.i), types.NewFloat(ac.f), ac.d, types.NewInt(int64(len(ac.set))))
+		for _, e := range ac.set {
+			r = append(r, e.v, types.NewInt(e.n))
+		}
+	}
+	return types.EncodeRow(nil, r)
+}
+
+func (a *Agg) decodeGroup(v []byte) (*group, error) {
+	r, err := types.DecodeRow(v)
+	if err != nil {
+		return nil, err
+	}
+	bad := pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state")
+	p := 0
+	next := func() types.Datum {
+		if p >= len(r) {
+			p++
+			return types.Null
+		}
+		p++
+		return r[p-1]
+	}
+	nk := int(next().I)
+	if nk < 0 || nk > len(r) {
+		return nil, bad
+	}
+	key := make(types.Row, nk)
+	for i := range key {
+		key[i] = next()
+	}
+	g := a.newGroup(key)
+	g.count = next().I
+	g.emitted = next().Bool()
+	for i := range g.accs {
+		ac := &g.accs[i]
+		ac.n, ac.i, ac.f, ac.d = next().I, next().I, next().F, next()
+		ns := int(next().I)
+		if ns < 0 || ns > len(r) {
+			return nil, bad
+		}
+		for j := 0; j < ns; j++ {
+			v := next()
+			n := next().I
+			if ac.set == nil {
+				ac.set = map[string]*setEntry{}
+			}
+			ac.set[string(types.AppendKey(nil, v))] = &setEntry{v: v, n: n}
+		}
+	}
+	if p > len(r) {
+		return nil, bad
+	}
+	return g, nil
+}

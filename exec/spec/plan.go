@@ -1,0 +1,227 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"sluice/sql/types"
+)
+
+// Kind is the kind of a dataflow node.
+type Kind uint8
+
+// Node kinds.
+const (
+	// Subscribe reads the change stream of a table or materialized view
+	// (Rel), starting with its committed contents (backfill).
+	Subscribe Kind = iota
+	// SourceRead reads an external or generated source with its own
+	// replayable reader.
+	SourceRead
+	// Values emits fixed rows once (a FROM-less SELECT or VALUES).
+	Values
+	Filter
+	Project
+	Agg
+	Join
+	Union
+	// Materialize keeps the input's accumulated contents as relation Rel.
+	Materialize
+	// TopN sorts and limits (batch SELECTs only for now).
+	TopN
+)
+
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// JoinKind is the kind of join.
+type JoinKind uint8
+
+// Join kinds.
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+)
+
+var joinNames = [...]string{"inner", "left outer", "right outer", "full outer"}
+
+func (k JoinKind) String() string { return joinNames[k] }
+
+// AggCall is one aggregate of an Agg node.
+type AggCall struct {
+	Func     string // count, count_star, sum, avg, min, max
+	Arg      int    // input column; -1 for count(*)
+	Distinct bool
+	Filter   int // input column holding the FILTER condition; -1 if none
+	T        types.T
+}
+
+// OrderItem is one ORDER BY key of a TopN.
+type OrderItem struct {
+	Col        int
+	Desc       bool
+	NullsFirst bool
+}
+
+// SourceSpec describes a SourceRead.
+type SourceSpec struct {
+	SourceID  uint64
+	Name      string
+	Connector string
+	Options   map[string]string
+	Columns   []types.Column
+}
+
+// Node is one operator of a job.
+type Node struct {
+	Kind   Kind
+	Inputs []int // indexes of input nodes in Plan.Nodes
+	Cols   []types.Column
+
+	Rel     uint64      // Subscribe, Materialize
+	RelName string      // for EXPLAIN
+	Source  *SourceSpec // SourceRead
+
+	Rows []types.Row // Values
+
+	Pred  Expr   // Filter
+	Exprs []Expr // Project
+
+	GroupBy []int     // Agg
+	Aggs    []AggCall // Agg
+
+	JoinKind  JoinKind // Join
+	LeftKeys  []int    // Join: columns of the left input
+	RightKeys []int    // Join: columns of the right input
+	Cond      Expr     // Join residual condition over left++right columns; may be nil
+
+	Key []int // Materialize: unique key columns; nil = a multiset of rows
+
+	Order  []OrderItem // TopN
+	Limit  int64       // TopN; -1 = none
+	Offset int64       // TopN
+}
+
+// Plan is a dataflow job: nodes in topological order, the root last.
+type Plan struct {
+	Nodes []*Node
+}
+
+// Root returns the index of the root node.
+func (p *Plan) Root() int { return len(p.Nodes) - 1 }
+
+// Add appends n and returns its index.
+func (p *Plan) Add(n *Node) int {
+	p.Nodes = append(p.Nodes, n)
+	return len(p.Nodes) - 1
+}
+
+// Explain prints the plan as an indented tree, root first.
+func (p *Plan) Explain() string {
+	var b strings.Builder
+	if len(p.Nodes) > 0 {
+		p.explain(&b, p.Root(), 0)
+	}
+	return b.String()
+}
+
+func (p *Plan) explain(b *strings.Builder, i, depth int) {
+	n := p.Nodes[i]
+	b.WriteString(strings.Repeat("  ", depth))
+	if depth > 0 {
+		b.WriteString("└─ ")
+	}
+	b.WriteString(n.describe())
+	b.WriteByte('\n')
+	for _, in := range n.Inputs {
+		p.explain(b, in, depth+1)
+	}
+}
+
+func colNames(cols []types.Column, idx []int) string {
+	s := make([]string, len(idx))
+	for i, c := range idx {
+		if c >= 0 && c < len(cols) && cols[c].Name != "" {
+			s[i] = cols[c].Name
+		} else {
+			s[i] = fmt.Sprintf("$%d", c)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func (n *Node) describe() string {
+	switch n.Kind {
+	case Subscribe:
+		return fmt.Sprintf("Subscribe %s", n.RelName)
+	case SourceRead:
+		return fmt.Sprintf("SourceRead %s (connector: %s)", n.Source.Name, n.Source.Connector)
+	case Values:
+		return fmt.Sprintf("Values (%d rows)", len(n.Rows))
+	case Filter:
+		return "Filter " + n.Pred.String()
+	case Project:
+		s := make([]string, len(n.Exprs))
+		for i, e := range n.Exprs {
+			s[i] = e.String()
+			if i < len(n.Cols) && n.Cols[i].Name != "" && n.Cols[i].Name != s[i] {
+				s[i] += " AS " + n.Cols[i].Name
+			}
+		}
+		return "Project " + strings.Join(s, ", ")
+	case Agg:
+		a := make([]string, len(n.Aggs))
+		for i, ag := range n.Aggs {
+			arg := "*"
+			if ag.Arg >= 0 {
+				arg = fmt.Sprintf("$%d", ag.Arg)
+			}
+			if ag.Distinct {
+				arg = "DISTINCT " + arg
+			}
+			f := ag.Func
+			if f == "count_star" {
+				f = "count"
+			}
+			a[i] = fmt.Sprintf("%s(%s)", f, arg)
+			if ag.Filter >= 0 {
+				a[i] += fmt.Sprintf(" FILTER ($%d)", ag.Filter)
+			}
+		}
+		return fmt.Sprintf("HashAgg group by [%s] aggs [%s]", groupStr(n.GroupBy), strings.Join(a, ", "))
+	case Join:
+		s := fmt.Sprintf("HashJoin %s on left[%s] = right[%s]", n.JoinKind, groupStr(n.LeftKeys), groupStr(n.RightKeys))
+		if n.Cond != nil {
+			s += " cond " + n.Cond.String()
+		}
+		return s
+	case Union:
+		return "Union all"
+	case Materialize:
+		if n.Key == nil {
+			return fmt.Sprintf("Materialize %s", n.RelName)
+		}
+		return fmt.Sprintf("Materialize %s key [%s]", n.RelName, colNames(n.Cols, n.Key))
+	case TopN:
+		o := make([]string, len(n.Order))
+		for i, it := range n.Order {
+			o[i] = fmt.Sprintf("$%d", it.Col)
+			if it.Desc {
+				o[i] += " desc"
+			}
+		}
+		return fmt.Sprintf("TopN order [%s] limit %d offset %d", strings.Join(o, ", "), n.Limit, n.Offset)
+	}
+	return n.Kind.String()
+}
+
+func groupStr(idx []int) string {
+	s := make([]string, len(idx))
+	for i, c := range idx {
+		s[i] = fmt.Sprintf("$%d", c)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,395 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/exec/spec"
+	"sluice/planner/cat"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// Planner plans one statement.
+type Planner struct {
+	Cat cat.Catalog
+	// Streaming: building a materialized view (sources may be read).
+	Streaming bool
+	// ParseType parses a type name (sql/parser.ParseType).
+	ParseType func(string) (types.T, error)
+	// ParseQuery parses the defining query of a plain view.
+	ParseQuery func(string) (ast.StmtNode, error)
+	// Params holds the types of $1…$n, given or inferred.
+	Params []types.T
+
+	plan *spec.Plan
+	keys map[int][]int // node -> unique key columns
+	ctes []map[string]*ast.CommonTableExpression
+	// Deps lists the relations the statement reads.
+	Deps []uint64
+}
+
+// Query is a planned SELECT or view body.
+type Query struct {
+	Plan    *spec.Plan
+	Columns []types.Column // visible columns
+	Order   []spec.OrderItem
+	Limit   int64 // -1 = none
+	Offset  int64
+	Key     []int // unique key of the output (nil = unknown)
+}
+
+func (p *Planner) param(n int) spec.Expr {
+	for len(p.Params) < n {
+		p.Params = append(p.Params, types.TUnknown)
+	}
+	return &spec.Param{N: n, T: p.Params[n-1]}
+}
+
+func (p *Planner) setParamType(n int, t types.T) {
+	for len(p.Params) < n {
+		p.Params = append(p.Params, types.TUnknown)
+	}
+	if p.Params[n-1].Fam == types.Unknown {
+		p.Params[n-1] = t
+	}
+}
+
+// PlanQuery plans a SELECT or set operation.
+func (p *Planner) PlanQuery(stmt ast.StmtNode) (*Query, error) {
+	p.plan = &spec.Plan{}
+	p.keys = map[int][]int{}
+	q, err := p.planResultSet(stmt)
+	if err != nil {
+		return nil, err
+	}
+	q.Plan = p.plan
+	return q, nil
+}
+
+// PlanView plans the body of a materialized view with relation id and
+// name: the query, then a Materialize root keyed by the query's unique key.
+func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, error) {
+	p.Streaming = true
+	q, err := p.PlanQuery(stmt)
+	if err != nil {
+		return nil, err
+	}
+	root := p.plan.Root()
+	// Drop hidden ORDER BY columns: a view is unordered.
+	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
+		exprs := make([]spec.Expr, len(q.Columns))
+		for i, c := range q.Columns {
+			exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		}
+		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
+	}
+	p.plan.Add(&spec.Node{Kind: spec.Materialize, Inputs: []int{root}, Rel: id, RelName: name, Key: q.Key, Cols: q.Columns})
+	q.Order, q.Limit, q.Offset = nil, -1, 0
+	return q, nil
+}
+
+func (p *Planner) planResultSet(n ast.Node) (*Query, error) {
+	switch s := n.(type) {
+	case *ast.SelectStmt:
+		return p.planSelect(s)
+	case *ast.SetOprStmt:
+		return p.planSetOpr(s)
+	}
+	return nil, pgerror.Unsupported("statement %T as a query", n)
+}
+
+func (p *Planner) pushCTEs(w *ast.WithClause) {
+	if w == nil {
+		return
+	}
+	if w.IsRecursive {
+		return
+	}
+	m := map[string]*ast.CommonTableExpression{}
+	for _, c := range w.CTEs {
+		m[c.Name.L] = c
+	}
+	p.ctes = append(p.ctes, m)
+}
+
+func (p *Planner) popCTEs(w *ast.WithClause) {
+	if w != nil && !w.IsRecursive {
+		p.ctes = p.ctes[:len(p.ctes)-1]
+	}
+}
+
+func (p *Planner) lookupCTE(name string) *ast.CommonTableExpression {
+	for i := len(p.ctes) - 1; i >= 0; i-- {
+		if c, ok := p.ctes[i][name]; ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// planFrom plans a FROM item and returns its node and scope.
+func (p *Planner) planFrom(n ast.ResultSetNode) (int, *scope, error) {
+	switch t := n.(type) {
+	case *ast.Join:
+		if t.Right == nil {
+			return p.planFrom(t.Left)
+		}
+		return p.planJoin(t)
+	case *ast.TableSource:
+		alias := t.AsName.O
+		switch src := t.Source.(type) {
+		case *ast.TableName:
+			if alias == "" {
+				alias = src.Name.O
+			}
+			return p.planTable(src, alias)
+		case *ast.SelectStmt, *ast.SetOprStmt:
+			return p.planDerived(src, alias, nil)
+		case *ast.Join:
+			return p.planFrom(src)
+		}
+		return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
+	}
+	return 0, nil, pgerror.Unsupported("FROM item %T", n)
+}
+
+func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (int, *scope, error) {
+	sub, err := p.planResultSet(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	idx := p.plan.Root()
+	if len(p.plan.Nodes[idx].Cols) != len(sub.Columns) {
+		exprs := make([]spec.Expr, len(sub.Columns))
+		for i, c := range sub.Columns {
+			exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		}
+		idx = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{idx}, Exprs: exprs, Cols: sub.Columns})
+	}
+	sc := &scope{}
+	for i, c := range sub.Columns {
+		name := c.Name
+		if i < len(colNames) {
+			name = colNames[i].O
+		}
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: name, t: c.Type})
+	}
+	return idx, sc, nil
+}
+
+func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error) {
+	if tn.Schema.O == "" {
+		if c := p.lookupCTE(tn.Name.L); c != nil {
+			return p.planDerived(c.Query.Query, alias, c.ColNameList)
+		}
+	}
+	rel, err := p.Cat.Resolve(tn.Schema.O, tn.Name.O)
+	if err != nil {
+		return 0, nil, err
+	}
+	sc := &scope{}
+	for _, c := range rel.Columns {
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type})
+	}
+	p.Deps = append(p.Deps, rel.ID)
+	var node *spec.Node
+	switch rel.Kind {
+	case cat.Table, cat.MaterializedView:
+		node = &spec.Node{Kind: spec.Subscribe, Rel: rel.ID, RelName: rel.Name, Cols: rel.Columns}
+	case cat.Source:
+		if !p.Streaming {
+			return 0, nil, pgerror.Unsupported("cannot SELECT from source %q directly", rel.Name).
+				WithHint("create a materialized view over it and query the view")
+		}
+		node = &spec.Node{Kind: spec.SourceRead, Source: rel.Source, Cols: rel.Columns}
+	case cat.System:
+		rows, err := rel.Rows()
+		if err != nil {
+			return 0, nil, err
+		}
+		if p.Streaming {
+			return 0, nil, pgerror.Unsupported("materialized views over system tables")
+		}
+		node = &spec.Node{Kind: spec.Values, Rows: rows, Cols: rel.Columns}
+	case cat.View:
+		q, err := p.ParseQuery(rel.Query)
+		if err != nil {
+			return 0, nil, err
+		}
+		return p.planDerived(q, alias, nil)
+	default:
+		return 0, nil, pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a relation", rel.Name, rel.Kind)
+	}
+	idx := p.plan.Add(node)
+	if rel.Key != nil {
+		p.keys[idx] = rel.Key
+	}
+	return idx, sc, nil
+}
+
+func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
+	li, lsc, err := p.planFrom(j.Left)
+	if err != nil {
+		return 0, nil, err
+	}
+	ri, rsc, err := p.planFrom(j.Right)
+	if err != nil {
+		return 0, nil, err
+	}
+	sc := &scope{cols: append(append([]scopeCol{}, lsc.cols...), rsc.cols...)}
+	kind := spec.InnerJoin
+	switch {
+	case j.StraightJoin:
+		kind = spec.FullJoin
+	case j.Tp == ast.LeftJoin:
+		kind = spec.LeftJoin
+	case j.Tp == ast.RightJoin:
+		kind = spec.RightJoin
+	}
+	node := &spec.Node{Kind: spec.Join, Inputs: []int{li, ri}, JoinKind: kind, Cols: sc.columns()}
+	if j.NaturalJoin {
+		return 0, nil, pgerror.Unsupported("NATURAL JOIN")
+	}
+	var conds []spec.Expr
+	b := &binder{p: p}
+	for _, u := range j.Using {
+		l, err := lsc.resolve("", u.Name.O)
+		if err != nil {
+			return 0, nil, err
+		}
+		r, err := rsc.resolve("", u.Name.O)
+		if err != nil {
+			return 0, nil, err
+		}
+		node.LeftKeys = append(node.LeftKeys, l)
+		node.RightKeys = append(node.RightKeys, r)
+	}
+	if j.On != nil {
+		on, err := b.bind(j.On.Expr, sc, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		if on, err = b.castTo(on, types.TBool); err != nil {
+			return 0, nil, err
+		}
+		nl := len(lsc.cols)
+		for _, c := range conjuncts(on) {
+			if f, ok := c.(*spec.Func); ok && f.Name == "=" {
+				l, lok := f.Args[0].(*spec.ColRef)
+				r, rok := f.Args[1].(*spec.ColRef)
+				if lok && rok && l.T == r.T {
+					if l.Idx >= nl && r.Idx < nl {
+						l, r = r, l
+					}
+					if l.Idx < nl && r.Idx >= nl {
+						node.LeftKeys = append(node.LeftKeys, l.Idx)
+						node.RightKeys = append(node.RightKeys, r.Idx-nl)
+						continue
+					}
+				}
+			}
+			conds = append(conds, c)
+		}
+	}
+	node.Cond = andAll(conds)
+	return p.plan.Add(node), sc, nil
+}
+
+func conjuncts(e spec.Expr) []spec.Expr {
+	if f, ok := e.(*spec.Func); ok && f.Name == "and" {
+		var out []spec.Expr
+		for _, a := range f.Args {
+			out = append(out, conjuncts(a)...)
+		}
+		return out
+	}
+	return []spec.Expr{e}
+}
+
+func andAll(es []spec.Expr) spec.Expr {
+	if len(es) == 0 {
+		return nil
+	}
+	e := es[0]
+	for _, x := range es[1:] {
+		e = &spec.Func{Name: "and", Args: []spec.Expr{e, x}, T: types.TBool}
+	}
+	return e
+}
+
+func outputName(f *ast.SelectField) string {
+	if f.AsName.O != "" {
+		return f.AsName.O
+	}
+	return exprName(f.Expr)
+}
+
+func exprName(e ast.ExprNode) string {
+	switch x := e.(type) {
+	case *ast.ColumnNameExpr:
+		return x.Name.Name.O
+	case *ast.ParenthesesExpr:
+		return exprName(x.Expr)
+	case *ast.AggregateFuncExpr:
+		return strings.ToLower(x.F)
+	case *ast.FuncCallExpr:
+		switch x.FnName.L {
+		case "__pg_cast":
+			if len(x.Args) == 2 {
+				if inner := exprName(x.Args[0]); inner != "?column?" {
+					return inner
+				}
+				if s, ok := stringLiteral(x.Args[1]); ok {
+					return pgTypeName(s)
+				}
+			}
+		case "__pg_filter":
+			if len(x.Args) > 0 {
+				return exprName(x.Args[0])
+			}
+		case "__pg_extract":
+			return "extract"
+		case "__pg_interval", "__pg_param":
+			return "?column?"
+		}
+		if strings.HasPrefix(x.FnName.L, "__pg_") {
+			return strings.TrimPrefix(x.FnName.L, "__pg_")
+		}
+		return x.FnName.L
+	case *ast.CaseExpr:
+		return "case"
+	}
+	return "?column?"
+}
+
+// pgTypeName is the column name Postgres gives a bare cast: the type's
+// internal name.
+func pgTypeName(s string) string {
+	switch s {
+	case "bigint":
+		return "int8"
+	case "integer", "int":
+		return "int4"
+	case "smallint":
+		return "int2"
+	case "double precision":
+		return "float8"
+	case "real":
+		return "float4"
+	case "boolean":
+		return "bool"
+	case "timestamp with time zone":
+		return "timestamptz"
+	case "timestamp without time zone":
+		return "timestamp"
+	case "character varying":
+		return "varchar"
+	}
+	if i := strings.IndexByte(s, '('); i > 0 {
+		return pgTypeName(s[:i])
+	}
+	return s
+}

@@ -1,0 +1,592 @@
+package planner
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/exec/eval"
+	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
+	p.pushCTEs(s.With)
+	defer p.popCTEs(s.With)
+	if s.Kind == ast.SelectStmtKindValues {
+		return p.planValues(s.Lists)
+	}
+	b := &binder{p: p}
+	var in int
+	var sc *scope
+	var err error
+	if s.From != nil && s.From.TableRefs != nil {
+		if in, sc, err = p.planFrom(s.From.TableRefs); err != nil {
+			return nil, err
+		}
+	} else {
+		sc = &scope{}
+		in = p.plan.Add(&spec.Node{Kind: spec.Values, Rows: []types.Row{{}}})
+		if p.Streaming {
+			return nil, pgerror.Unsupported("a materialized view needs a FROM clause")
+		}
+	}
+	if s.Where != nil {
+		pred, err := b.bind(s.Where, sc, nil)
+		if err != nil {
+			return nil, err
+		}
+		if pred, err = b.castTo(pred, types.TBool); err != nil {
+			return nil, pgerror.New(pgcode.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type())
+		}
+		key := p.keys[in]
+		in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: sc.columns()})
+		p.keys[in] = key
+	}
+
+	// Expand the select list.
+	type item struct {
+		expr ast.ExprNode
+		name string
+		ref  *spec.ColRef // for * expansion
+	}
+	var items []item
+	for _, f := range s.Fields.Fields {
+		if f.WildCard != nil {
+			n := 0
+			for i, c := range sc.cols {
+				if f.WildCard.Table.O != "" && c.table != f.WildCard.Table.O {
+					continue
+				}
+				items = append(items, item{name: c.name, ref: &spec.ColRef{Idx: i, T: c.t, Name: c.name}})
+				n++
+			}
+			if n == 0 && f.WildCard.Table.O != "" {
+				return nil, pgerror.New(pgcode.UndefinedTable, "missing FROM-clause entry for table %q", f.WildCard.Table.O)
+			}
+			continue
+		}
+		items = append(items, item{expr: f.Expr, name: outputName(f)})
+	}
+
+	// Aggregation.
+	var aggs []*ast.AggregateFuncExpr
+	var filters []ast.ExprNode
+	collect := func(e ast.Node) {
+		if e == nil {
+			return
+		}
+		e.Accept(&aggCollector{aggs: &aggs, filters: &filters})
+	}
+	for _, it := range items {
+		if it.expr != nil {
+			collect(it.expr)
+		}
+	}
+	if s.Having != nil {
+		collect(s.Having.Expr)
+	}
+	if s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			collect(o.Expr)
+		}
+	}
+	var h hook
+	outKey := p.keys[in]
+	if len(aggs) > 0 || s.GroupBy != nil || s.Having != nil {
+		var err error
+		in, sc, h, outKey, err = p.planAgg(b, in, sc, s.GroupBy, aggs, filters)
+		if err != nil {
+			return nil, err
+		}
+		if s.Having != nil {
+			pred, err := b.bind(s.Having.Expr, sc, h)
+			if err != nil {
+				return nil, err
+			}
+			if pred, err = b.castTo(pred, types.TBool); err != nil {
+				return nil, err
+			}
+			in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: p.plan.Nodes[in].Cols})
+		}
+	}
+
+	// Projection.
+	var exprs []spec.Expr
+	var cols []types.Column
+	for _, it := range items {
+		var e spec.Expr
+		if it.ref != nil {
+			e = it.ref
+		}
+		if it.ref != nil && h != nil {
+			return nil, pgerror.New(pgcode.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", it.name)
+		}
+		if e == nil {
+			x, err := b.bind(it.expr, sc, h)
+			if err != nil {
+				return nil, err
+			}
+			e = x
+		}
+		if e.Type().Fam == types.Unknown {
+			var err error
+			if e, err = b.castTo(e, types.TText); err != nil {
+				return nil, err
+			}
+		}
+		exprs = append(exprs, e)
+		cols = append(cols, types.Column{Name: it.name, Type: e.Type()})
+	}
+	q := &Query{Columns: cols, Limit: -1}
+	// The output key survives when every key column is projected as is.
+	if outKey != nil {
+		var k []int
+		for _, kc := range outKey {
+			found := -1
+			for i, e := range exprs {
+				if r, ok := e.(*spec.ColRef); ok && r.Idx == kc {
+					found = i
+					break
+				}
+			}
+			if found < 0 {
+				k = nil
+				break
+			}
+			k = append(k, found)
+		}
+		if k != nil || len(outKey) == 0 {
+			if k == nil {
+				k = []int{}
+			}
+			q.Key = k
+		}
+	}
+	// ORDER BY: output columns by name or position, else hidden columns.
+	if s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			col := -1
+			if v, ok := intLiteral(o.Expr); ok {
+				if v < 1 || int(v) > len(cols) {
+					return nil, pgerror.New(pgcode.InvalidColumnReference, "ORDER BY position %d is not in select list", v)
+				}
+				col = int(v) - 1
+			} else if cn, ok := o.Expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+				for i, c := range cols {
+					if c.Name == cn.Name.Name.O {
+						col = i
+						break
+					}
+				}
+			}
+			if col < 0 {
+				x, err := b.bind(o.Expr, sc, h)
+				if err != nil {
+					return nil, err
+				}
+				exprs = append(exprs, x)
+				col = len(exprs) - 1
+			}
+			q.Order = append(q.Order, spec.OrderItem{Col: col, Desc: o.Desc, NullsFirst: o.Desc})
+		}
+	}
+	all := make([]types.Column, len(exprs))
+	copy(all, cols)
+	for i := len(cols); i < len(exprs); i++ {
+		all[i] = types.Column{Name: "?order?", Type: exprs[i].Type()}
+	}
+	out := p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: all})
+	if s.Distinct {
+		if len(exprs) != len(cols) {
+			return nil, pgerror.New(pgcode.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+		}
+		g := make([]int, len(cols))
+		for i := range g {
+			g[i] = i
+		}
+		out = p.plan.Add(&spec.Node{Kind: spec.Agg, Inputs: []int{out}, GroupBy: g, Cols: cols})
+		q.Key = g
+	}
+	if s.Limit != nil {
+		if err := p.limit(s.Limit, q); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+func (p *Planner) limit(l *ast.Limit, q *Query) error {
+	if p.Streaming {
+		return pgerror.Unsupported("LIMIT in a materialized view")
+	}
+	if l.Count != nil {
+		v, ok := intLiteral(l.Count)
+		if !ok || v < 0 {
+			return pgerror.Unsupported("LIMIT must be a non-negative integer constant")
+		}
+		q.Limit = v
+	}
+	if l.Offset != nil {
+		v, ok := intLiteral(l.Offset)
+		if !ok || v < 0 {
+			return pgerror.Unsupported("OFFSET must be a non-negative integer constant")
+		}
+		q.Offset = v
+	}
+	return nil
+}
+
+type aggCollector struct {
+	aggs    *[]*ast.AggregateFuncExpr
+	filters *[]ast.ExprNode
+}
+
+func (c *aggCollector) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.AggregateFuncExpr:
+		*c.aggs = append(*c.aggs, x)
+		*c.filters = append(*c.filters, nil)
+		return n, true
+	case *ast.FuncCallExpr:
+		if x.FnName.L == "__pg_filter" && len(x.Args) == 2 {
+			if a, ok := x.Args[0].(*ast.AggregateFuncExpr); ok {
+				*c.aggs = append(*c.aggs, a)
+				*c.filters = append(*c.filters, x.Args[1])
+				return n, true
+			}
+		}
+	case *ast.SubqueryExpr:
+		return n, true
+	}
+	return n, false
+}
+
+func (c *aggCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// planAgg builds Project(group exprs, agg args, filters) → HashAgg and
+// returns the hook that maps aggregates and group expressions of the
+// select list onto the aggregation's output.
+func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, aggs []*ast.AggregateFuncExpr, filters []ast.ExprNode) (int, *scope, hook, []int, error) {
+	var pre []spec.Expr
+	var groupStr []string
+	var items []*ast.ByItem
+	if gb != nil {
+		items = gb.Items
+	}
+	for _, it := range items {
+		// GROUP BY may name an output column position; Postgres also allows
+		// output aliases, which we leave for later.
+		x, err := b.bind(it.Expr, sc, nil)
+		if err != nil {
+			return 0, nil, nil, nil, err
+		}
+		pre = append(pre, x)
+		groupStr = append(groupStr, x.String())
+	}
+	ng := len(pre)
+	var calls []spec.AggCall
+	aggIndex := map[*ast.AggregateFuncExpr]int{}
+	for i, a := range aggs {
+		call := spec.AggCall{Func: lower(a.F), Arg: -1, Distinct: a.Distinct, Filter: -1}
+		switch call.Func {
+		case "count", "sum", "avg", "min", "max":
+		default:
+			return 0, nil, nil, nil, pgerror.Unsupported("aggregate function %s", a.F)
+		}
+		if len(a.Args) != 1 {
+			return 0, nil, nil, nil, pgerror.New(pgcode.UndefinedFunction, "function %s with %d arguments does not exist", a.F, len(a.Args))
+		}
+		arg := a.Args[0]
+		if call.Func == "count" && !a.Distinct {
+			if v, ok := arg.(ast.ValueExpr); ok && v.GetValue() != nil {
+				call.Func = "count_star"
+			}
+		}
+		if call.Func != "count_star" {
+			x, err := b.bind(arg, sc, nil)
+			if err != nil {
+				return 0, nil, nil, nil, err
+			}
+			if x.Type().Fam == types.Unknown {
+				if x, err = b.castTo(x, types.TText); err != nil {
+					return 0, nil, nil, nil, err
+				}
+			}
+			call.Arg = len(pre)
+			pre = append(pre, x)
+			t, err := aggType(call.Func, x.Type())
+			if err != nil {
+				return 0, nil, nil, nil, err
+			}
+			call.T = t
+		} else {
+			call.T = types.TInt8
+		}
+		if call.Func == "count" {
+			call.T = types.TInt8
+		}
+		if filters[i] != nil {
+			f, err := b.bind(filters[i], sc, nil)
+			if err != nil {
+				return 0, nil, nil, nil, err
+			}
+			if f, err = b.castTo(f, types.TBool); err != nil {
+				return 0, nil, nil, nil, err
+			}
+			call.Filter = len(pre)
+			pre = append(pre, f)
+		}
+		aggIndex[a] = len(calls)
+		calls = append(calls, call)
+	}
+	preCols := make([]types.Column, len(pre))
+	for i, e := range pre {
+		preCols[i] = types.Column{Name: e.String(), Type: e.Type()}
+	}
+	proj := p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: pre, Cols: preCols})
+	out := &scope{}
+	gidx := make([]int, ng)
+	for i := 0; i < ng; i++ {
+		gidx[i] = i
+		name := preCols[i].Name
+		if r, ok := pre[i].(*spec.ColRef); ok {
+			name = sc.cols[r.Idx].name
+		}
+		out.cols = append(out.cols, scopeCol{name: name, t: pre[i].Type()})
+	}
+	for _, c := range calls {
+		out.cols = append(out.cols, scopeCol{name: aggName(c.Func), t: c.T})
+	}
+	agg := p.plan.Add(&spec.Node{Kind: spec.Agg, Inputs: []int{proj}, GroupBy: gidx, Aggs: calls, Cols: out.columns()})
+	h := func(e ast.ExprNode) (spec.Expr, bool, error) {
+		switch x := e.(type) {
+		case *ast.AggregateFuncExpr:
+			i, ok := aggIndex[x]
+			if !ok {
+				return nil, false, pgerror.New(pgcode.GroupingError, "aggregate function calls cannot be nested")
+			}
+			return &spec.ColRef{Idx: ng + i, T: calls[i].T, Name: aggName(calls[i].Func)}, true, nil
+		case *ast.FuncCallExpr:
+			if x.FnName.L == "__pg_filter" && len(x.Args) == 2 {
+				if a, ok := x.Args[0].(*ast.AggregateFuncExpr); ok {
+					i := aggIndex[a]
+					return &spec.ColRef{Idx: ng + i, T: calls[i].T, Name: aggName(calls[i].Func)}, true, nil
+				}
+			}
+		case ast.ValueExpr:
+			return nil, false, nil
+		}
+		// A group expression, bound over the input, is a column of the output.
+		if bound, err := b.bind(e, sc, nil); err == nil {
+			for i, g := range groupStr {
+				if g == bound.String() {
+					return &spec.ColRef{Idx: i, T: pre[i].Type(), Name: out.cols[i].name}, true, nil
+				}
+			}
+		}
+		if cn, ok := e.(*ast.ColumnNameExpr); ok {
+			if _, err := sc.resolve(cn.Name.Table.O, cn.Name.Name.O); err != nil {
+				return nil, false, err
+			}
+			return nil, false, pgerror.New(pgcode.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", cn.Name.Name.O)
+		}
+		return nil, false, nil
+	}
+	return agg, out, h, gidx, nil
+}
+
+func aggType(fn string, t types.T) (types.T, error) {
+	switch fn {
+	case "count":
+		return types.TInt8, nil
+	case "min", "max":
+		return t, nil
+	case "sum":
+		switch t.Fam {
+		case types.Int2, types.Int4:
+			return types.TInt8, nil
+		case types.Int8, types.Numeric:
+			return types.TNumeric, nil
+		case types.Float4:
+			return types.TFloat4, nil
+		case types.Float8:
+			return types.TFloat8, nil
+		case types.Interval:
+			return types.TInterval, nil
+		}
+	case "avg":
+		switch t.Fam {
+		case types.Int2, types.Int4, types.Int8, types.Numeric:
+			return types.TNumeric, nil
+		case types.Float4, types.Float8:
+			return types.TFloat8, nil
+		case types.Interval:
+			return types.TInterval, nil
+		}
+	}
+	return types.TUnknown, pgerror.New(pgcode.UndefinedFunction, "function %s(%s) does not exist", fn, t)
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
+
+func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
+	b := &binder{p: p}
+	var rows []types.Row
+	var cols []types.Column
+	for ri, l := range lists {
+		row := make(types.Row, len(l.Values))
+		for i, v := range l.Values {
+			x, err := b.bind(v, &scope{}, nil)
+			if err != nil {
+				return nil, err
+			}
+			c, ok := x.(*spec.Const)
+			if !ok {
+				return nil, pgerror.Unsupported("non-constant VALUES")
+			}
+			t := c.T
+			if t.Fam == types.Unknown {
+				t = types.TText
+				x, err = b.castTo(c, t)
+				if err != nil {
+					return nil, err
+				}
+				c = x.(*spec.Const)
+			}
+			if ri == 0 {
+				cols = append(cols, types.Column{Name: "column" + itoa(i+1), Type: t})
+			}
+			row[i] = c.D
+		}
+		rows = append(rows, row)
+	}
+	p.plan.Add(&spec.Node{Kind: spec.Values, Rows: rows, Cols: cols})
+	return &Query{Columns: cols, Limit: -1}, nil
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
+	p.pushCTEs(s.With)
+	defer p.popCTEs(s.With)
+	var branches []int
+	var qs []*Query
+	distinct := false
+	for i, sel := range s.SelectList.Selects {
+		if i > 0 {
+			var t *ast.SetOprType
+			switch x := sel.(type) {
+			case *ast.SelectStmt:
+				t = x.AfterSetOperator
+			case *ast.SetOprSelectList:
+				t = x.AfterSetOperator
+			}
+			if t != nil {
+				switch *t {
+				case ast.UnionAll:
+				case ast.Union:
+					distinct = true
+				default:
+					return nil, pgerror.Unsupported("%s", t.String())
+				}
+			}
+		}
+		var q *Query
+		var err error
+		switch x := sel.(type) {
+		case *ast.SelectStmt:
+			q, err = p.planSelect(x)
+		case *ast.SetOprSelectList:
+			q, err = p.planSetOpr(&ast.SetOprStmt{SelectList: x, With: x.With})
+		default:
+			err = pgerror.Unsupported("set operation branch %T", sel)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(qs) > 0 && len(q.Columns) != len(qs[0].Columns) {
+			return nil, pgerror.New(pgcode.Syntax, "each UNION query must have the same number of columns")
+		}
+		qs = append(qs, q)
+		branches = append(branches, p.plan.Root())
+	}
+	cols := make([]types.Column, len(qs[0].Columns))
+	for c := range cols {
+		ts := make([]types.T, len(qs))
+		for i, q := range qs {
+			ts[i] = q.Columns[c].Type
+		}
+		t, err := eval.CommonTypeFor("UNION", ts)
+		if err != nil {
+			return nil, err
+		}
+		cols[c] = types.Column{Name: qs[0].Columns[c].Name, Type: t}
+	}
+	b := &binder{p: p}
+	for i, br := range branches {
+		exprs := make([]spec.Expr, len(cols))
+		for c := range cols {
+			x, err := b.castTo(&spec.ColRef{Idx: c, T: qs[i].Columns[c].Type}, cols[c].Type)
+			if err != nil {
+				return nil, err
+			}
+			exprs[c] = x
+		}
+		branches[i] = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{br}, Exprs: exprs, Cols: cols})
+	}
+	out := p.plan.Add(&spec.Node{Kind: spec.Union, Inputs: branches, Cols: cols})
+	q := &Query{Columns: cols, Limit: -1}
+	if distinct {
+		g := make([]int, len(cols))
+		for i := range g {
+			g[i] = i
+		}
+		p.plan.Add(&spec.Node{Kind: spec.Agg, Inputs: []int{out}, GroupBy: g, Cols: cols})
+		q.Key = g
+	}
+	if s.OrderBy != nil {
+		for _, o := range s.OrderBy.Items {
+			col := -1
+			if v, ok := intLiteral(o.Expr); ok && v >= 1 && int(v) <= len(cols) {
+				col = int(v) - 1
+			} else if cn, ok := o.Expr.(*ast.ColumnNameExpr); ok {
+				for i, c := range cols {
+					if c.Name == cn.Name.Name.O {
+						col = i
+					}
+				}
+			}
+			if col < 0 {
+				return nil, pgerror.Unsupported("ORDER BY of a UNION must name an output column")
+			}
+			q.Order = append(q.Order, spec.OrderItem{Col: col, Desc: o.Desc, NullsFirst: o.Desc})
+		}
+	}
+	if s.Limit != nil {
+		if err := p.limit(s.Limit, q); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+func aggName(f string) string {
+	if f == "count_star" {
+		return "count"
+	}
+	return f
+}

@@ -1,0 +1,307 @@
+package server
+
+import (
+	"context"
+	"strings"
+
+	"sluice/exec/connector"
+	"sluice/sql/parser"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+func (e *Engine) checkName(name string, ifNotExists bool) (exists bool, err error) {
+	if old := e.cat.get(name); old != nil {
+		if ifNotExists {
+			return true, nil
+		}
+		return true, pgerror.New(pgcode.DuplicateTable, "relation %q already exists", name)
+	}
+	if e.cat.system[name] != nil {
+		return true, pgerror.New(pgcode.DuplicateTable, "relation %q already exists", name)
+	}
+	return false, nil
+}
+
+func columnsOf(defs []parser.ColumnDef) ([]storage.ColumnEntry, error) {
+	var cols []storage.ColumnEntry
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if seen[d.Name] {
+			return nil, pgerror.New(pgcode.DuplicateColumn, "column %q specified more than once", d.Name)
+		}
+		seen[d.Name] = true
+		c := storage.ColumnOf(types.Column{Name: d.Name, Type: d.Type})
+		c.NotNull = d.NotNull || d.PrimaryKey
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func keyOf(cols []storage.ColumnEntry, defs []parser.ColumnDef, pk []string) ([]int, error) {
+	var key []int
+	for i, d := range defs {
+		if d.PrimaryKey {
+			key = append(key, i)
+		}
+	}
+	if len(pk) > 0 {
+		key = nil
+		for _, name := range pk {
+			found := -1
+			for i, c := range cols {
+				if c.Name == name {
+					found = i
+				}
+			}
+			if found < 0 {
+				return nil, pgerror.New(pgcode.UndefinedColumn, "column %q named in key does not exist", name)
+			}
+			key = append(key, found)
+		}
+	}
+	return key, nil
+}
+
+// ddl runs f with the dataflow paused at a committed epoch, then resumes
+// and waits until the epoch carrying the change is committed.
+func (e *Engine) ddl(ctx context.Context, f func() error) error {
+	if err := e.coord.Pause(ctx); err != nil {
+		return err
+	}
+	ferr := f()
+	if err := e.coord.Resume(context.WithoutCancel(ctx)); err != nil && ferr == nil {
+		return err
+	}
+	return ferr
+}
+
+func (e *Engine) createTable(ctx context.Context, x *parser.CreateTable) error {
+	if len(x.With) > 0 {
+		if c, _ := x.With.Get("connector"); c != "" {
+			return pgerror.Unsupported("tables with a connector").WithHint("use CREATE SOURCE")
+		}
+	}
+	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+		return err
+	}
+	if len(x.Columns) == 0 {
+		return pgerror.New(pgcode.InvalidObjectDefinition, "a table needs at least one column")
+	}
+	cols, err := columnsOf(x.Columns)
+	if err != nil {
+		return err
+	}
+	key, err := keyOf(cols, x.Columns, x.PrimaryKey)
+	if err != nil {
+		return err
+	}
+	return e.ddl(ctx, func() error {
+		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+			return err
+		}
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindTable, Name: x.Name, SQL: x.Text(), Columns: cols, Key: key}
+		if err := e.startTable(ent); err != nil {
+			return err
+		}
+		e.persist(ent)
+		return nil
+	})
+}
+
+func (e *Engine) persist(ent *storage.CatalogEntry) {
+	e.cat.add(ent)
+	next := e.cat.nextID
+	e.coord.OnNextEpoch(func(w *storage.EpochWriter) { storage.PutCatalog(w, ent, next) })
+}
+
+func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error {
+	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+		return err
+	}
+	opts := map[string]string{}
+	for _, o := range x.With {
+		opts[o.Key] = o.Value
+	}
+	conn := strings.ToLower(opts["connector"])
+	if conn == "" {
+		return pgerror.New(pgcode.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = '…')")
+	}
+	f, err := connector.LookupSource(conn)
+	if err != nil {
+		return err
+	}
+	var declared []types.Column
+	for _, c := range x.Columns {
+		declared = append(declared, types.Column{Name: c.Name, Type: c.Type})
+	}
+	if x.Format != "" {
+		opts["format"] = x.Format
+	}
+	if x.Encode != "" {
+		opts["encode"] = x.Encode
+	}
+	cols, err := f.Validate(connector.SourceConfig{Name: x.Name, Columns: declared, Options: opts})
+	if err != nil {
+		return err
+	}
+	var ccols []storage.ColumnEntry
+	for _, c := range cols {
+		ccols = append(ccols, storage.ColumnOf(c))
+	}
+	return e.ddl(ctx, func() error {
+		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+			return err
+		}
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: x.Text(), Columns: ccols, Connector: conn, Options: opts}
+		e.persist(ent)
+		return nil
+	})
+}
+
+func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedView) error {
+	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+		return err
+	}
+	// Plan once outside the pause to report errors without stopping the world.
+	if _, err := e.newPlanner().PlanView(x.Query, 0, x.Name); err != nil {
+		return err
+	}
+	return e.ddl(ctx, func() error {
+		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+			return err
+		}
+		id := e.cat.allocID()
+		pl := e.newPlanner()
+		q, err := pl.PlanView(x.Query, id, x.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := e.rt.StartJob(id, x.Name, q.Plan, true); err != nil {
+			return err
+		}
+		var cols []storage.ColumnEntry
+		for _, c := range q.Columns {
+			cols = append(cols, storage.ColumnOf(c))
+		}
+		ent := &storage.CatalogEntry{ID: id, Kind: kindMView, Name: x.Name, SQL: x.Text(), Columns: cols, Key: q.Key, Deps: dedup(pl.Deps)}
+		e.persist(ent)
+		return nil
+	})
+}
+
+func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
+	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+		return err
+	}
+	pl := e.newPlanner()
+	q, err := pl.PlanQuery(x.Query)
+	if err != nil {
+		return err
+	}
+	var cols []storage.ColumnEntry
+	for _, c := range q.Columns {
+		cols = append(cols, storage.ColumnOf(c))
+	}
+	return e.ddl(ctx, func() error {
+		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
+			return err
+		}
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindView, Name: x.Name, SQL: x.Text(), Columns: cols, Deps: dedup(pl.Deps), Query: x.QueryText}
+		e.persist(ent)
+		return nil
+	})
+}
+
+func dedup(ids []uint64) []uint64 {
+	var out []uint64
+	seen := map[uint64]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+var dropKinds = map[string]string{
+	"TABLE": kindTable, "SOURCE": kindSource, "MATERIALIZED VIEW": kindMView, "VIEW": kindView, "SINK": kindSink,
+}
+
+func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {
+	kind, ok := dropKinds[strings.ToUpper(x.Kind)]
+	if !ok {
+		return pgerror.Unsupported("DROP %s", x.Kind)
+	}
+	return e.ddl(ctx, func() error {
+		for _, name := range x.Names {
+			ent := e.cat.get(name)
+			if ent == nil {
+				if x.IfExists {
+					continue
+				}
+				return pgerror.New(pgcode.UndefinedTable, "%s %q does not exist", kind, name)
+			}
+			if ent.Kind != kind {
+				return pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a %s", name, ent.Kind, kind).
+					WithHint("use DROP %s", strings.ToUpper(ent.Kind))
+			}
+			deps := e.allDependents(ent)
+			if len(deps) > 0 && !x.Cascade {
+				return pgerror.New(pgcode.DependentObjectsStillExist, "cannot drop %s %s because other objects depend on it", kind, name).
+					WithDetail("%s %s depends on %s %s", deps[0].Kind, deps[0].Name, kind, name).
+					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+			}
+			// Dependents first, newest first.
+			for i := len(deps) - 1; i >= 0; i-- {
+				e.dropOne(deps[i])
+			}
+			e.dropOne(ent)
+		}
+		return nil
+	})
+}
+
+// allDependents returns every object depending on ent, transitively, in
+// creation order.
+func (e *Engine) allDependents(ent *storage.CatalogEntry) []*storage.CatalogEntry {
+	seen := map[uint64]bool{}
+	var out []*storage.CatalogEntry
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		for _, d := range e.cat.dependents(id) {
+			if !seen[d.ID] {
+				seen[d.ID] = true
+				walk(d.ID)
+				out = append(out, d)
+			}
+		}
+	}
+	walk(ent.ID)
+	// Creation order is id order.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].ID < out[j-1].ID; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func (e *Engine) dropOne(ent *storage.CatalogEntry) {
+	switch ent.Kind {
+	case kindTable, kindMView:
+		e.rt.StopJob(ent.ID, 0)
+		e.tablesMu.Lock()
+		delete(e.tables, ent.ID)
+		e.tablesMu.Unlock()
+	}
+	e.cat.remove(ent)
+	id := ent.ID
+	e.coord.OnNextEpoch(func(w *storage.EpochWriter) {
+		storage.DeleteCatalog(w, id)
+		w.Delete(rowIDKey(id))
+	})
+}

@@ -1,0 +1,10 @@
+// Package server is Sluice's SQL engine behind the wire protocol: sessions,
+// statement dispatch, the catalog (persisted in storage, seen by the
+// planner through planner/cat), DDL that changes the running dataflow
+// while it is paused at a committed epoch, DML on tables (durable before it
+// is acknowledged), SELECT over a committed snapshot, and the answers to
+// the pg_catalog queries that clients such as psql send.
+//
+// server imports server/pgwire, sql/parser, planner, exec and storage;
+// nothing imports server but cmd/sluice and tests.
+package server

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/exec/flow"
+	"sluice/exec/job"
+	"sluice/planner"
+	"sluice/server/pgwire"
+	"sluice/sql/parser"
+	"sluice/storage"
+)
+
+// Config configures an Engine.
+type Config struct {
+	DataDir            string
+	CheckpointInterval time.Duration
+	Logf               func(format string, args ...any)
+}
+
+// Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
+type Engine struct {
+	cfg   Config
+	db    *storage.DB
+	coord *flow.Coordinator
+	rt    *job.Runtime
+	cat   *catalog
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	tablesMu sync.Mutex
+	tables   map[uint64]*tableWriter
+
+	nextPID int32
+	pidMu   sync.Mutex
+}
+
+// Open opens the data directory, restores every table, source and view at
+// the last committed epoch, and starts checkpointing.
+func Open(cfg Config) (*Engine, error) {
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = time.Second
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	db, err := storage.Open(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	entries, next, err := db.LoadCatalog()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}}
+	e.cat = newCatalog(entries, next)
+	e.cat.system = systemRelations(e)
+	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
+	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	for _, ent := range entries {
+		if err := e.restore(ent); err != nil {
+			cancel()
+			e.rt.Wait()
+			db.Close()
+			return nil, fmt.Errorf("restoring %s %q: %w", ent.Kind, ent.Name, err)
+		}
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.coord.Run(ctx)
+	}()
+	return e, nil
+}
+
+// restore starts a catalog object at startup (no backfill: state comes
+// from the checkpoint).
+func (e *Engine) restore(ent *storage.CatalogEntry) error {
+	switch ent.Kind {
+	case kindTable:
+		return e.startTable(ent)
+	case kindMView:
+		q, err := parser.ParseOne(ent.SQL)
+		if err != nil {
+			return err
+		}
+		cmv, ok := q.(*parser.CreateMaterializedView)
+		if !ok {
+			return fmt.Errorf("catalog SQL is not CREATE MATERIALIZED VIEW")
+		}
+		pl := e.newPlanner()
+		vq, err := pl.PlanView(cmv.Query, ent.ID, ent.Name)
+		if err != nil {
+			return err
+		}
+		_, err = e.rt.StartJob(ent.ID, ent.Name, vq.Plan, false)
+		return err
+	}
+	return nil
+}
+
+func (e *Engine) newPlanner() *planner.Planner {
+	return &planner.Planner{
+		Cat:       e.cat,
+		ParseType: parser.ParseType,
+		ParseQuery: func(s string) (ast.StmtNode, error) {
+			st, err := parser.ParseOne(s)
+			if err != nil {
+				return nil, err
+			}
+			q, ok := st.(*parser.Query)
+			if !ok {
+				return nil, fmt.Errorf("view body is not a query")
+			}
+			return q.Node, nil
+		},
+	}
+}
+
+// Close stops checkpointing and every job, and closes the store. Work not
+// yet checkpointed is recovered from logs and sources on the next start.
+func (e *Engine) Close() error {
+	e.cancel()
+	e.wg.Wait()
+	e.rt.Wait()
+	return e.db.Close()
+}
+
+// Connect implements pgwire.Handler.
+func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
+	return newSession(e, p), nil
+}

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"sort"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/exec/eval"
+	"sluice/exec/job"
+	"sluice/exec/spec"
+	"sluice/planner"
+	"sluice/server/pgwire"
+	"sluice/sql/parser"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
+	p := s.e.newPlanner()
+	p.Params = append([]types.T(nil), ptypes...)
+	return p
+}
+
+func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, []types.Column, error) {
+	p := s.plannerWith(ptypes)
+	switch n := q.Node.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		pq, err := p.PlanQuery(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Params, pq.Columns, nil
+	case *ast.InsertStmt:
+		_, err := p.PlanInsert(n)
+		return p.Params, nil, err
+	case *ast.UpdateStmt:
+		_, err := p.PlanUpdate(n)
+		return p.Params, nil, err
+	case *ast.DeleteStmt:
+		_, err := p.PlanDelete(n)
+		return p.Params, nil, err
+	}
+	return nil, nil, pgerror.Unsupported("statement %T", q.Node)
+}
+
+func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
+	p := s.plannerWith(ptypes)
+	ectx := s.evalCtx(params)
+	switch n := q.Node.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		pq, err := p.PlanQuery(n)
+		if err != nil {
+			return err
+		}
+		if err := checkParams(p, params); err != nil {
+			return err
+		}
+		rows, err := s.e.selectRows(ctx, pq, ectx)
+		if err != nil {
+			return err
+		}
+		if err := w.Columns(pq.Columns); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := w.Row(r); err != nil {
+				return err
+			}
+		}
+		return w.Complete(commandTag("SELECT", len(rows)))
+	case *ast.InsertStmt:
+		ins, err := p.PlanInsert(n)
+		if err != nil {
+			return err
+		}
+		if err := checkParams(p, params); err != nil {
+			return err
+		}
+		cnt, err := s.e.insert(ctx, ins, ectx)
+		if err != nil {
+			return err
+		}
+		return w.Complete(commandTag("INSERT", cnt))
+	case *ast.UpdateStmt:
+		up, err := p.PlanUpdate(n)
+		if err != nil {
+			return err
+		}
+		if err := checkParams(p, params); err != nil {
+			return err
+		}
+		cnt, err := s.e.update(ctx, up, ectx)
+		if err != nil {
+			return err
+		}
+		return w.Complete(commandTag("UPDATE", cnt))
+	case *ast.DeleteStmt:
+		d, err := p.PlanDelete(n)
+		if err != nil {
+			return err
+		}
+		if err := checkParams(p, params); err != nil {
+			return err
+		}
+		cnt, err := s.e.delete(ctx, d, ectx)
+		if err != nil {
+			return err
+		}
+		return w.Complete(commandTag("DELETE", cnt))
+	}
+	return pgerror.Unsupported("statement %T", q.Node)
+}
+
+func checkParams(p *planner.Planner, params []types.Datum) error {
+	if len(params) < len(p.Params) {
+		return pgerror.New(pgcode.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(p.Params))
+	}
+	return nil
+}
+
+// selectRows runs a planned query over the latest committed snapshot and
+// applies ORDER BY, OFFSET and LIMIT.
+func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context) ([]types.Row, error) {
+	snap := e.db.Snapshot()
+	defer snap.Release()
+	rows, err := job.RunBatch(ctx, q.Plan, snap, ectx)
+	if err != nil {
+		return nil, err
+	}
+	if len(q.Order) > 0 {
+		sortRows(rows, q.Order)
+	}
+	if q.Offset > 0 {
+		if q.Offset >= int64(len(rows)) {
+			rows = nil
+		} else {
+			rows = rows[q.Offset:]
+		}
+	}
+	if q.Limit >= 0 && q.Limit < int64(len(rows)) {
+		rows = rows[:q.Limit]
+	}
+	n := len(q.Columns)
+	for i, r := range rows {
+		if len(r) > n {
+			rows[i] = r[:n]
+		}
+	}
+	return rows, nil
+}
+
+// sortRows sorts like Postgres: NULLs sort as larger than any value (last
+// ascending, first descending).
+func sortRows(rows []types.Row, order []spec.OrderItem) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		for _, o := range order {
+			a, b := rows[i][o.Col], rows[j][o.Col]
+			var c int
+			switch {
+			case a.IsNull() && b.IsNull():
+				c = 0
+			case a.IsNull():
+				c = 1
+			case b.IsNull():
+				c = -1
+			default:
+				c = types.Compare(a, b)
+			}
+			if o.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"strings"
+
+	"sluice/planner/cat"
+	"sluice/server/pgwire"
+	"sluice/sql/parser"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+func textCols(names ...string) []types.Column {
+	out := make([]types.Column, len(names))
+	for i, n := range names {
+		out[i] = types.Column{Name: n, Type: types.TText}
+	}
+	return out
+}
+
+func textRow(vals ...string) types.Row {
+	r := make(types.Row, len(vals))
+	for i, v := range vals {
+		r[i] = types.NewString(v)
+	}
+	return r
+}
+
+func (s *session) utilityColumns(st parser.Statement) []types.Column {
+	switch x := st.(type) {
+	case *parser.Show:
+		switch strings.ToUpper(x.What) {
+		case "TABLES", "SOURCES", "MATERIALIZED VIEWS", "VIEWS", "SINKS":
+			return showListCols(strings.ToUpper(x.What))
+		case "ALL":
+			return textCols("name", "setting", "description")
+		}
+		return textCols(strings.ToLower(x.What))
+	case *parser.ShowCreate:
+		return textCols("Name", "Create Sql")
+	case *parser.Describe:
+		return textCols("Name", "Type", "Is Hidden", "Description")
+	case *parser.Explain:
+		return textCols("QUERY PLAN")
+	}
+	return nil
+}
+
+func showListCols(what string) []types.Column {
+	if what == "MATERIALIZED VIEWS" {
+		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Rows", Type: types.TInt8}, {Name: "Errors", Type: types.TInt8}, {Name: "Last Error", Type: types.TText}}
+	}
+	return textCols("Name")
+}
+
+func (s *session) writeRows(w pgwire.ResultWriter, cols []types.Column, rows []types.Row, tag string) error {
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Row(r); err != nil {
+			return err
+		}
+	}
+	return w.Complete(tag)
+}
+
+func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
+	what := strings.ToUpper(x.What)
+	kinds := map[string]string{"TABLES": kindTable, "SOURCES": kindSource, "MATERIALIZED VIEWS": kindMView, "VIEWS": kindView, "SINKS": kindSink}
+	if kind, ok := kinds[what]; ok {
+		var rows []types.Row
+		for _, ent := range s.e.cat.list(kind) {
+			if kind == kindMView {
+				var n, errs int64
+				last := ""
+				if j := s.e.rt.Job(ent.ID); j != nil {
+					if j.Mat != nil {
+						n = j.Mat.Rows.Load()
+					}
+					errs = j.Errors.Count.Load()
+					if v, ok := j.Errors.Last.Load().(string); ok {
+						last = v
+					}
+					if f := j.Failure(); f != nil {
+						last = f.Error()
+					}
+				}
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(last)})
+				continue
+			}
+			rows = append(rows, textRow(ent.Name))
+		}
+		return s.writeRows(w, showListCols(what), rows, "SHOW")
+	}
+	if what == "ALL" {
+		var rows []types.Row
+		for k, v := range s.settings {
+			rows = append(rows, textRow(k, v, ""))
+		}
+		return s.writeRows(w, textCols("name", "setting", "description"), rows, "SHOW")
+	}
+	name := strings.ToLower(x.What)
+	if name == "time zone" {
+		name = "timezone"
+	}
+	v, ok := s.settings[name]
+	if !ok {
+		return pgerror.New(pgcode.UndefinedObject, "unrecognized configuration parameter %q", x.What)
+	}
+	return s.writeRows(w, textCols(name), []types.Row{textRow(v)}, "SHOW")
+}
+
+func (s *session) showCreate(x *parser.ShowCreate, w pgwire.ResultWriter) error {
+	ent := s.e.cat.get(x.Name)
+	if ent == nil {
+		return pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", x.Name)
+	}
+	return s.writeRows(w, textCols("Name", "Create Sql"), []types.Row{textRow(ent.Name, ent.SQL)}, "SHOW")
+}
+
+func (s *session) describeRel(name string, w pgwire.ResultWriter) error {
+	rel, err := s.e.cat.Resolve("", name)
+	if err != nil {
+		return err
+	}
+	var rows []types.Row
+	for i, c := range rel.Columns {
+		desc := ""
+		for _, k := range rel.Key {
+			if k == i && rel.Kind == cat.Table {
+				desc = "primary key"
+			}
+		}
+		rows = append(rows, textRow(c.Name, c.Type.String(), "false", desc))
+	}
+	return s.writeRows(w, textCols("Name", "Type", "Is Hidden", "Description"), rows, "DESCRIBE")
+}
+
+func (s *session) explain(x *parser.Explain, w pgwire.ResultWriter) error {
+	var text string
+	switch st := x.Stmt.(type) {
+	case *parser.CreateMaterializedView:
+		q, err := s.e.newPlanner().PlanView(st.Query, 0, st.Name)
+		if err != nil {
+			return err
+		}
+		text = q.Plan.Explain()
+	case *parser.Query:
+		p := s.e.newPlanner()
+		q, err := p.PlanQuery(st.Node)
+		if err != nil {
+			return err
+		}
+		text = q.Plan.Explain()
+	default:
+		return pgerror.Unsupported("EXPLAIN of %T", x.Stmt)
+	}
+	var rows []types.Row
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		rows = append(rows, textRow(l))
+	}
+	return s.writeRows(w, textCols("QUERY PLAN"), rows, "EXPLAIN")
+}

@@ -1,0 +1,97 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// CatalogEntry is one persisted catalog object. Views are re-planned from
+// SQL on start; their operator ids derive from the entry's id, so the
+// restored operators find their state.
+type CatalogEntry struct {
+	ID        uint64            `json:"id"`
+	Kind      string            `json:"kind"` // table, source, materialized view, view, sink
+	Name      string            `json:"name"`
+	SQL       string            `json:"sql"`
+	Columns   []ColumnEntry     `json:"columns,omitempty"`
+	Key       []int             `json:"key,omitempty"`
+	Deps      []uint64          `json:"deps,omitempty"`
+	Connector string            `json:"connector,omitempty"`
+	Options   map[string]string `json:"options,omitempty"`
+	Query     string            `json:"query,omitempty"`
+}
+
+// ColumnEntry is a persisted column.
+type ColumnEntry struct {
+	Name    string `json:"name"`
+	Fam     uint8  `json:"fam"`
+	Prec    int16  `json:"prec,omitempty"`
+	Scale   int16  `json:"scale,omitempty"`
+	NotNull bool   `json:"not_null,omitempty"`
+}
+
+// Type returns the column's SQL type.
+func (c ColumnEntry) Type() types.T {
+	return types.T{Fam: types.Family(c.Fam), Prec: c.Prec, Scale: c.Scale}
+}
+
+// ColumnOf returns the persisted form of a column.
+func ColumnOf(c types.Column) ColumnEntry {
+	return ColumnEntry{Name: c.Name, Fam: uint8(c.Type.Fam), Prec: c.Type.Prec, Scale: c.Type.Scale}
+}
+
+// Cols returns the entry's columns.
+func (e *CatalogEntry) Cols() []types.Column {
+	out := make([]types.Column, len(e.Columns))
+	for i, c := range e.Columns {
+		out[i] = types.Column{Name: c.Name, Type: c.Type()}
+	}
+	return out
+}
+
+// LoadCatalog returns every committed catalog entry in id order, and the
+// id allocator's next value.
+func (db *DB) LoadCatalog() ([]*CatalogEntry, uint64, error) {
+	var out []*CatalogEntry
+	err := db.Scan([]byte{SpaceCatalog, '/'}, func(_, v []byte) error {
+		e := &CatalogEntry{}
+		if err := json.Unmarshal(v, e); err != nil {
+			return pgerror.Wrap(err, pgcode.DataCorrupted, "corrupt catalog entry")
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	next := uint64(1)
+	v, err := db.Get([]byte("m/nextid"))
+	if err != nil {
+		return nil, 0, err
+	}
+	if v != nil {
+		next, _ = binary.Uvarint(v)
+	}
+	for _, e := range out {
+		if e.ID >= next {
+			next = e.ID + 1
+		}
+	}
+	return out, next, nil
+}
+
+// PutCatalog records e (and the id allocator) in epoch writer w.
+func PutCatalog(w *EpochWriter, e *CatalogEntry, nextID uint64) {
+	v, _ := json.Marshal(e)
+	w.Set(Key(SpaceCatalog, e.ID), v)
+	w.Set([]byte("m/nextid"), binary.AppendUvarint(nil, nextID))
+}
+
+// DeleteCatalog records the removal of entry id in w.
+func DeleteCatalog(w *EpochWriter, id uint64) {
+	w.Delete(Key(SpaceCatalog, id))
+}

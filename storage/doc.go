@@ -1,0 +1,25 @@
+// Package storage owns everything Sluice keeps on disk, in one Pebble
+// database: the catalog, the state of dataflow operators, source positions,
+// the materialized contents of tables and views, tables' DML logs and their
+// write-side rows, and checkpoint metadata.
+//
+// Key layout (every key starts with a one-byte space tag):
+//
+//	'm' meta:      m/epoch                       -> last committed epoch (uvarint)
+//	               m/seq                         -> id allocator
+//	'c' catalog:   c/<id:8>                      -> catalog entry (JSON)
+//	's' state:     s/<op:8>/<key>                -> operator state
+//	'p' position:  p/<op:8>                      -> source read position
+//	'v' relation:  v/<rel:8>/<key>               -> materialized rows (count + row)
+//	'l' dml log:   l/<table:8>/<seq:8>           -> a chunk of table changes
+//	'w' write set: w/<table:8>/<key>             -> the table's current rows (DML side)
+//
+// Epoch N's writes (state, positions, relation contents, catalog changes)
+// are collected in one EpochWriter and committed by one synced Pebble
+// batch; reads for SELECT use a Pebble snapshot taken after a commit, so
+// they always see one committed epoch. DML is durable on its own: a table
+// write commits its log entry and write-set rows in one synced batch before
+// it is acknowledged.
+//
+// storage imports Pebble and sql/types only.
+package storage

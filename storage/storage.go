@@ -1,0 +1,310 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+)
+
+// Key spaces.
+const (
+	SpaceMeta     = 'm'
+	SpaceCatalog  = 'c'
+	SpaceState    = 's'
+	SpacePosition = 'p'
+	SpaceRelation = 'v'
+	SpaceLog      = 'l'
+	SpaceWrite    = 'w'
+)
+
+// DB is Sluice's durable store.
+type DB struct {
+	pdb *pebble.DB
+
+	mu struct {
+		sync.Mutex
+		snap      *Snapshot
+		committed uint64
+	}
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string) (*DB, error) {
+	opts := &pebble.Options{
+		Cache:        pebble.NewCache(128 << 20),
+		MemTableSize: 64 << 20,
+	}
+	defer opts.Cache.Unref()
+	pdb, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
+	}
+	db := &DB{pdb: pdb}
+	v, err := db.getRaw([]byte("m/epoch"))
+	if err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	if v != nil {
+		e, n := binary.Uvarint(v)
+		if n <= 0 {
+			pdb.Close()
+			return nil, pgerror.New(pgcode.DataCorrupted, "corrupt epoch record")
+		}
+		db.mu.committed = e
+	}
+	db.mu.snap = newSnapshot(pdb.NewSnapshot(), db.mu.committed)
+	return db, nil
+}
+
+// Close closes the store.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.mu.snap != nil {
+		db.mu.snap.release()
+		db.mu.snap = nil
+	}
+	db.mu.Unlock()
+	return db.pdb.Close()
+}
+
+// CommittedEpoch returns the last committed epoch (0 before the first).
+func (db *DB) CommittedEpoch() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.mu.committed
+}
+
+func (db *DB) getRaw(key []byte) ([]byte, error) {
+	v, closer, err := db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgcode.IOError, "read")
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, nil
+}
+
+// Get reads the latest value of key (not snapshot-isolated); nil if absent.
+func (db *DB) Get(key []byte) ([]byte, error) { return db.getRaw(key) }
+
+// Scan calls f for every key with the given prefix in the latest state, in
+// key order. The slices are valid only during the call.
+func (db *DB) Scan(prefix []byte, f func(k, v []byte) error) error {
+	return scan(db.pdb, prefix, f)
+}
+
+type reader interface {
+	NewIter(*pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func scan(r reader, prefix []byte, f func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := f(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	return nil
+}
+
+// PrefixEnd returns the first key after every key with prefix p.
+func PrefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Key builds a key: space tag, '/', an 8-byte big-endian id, then rest.
+func Key(space byte, id uint64, rest ...[]byte) []byte {
+	n := 10
+	for _, r := range rest {
+		n += len(r)
+	}
+	k := make([]byte, 0, n)
+	k = append(k, space, '/')
+	k = binary.BigEndian.AppendUint64(k, id)
+	for _, r := range rest {
+		k = append(k, r...)
+	}
+	return k
+}
+
+// Commit applies w atomically and durably as epoch e, then publishes a new
+// snapshot for readers.
+func (db *DB) Commit(w *EpochWriter, e uint64) error {
+	w.mu.Lock()
+	b := w.b
+	w.b = nil
+	w.mu.Unlock()
+	if b == nil {
+		return fmt.Errorf("epoch %d committed twice", e)
+	}
+	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+	}
+	b.Close()
+	snap := newSnapshot(db.pdb.NewSnapshot(), e)
+	db.mu.Lock()
+	old := db.mu.snap
+	db.mu.snap = snap
+	db.mu.committed = e
+	db.mu.Unlock()
+	if old != nil {
+		old.release()
+	}
+	return nil
+}
+
+// WriteBatch is a set of writes outside the epoch protocol (DML), applied
+// atomically and durably by WriteSync.
+type WriteBatch struct{ b *pebble.Batch }
+
+// Set records key=value.
+func (w *WriteBatch) Set(k, v []byte) { w.b.Set(k, v, nil) }
+
+// Delete records the deletion of key.
+func (w *WriteBatch) Delete(k []byte) { w.b.Delete(k, nil) }
+
+// NewWriteBatch returns an empty write batch.
+func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatch()} }
+
+// WriteSync applies w atomically and durably (group-committed with
+// concurrent writers by Pebble).
+func (db *DB) WriteSync(w *WriteBatch) error {
+	defer w.b.Close()
+	if err := w.b.Commit(pebble.Sync); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "write")
+	}
+	return nil
+}
+
+// NewEpochWriter returns the collector of one epoch's writes.
+func (db *DB) NewEpochWriter() *EpochWriter {
+	return &EpochWriter{b: db.pdb.NewBatch()}
+}
+
+// Snapshot returns the latest committed snapshot; call Release when done.
+func (db *DB) Snapshot() *Snapshot {
+	db.mu.Lock()
+	s := db.mu.snap
+	s.refs.Add(1)
+	db.mu.Unlock()
+	return s
+}
+
+// EpochWriter collects the writes of one epoch from many operators; it is
+// safe for concurrent use.
+type EpochWriter struct {
+	mu sync.Mutex
+	b  *pebble.Batch
+}
+
+// Set records key=value.
+func (w *EpochWriter) Set(k, v []byte) {
+	w.mu.Lock()
+	w.b.Set(k, v, nil)
+	w.mu.Unlock()
+}
+
+// Delete records the deletion of key.
+func (w *EpochWriter) Delete(k []byte) {
+	w.mu.Lock()
+	w.b.Delete(k, nil)
+	w.mu.Unlock()
+}
+
+// DeleteRange records the deletion of [start, end).
+func (w *EpochWriter) DeleteRange(start, end []byte) {
+	w.mu.Lock()
+	w.b.DeleteRange(start, end, nil)
+	w.mu.Unlock()
+}
+
+// Apply adds every write of the local batch b (which it closes).
+func (w *EpochWriter) Apply(b *pebble.Batch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.b.Apply(b, nil)
+	b.Close()
+	return err
+}
+
+// Snapshot is a consistent, committed view of the store.
+type Snapshot struct {
+	s     *pebble.Snapshot
+	Epoch uint64
+	refs  refcount
+}
+
+func newSnapshot(s *pebble.Snapshot, e uint64) *Snapshot {
+	sn := &Snapshot{s: s, Epoch: e}
+	sn.refs.Add(1)
+	return sn
+}
+
+// Release gives the snapshot back.
+func (s *Snapshot) Release() { s.release() }
+
+func (s *Snapshot) release() {
+	if s.refs.Add(-1) == 0 {
+		s.s.Close()
+	}
+}
+
+// Get reads key in the snapshot; nil if absent.
+func (s *Snapshot) Get(key []byte) ([]byte, error) {
+	v, closer, err := s.s.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgcode.IOError, "read")
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, nil
+}
+
+// Scan calls f for every key with prefix in the snapshot, in order.
+func (s *Snapshot) Scan(prefix []byte, f func(k, v []byte) error) error {
+	return scan(s.s, prefix, f)
+}
+
+// ScanRange calls f for keys in [lo, hi).
+func (s *Snapshot) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
+	it, err := s.s.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := f(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
