@@ -40,6 +40,9 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			return nil, pgerror.New(pgcode.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type())
 		}
 		key := p.keys[in]
+		if src := p.plan.Nodes[in]; !p.Streaming && src.Kind == spec.Subscribe && key != nil {
+			src.Lookup = KeyLookup(pred, key)
+		}
 		in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: sc.columns()})
 		p.keys[in] = key
 	}

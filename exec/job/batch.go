@@ -38,7 +38,11 @@ func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, e
 			c := make(chan flow.Msg)
 			close(c)
 			inputs = []chan flow.Msg{c}
-			op = &ops.Subscribe{Backfill: backfillFrom(snap, n.Rel)}
+			if n.Lookup != nil {
+				op, err = lookupOp(snap, n, ectx)
+			} else {
+				op = &ops.Subscribe{Backfill: backfillFrom(snap, n.Rel)}
+			}
 		case spec.Values:
 			c := make(chan flow.Msg)
 			close(c)
@@ -155,4 +159,32 @@ func unwrapActor(err error) error {
 		return pe
 	}
 	return pgerror.Wrap(err, pgcode.Internal, "query failed")
+}
+
+// lookupOp reads one key of a relation: the key values are evaluated now,
+// cast to the key columns' types, and encoded as the relation encodes keys.
+func lookupOp(snap *storage.Snapshot, n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
+	key := storage.Key(storage.SpaceRelation, n.Rel)
+	for _, e := range n.Lookup {
+		fn, err := eval.Compile(e, ectx)
+		if err != nil {
+			return nil, err
+		}
+		d, err := fn(nil)
+		if err != nil {
+			return nil, err
+		}
+		key = types.AppendKey(key, d)
+	}
+	return &ops.Subscribe{Backfill: func(emit func(types.Row, int64) error) error {
+		v, err := snap.Get(key)
+		if err != nil || v == nil {
+			return err
+		}
+		cnt, row, err := ops.DecodeRelValue(v)
+		if err != nil {
+			return err
+		}
+		return emit(row, cnt)
+	}}, nil
 }

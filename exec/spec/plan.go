@@ -81,7 +81,10 @@ type Node struct {
 	Inputs []int // indexes of input nodes in Plan.Nodes
 	Cols   []types.Column
 
-	Rel     uint64      // Subscribe, Materialize
+	Rel uint64 // Subscribe, Materialize
+	// Lookup, on a Subscribe in a batch plan, pins the relation's unique
+	// key to these values: the read is a point lookup, not a scan.
+	Lookup  []Expr
 	RelName string      // for EXPLAIN
 	Source  *SourceSpec // SourceRead
 
@@ -156,6 +159,13 @@ func colNames(cols []types.Column, idx []int) string {
 func (n *Node) describe() string {
 	switch n.Kind {
 	case Subscribe:
+		if n.Lookup != nil {
+			k := make([]string, len(n.Lookup))
+			for i, e := range n.Lookup {
+				k[i] = e.String()
+			}
+			return fmt.Sprintf("Lookup %s key (%s)", n.RelName, strings.Join(k, ", "))
+		}
 		return fmt.Sprintf("Subscribe %s", n.RelName)
 	case SourceRead:
 		return fmt.Sprintf("SourceRead %s (connector: %s)", n.Source.Name, n.Source.Connector)

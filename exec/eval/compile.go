@@ -1,0 +1,341 @@
+package eval
+
+import (
+	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// Fn evaluates a compiled expression over one input row. An Fn holds no
+// mutable state: it may be called from several goroutines at once.
+type Fn func(row types.Row) (types.Datum, error)
+
+// Context is what an expression may read besides its row. Fns read it at
+// call time, so a caller may update Now and Params between statements and
+// keep the compiled Fns.
+type Context struct {
+	Now      int64         // statement time, microseconds since the Unix epoch (UTC)
+	Params   []types.Datum // $1 is Params[0]
+	User     string        // current_user / session_user
+	Database string        // current_database()
+}
+
+// arg is a compiled sub-expression.
+type arg struct {
+	fn    Fn
+	t     types.T
+	konst bool        // fn always returns val (and no error)
+	val   types.Datum // the value when konst
+}
+
+// builder makes the evaluator of one resolved call from its compiled,
+// already-cast arguments.
+type builder func(b *bctx) (Fn, error)
+
+// bctx is what a builder gets.
+type bctx struct {
+	name string
+	args []arg
+	ret  types.T
+	ctx  *Context
+}
+
+func (b *bctx) fn(i int) Fn { return b.args[i].fn }
+
+// konst reports whether argument i is a constant and returns it.
+func (b *bctx) konst(i int) (types.Datum, bool) {
+	if i < len(b.args) && b.args[i].konst {
+		return b.args[i].val, true
+	}
+	return types.Null, false
+}
+
+// Compile turns e into an evaluator. The argument types of every spec.Func
+// are resolved again as ResolveFunc does, and any cast the planner did not
+// insert is added. Compile once and call the Fn per row: arithmetic,
+// comparison and logic on integers, floats, decimals, booleans and
+// timestamps do not allocate.
+func Compile(e spec.Expr, ctx *Context) (Fn, error) {
+	if ctx == nil {
+		ctx = &Context{}
+	}
+	c := &compiler{ctx: ctx}
+	a, err := c.compile(e)
+	if err != nil {
+		return nil, err
+	}
+	return a.fn, nil
+}
+
+// CompilePredicate compiles a boolean expression for filtering: NULL and
+// false both reject the row. The expression must be of type boolean (or an
+// untyped NULL).
+func CompilePredicate(e spec.Expr, ctx *Context) (func(types.Row) (bool, error), error) {
+	if t := e.Type(); t.Fam != types.Bool && t.Fam != types.Unknown {
+		return nil, pgerror.New(pgcode.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", typeName(t))
+	}
+	fn, err := Compile(e, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(row types.Row) (bool, error) {
+		d, err := fn(row)
+		if err != nil {
+			return false, err
+		}
+		return d.K == types.KBool && d.I != 0, nil
+	}, nil
+}
+
+type compiler struct {
+	ctx *Context
+}
+
+func constArg(d types.Datum, t types.T) arg {
+	return arg{fn: func(types.Row) (types.Datum, error) { return d, nil }, t: t, konst: true, val: d}
+}
+
+func (c *compiler) compile(e spec.Expr) (arg, error) {
+	switch x := e.(type) {
+	case *spec.ColRef:
+		idx := x.Idx
+		if idx < 0 {
+			return arg{}, pgerror.New(pgcode.Internal, "column reference %d out of range", idx)
+		}
+		return arg{t: x.T, fn: func(row types.Row) (types.Datum, error) {
+			if idx >= len(row) {
+				return types.Null, pgerror.New(pgcode.Internal, "column reference %d out of range for row of %d", idx, len(row))
+			}
+			return row[idx], nil
+		}}, nil
+	case *spec.Const:
+		return constArg(x.D, x.T), nil
+	case *spec.Param:
+		n := x.N
+		ctx := c.ctx
+		if n < 1 {
+			return arg{}, pgerror.New(pgcode.UndefinedParameter, "there is no parameter $%d", n)
+		}
+		return arg{t: x.T, fn: func(types.Row) (types.Datum, error) {
+			if n > len(ctx.Params) {
+				return types.Null, pgerror.New(pgcode.UndefinedParameter, "there is no parameter $%d", n)
+			}
+			return ctx.Params[n-1], nil
+		}}, nil
+	case *spec.Cast:
+		a, err := c.compile(x.E)
+		if err != nil {
+			return arg{}, err
+		}
+		return castArg(a, x.T, castExplicit)
+	case *spec.Case:
+		return c.compileCase(x)
+	case *spec.Func:
+		return c.compileFunc(x)
+	case nil:
+		return arg{}, pgerror.New(pgcode.Internal, "nil expression")
+	}
+	return arg{}, pgerror.New(pgcode.Internal, "unsupported expression %T", e)
+}
+
+func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
+	name := normName(f.Name)
+	args := make([]arg, len(f.Args))
+	for i, e := range f.Args {
+		a, err := c.compile(e)
+		if err != nil {
+			return arg{}, err
+		}
+		args[i] = a
+	}
+	switch name {
+	case "cast", "__pg_assign_cast":
+		if len(args) != 1 {
+			return arg{}, pgerror.New(pgcode.Internal, "%s takes one argument", name)
+		}
+		mode := castExplicit
+		if name == "__pg_assign_cast" {
+			mode = castAssign
+		}
+		return castArg(args[0], f.T, mode)
+	}
+	ts := make([]types.T, len(args))
+	for i, a := range args {
+		ts[i] = a.t
+	}
+	r, err := resolve(name, ts)
+	if err != nil {
+		return arg{}, err
+	}
+	for i := range args {
+		if r.casts[i] != args[i].t {
+			a, err := castArg(args[i], r.casts[i], castImplicit)
+			if err != nil {
+				return arg{}, err
+			}
+			args[i] = a
+		}
+	}
+	fn, err := r.build(&bctx{name: name, args: args, ret: r.ret, ctx: c.ctx})
+	if err != nil {
+		return arg{}, err
+	}
+	out := arg{fn: fn, t: r.ret}
+	if !r.volatile {
+		out = fold(out, args)
+	}
+	return out, nil
+}
+
+// fold evaluates a call whose arguments are all constants once. A call that
+// fails is left to fail at run time, so that a branch never taken (CASE WHEN
+// false THEN 1/0 END) does not fail the statement.
+func fold(a arg, args []arg) arg {
+	for _, x := range args {
+		if !x.konst {
+			return a
+		}
+	}
+	d, err := a.fn(nil)
+	if err != nil {
+		return a
+	}
+	return constArg(d, a.t)
+}
+
+func (c *compiler) compileCase(x *spec.Case) (arg, error) {
+	var operand arg
+	hasOperand := x.Operand != nil
+	if hasOperand {
+		var err error
+		if operand, err = c.compile(x.Operand); err != nil {
+			return arg{}, err
+		}
+	}
+	conds := make([]arg, len(x.Whens))
+	thens := make([]arg, len(x.Whens))
+	branchTypes := make([]types.T, 0, len(x.Whens)+1)
+	for i, w := range x.Whens {
+		var err error
+		if conds[i], err = c.compile(w.Cond); err != nil {
+			return arg{}, err
+		}
+		if thens[i], err = c.compile(w.Then); err != nil {
+			return arg{}, err
+		}
+		branchTypes = append(branchTypes, thens[i].t)
+	}
+	var els arg
+	if x.Else != nil {
+		var err error
+		if els, err = c.compile(x.Else); err != nil {
+			return arg{}, err
+		}
+		branchTypes = append(branchTypes, els.t)
+	} else {
+		els = constArg(types.Null, types.TUnknown)
+	}
+	rt := x.T
+	if rt.Fam == types.Unknown {
+		var err error
+		if rt, err = CommonTypeFor("CASE", branchTypes); err != nil {
+			return arg{}, err
+		}
+	} else if _, err := CommonTypeFor("CASE", branchTypes); err != nil {
+		return arg{}, err
+	}
+	for i := range thens {
+		var err error
+		if thens[i], err = castArg(thens[i], rt, castImplicit); err != nil {
+			return arg{}, err
+		}
+	}
+	var err error
+	if els, err = castArg(els, rt, castImplicit); err != nil {
+		return arg{}, err
+	}
+	// Conditions: with an operand, each WHEN value is compared with "=".
+	tests := make([]func(types.Row, types.Datum) (bool, error), len(conds))
+	for i, cond := range conds {
+		if hasOperand {
+			t, err := equalityTest(operand.t, cond)
+			if err != nil {
+				return arg{}, err
+			}
+			tests[i] = t
+			continue
+		}
+		if cond.t.Fam != types.Bool && cond.t.Fam != types.Unknown {
+			return arg{}, pgerror.New(pgcode.DatatypeMismatch, "argument of CASE/WHEN must be type boolean, not type %s", typeName(cond.t))
+		}
+		cfn := cond.fn
+		tests[i] = func(row types.Row, _ types.Datum) (bool, error) {
+			d, err := cfn(row)
+			return d.K == types.KBool && d.I != 0, err
+		}
+	}
+	thenFns := make([]Fn, len(thens))
+	for i := range thens {
+		thenFns[i] = thens[i].fn
+	}
+	elseFn := els.fn
+	opFn := operand.fn
+	fn := func(row types.Row) (types.Datum, error) {
+		var op types.Datum
+		if opFn != nil {
+			var err error
+			if op, err = opFn(row); err != nil {
+				return types.Null, err
+			}
+		}
+		for i, t := range tests {
+			ok, err := t(row, op)
+			if err != nil {
+				return types.Null, err
+			}
+			if ok {
+				return thenFns[i](row)
+			}
+		}
+		return elseFn(row)
+	}
+	return arg{fn: fn, t: rt}, nil
+}
+
+// equalityTest returns a test of "operand = cond(row)" for a CASE with an
+// operand, where the operand value is computed once per row by the caller.
+func equalityTest(opType types.T, cond arg) (func(types.Row, types.Datum) (bool, error), error) {
+	r, err := resolve("=", []types.T{opType, cond.t})
+	if err != nil {
+		return nil, err
+	}
+	castL, err := datumCast(opType, r.casts[0], castImplicit)
+	if err != nil {
+		return nil, err
+	}
+	castR, err := datumCast(cond.t, r.casts[1], castImplicit)
+	if err != nil {
+		return nil, err
+	}
+	cmp := compareKernel(r.casts[0].Fam, r.casts[1].Fam)
+	cfn := cond.fn
+	return func(row types.Row, op types.Datum) (bool, error) {
+		y, err := cfn(row)
+		if err != nil || op.K == types.KNull || y.K == types.KNull {
+			return false, err
+		}
+		x := op
+		if castL != nil {
+			if x, err = castL(x); err != nil {
+				return false, err
+			}
+		}
+		if castR != nil {
+			if y, err = castR(y); err != nil {
+				return false, err
+			}
+		}
+		return cmp(x, y) == 0, nil
+	}, nil
+}

@@ -1,0 +1,66 @@
+package pgwire
+
+import (
+	"context"
+
+	"sluice/sql/types"
+)
+
+// Handler is what the wire protocol serves: the SQL engine.
+type Handler interface {
+	// Connect is called once per connection after a successful startup.
+	Connect(ctx context.Context, p StartupInfo) (Session, error)
+}
+
+// StartupInfo describes a client connection from its StartupMessage.
+type StartupInfo struct {
+	User, Database, ApplicationName string
+	// Params holds every parameter of the StartupMessage (user, database,
+	// application_name, options, client_encoding, ...).
+	Params     map[string]string
+	RemoteAddr string
+}
+
+// Session is one client connection's SQL session. Calls on one Session never overlap.
+//
+// A Session may also implement interface{ TxStatus() byte }; the value it
+// returns ('I' idle, 'T' in a transaction block, 'E' in a failed
+// transaction block) is then reported in every ReadyForQuery, and named
+// portals are dropped only when it is 'I'. Without it the server always
+// reports 'I' and keeps portals until they are closed or replaced.
+type Session interface {
+	// SimpleQuery runs a query string that may hold several statements, writing each statement's results to w in order; it stops at the first error and returns it (earlier statements' results have been written).
+	SimpleQuery(ctx context.Context, sql string, w ResultWriter) error
+	// Prepare parses one statement; paramTypes holds the OIDs the client gave (0 = unspecified).
+	Prepare(ctx context.Context, sql string, paramTypes []uint32) (Prepared, error)
+	// Execute runs a prepared statement with bound parameters (NULL = types.Null), writing results to w.
+	Execute(ctx context.Context, p Prepared, params []types.Datum, w ResultWriter) error
+	// ChangedParameters returns settings whose change must be reported to the client (e.g. after SET TimeZone): name -> value; called after Connect and after each SimpleQuery and Execute call; may return nil.
+	ChangedParameters() map[string]string
+	Close()
+}
+
+// Prepared is a parsed statement.
+type Prepared interface {
+	ParamTypes() []types.T   // resolved parameter types, one per $n
+	Columns() []types.Column // result columns; nil if the statement returns no rows
+}
+
+// ResultWriter receives a statement's results. Its methods return an error
+// once the client connection is broken (or a value cannot be encoded); the
+// Session should then stop and return that error.
+//
+// The ResultWriters this package passes also implement
+// interface{ Flush() error }, which sends everything written so far to the
+// client at once (results are otherwise buffered until the statement ends
+// or the buffer fills); a long-running statement that produces rows over
+// time should call it.
+type ResultWriter interface {
+	// Columns announces the result columns of a row-returning statement (before any row).
+	Columns(cols []types.Column) error
+	// Row writes one row. The writer does not keep r after returning.
+	Row(r types.Row) error
+	// Complete ends one statement with its command tag ("SELECT 2", "INSERT 0 3", "CREATE TABLE", ...).
+	Complete(tag string) error
+	Notice(msg string) error
+}
