@@ -77,6 +77,9 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 	case *ast.ColumnNameExpr:
 		idx, err := sc.resolve(n.Name.Table.O, n.Name.Name.O)
 		if err != nil {
+			if x, ok, oerr := b.outerColumn(n.Name.Table.O, n.Name.Name.O); ok || oerr != nil {
+				return x, oerr
+			}
 			return nil, err
 		}
 		return &spec.ColRef{Idx: idx, T: sc.cols[idx].t, Name: sc.cols[idx].name}, nil
@@ -172,7 +175,7 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		return and, nil
 	case *ast.PatternInExpr:
 		if n.Sel != nil {
-			return nil, pgerror.Unsupported("subqueries in IN are not supported yet")
+			return b.bindSubqueryExpr(n, sc, h)
 		}
 		args := make([]spec.Expr, 0, len(n.List)+1)
 		x, err := b.bind(n.Expr, sc, h)
@@ -243,7 +246,7 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 	case *ast.AggregateFuncExpr:
 		return nil, pgerror.New(pgcode.GroupingError, "aggregate functions are not allowed here")
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return nil, pgerror.Unsupported("subqueries in expressions are not supported yet")
+		return b.bindSubqueryExpr(e, sc, h)
 	case *ast.FuncCastExpr:
 		x, err := b.bind(n.Expr, sc, h)
 		if err != nil {
@@ -345,7 +348,7 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		}
 		t, err := b.p.ParseType(tn)
 		if err != nil {
-			return nil, err
+			return b.castToUnsupported(x, tn, err)
 		}
 		return b.castTo(x, t)
 	case "__pg_param":
@@ -364,6 +367,10 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 			return nil, err
 		}
 		return &spec.Const{D: d, T: types.TInterval}, nil
+	case "__pg_any", "__pg_all":
+		return b.bindQuantifiedArray(n, sc, h)
+	case "__pg_array_subquery":
+		return b.bindArraySubquery(n, sc)
 	case "__pg_filter":
 		return nil, pgerror.New(pgcode.Syntax, "FILTER is only allowed on aggregate functions")
 	case "current_timestamp", "now", "localtimestamp", "current_date", "current_time":
@@ -389,6 +396,9 @@ func (b *binder) call(name string, args []spec.Expr) (spec.Expr, error) {
 	}
 	ret, casts, err := eval.ResolveFunc(name, ts)
 	if err != nil {
+		if x, ok := b.callUntypedElements(name, args); ok {
+			return x, nil
+		}
 		return nil, err
 	}
 	for i := range args {
@@ -407,6 +417,9 @@ func (b *binder) call(name string, args []spec.Expr) (spec.Expr, error) {
 func (b *binder) castTo(x spec.Expr, t types.T) (spec.Expr, error) {
 	if x.Type() == t {
 		return x, nil
+	}
+	if y, ok, err := b.castRegclass(x, t); ok || err != nil {
+		return y, err
 	}
 	switch c := x.(type) {
 	case *spec.Const:
@@ -441,6 +454,9 @@ func stringLiteral(e ast.ExprNode) (string, bool) {
 }
 
 func intLiteral(e ast.ExprNode) (int64, bool) {
+	if p, ok := e.(*ast.PositionExpr); ok && p.P == nil {
+		return int64(p.N), true // ORDER BY 1 as the TiDB parser reads it
+	}
 	v, ok := e.(ast.ValueExpr)
 	if !ok {
 		return 0, false

@@ -7,6 +7,7 @@ import (
 
 	"sluice/exec/spec"
 	"sluice/planner/cat"
+	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -21,12 +22,22 @@ type Planner struct {
 	ParseType func(string) (types.T, error)
 	// ParseQuery parses the defining query of a plain view.
 	ParseQuery func(string) (ast.StmtNode, error)
+	// Nulls returns the NULLS FIRST/LAST choice of an ORDER BY item (0
+	// default, 1 first, 2 last); nil = defaults.
+	Nulls func(*ast.ByItem) int
 	// Params holds the types of $1…$n, given or inferred.
 	Params []types.T
+	// TableFuncs maps the placeholder table names the dialect layer writes
+	// for set-returning functions in FROM to the calls
+	// (sql/parser.Query.TableFuncs).
+	TableFuncs map[string]parser.TableFunc
 
 	plan *spec.Plan
 	keys map[int][]int // node -> unique key columns
 	ctes []map[string]*ast.CommonTableExpression
+	// outer holds the enclosing queries of the subquery being planned,
+	// outermost first (see subquery.go).
+	outer []*outerLevel
 	// Deps lists the relations the statement reads.
 	Deps []uint64
 }
@@ -61,8 +72,12 @@ func (p *Planner) setParamType(n int, t types.T) {
 func (p *Planner) PlanQuery(stmt ast.StmtNode) (*Query, error) {
 	p.plan = &spec.Plan{}
 	p.keys = map[int][]int{}
+	stmt = rewriteBatchAggs(stmt)
 	q, err := p.planResultSet(stmt)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.regclassOutput(q); err != nil {
 		return nil, err
 	}
 	q.Plan = p.plan
@@ -105,9 +120,6 @@ func (p *Planner) pushCTEs(w *ast.WithClause) {
 	if w == nil {
 		return
 	}
-	if w.IsRecursive {
-		return
-	}
 	m := map[string]*ast.CommonTableExpression{}
 	for _, c := range w.CTEs {
 		m[c.Name.L] = c
@@ -116,7 +128,7 @@ func (p *Planner) pushCTEs(w *ast.WithClause) {
 }
 
 func (p *Planner) popCTEs(w *ast.WithClause) {
-	if w != nil && !w.IsRecursive {
+	if w != nil {
 		p.ctes = p.ctes[:len(p.ctes)-1]
 	}
 }
@@ -162,6 +174,12 @@ func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (i
 		return 0, nil, err
 	}
 	idx := p.plan.Root()
+	if sub.Limit >= 0 || sub.Offset > 0 {
+		if p.Streaming {
+			return 0, nil, pgerror.Unsupported("ORDER BY … LIMIT in a subquery of a materialized view")
+		}
+		idx = p.plan.Add(&spec.Node{Kind: spec.TopN, Inputs: []int{idx}, Order: sub.Order, Limit: sub.Limit, Offset: sub.Offset, Cols: p.plan.Nodes[idx].Cols})
+	}
 	if len(p.plan.Nodes[idx].Cols) != len(sub.Columns) {
 		exprs := make([]spec.Expr, len(sub.Columns))
 		for i, c := range sub.Columns {
@@ -185,6 +203,9 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		if c := p.lookupCTE(tn.Name.L); c != nil {
 			return p.planDerived(c.Query.Query, alias, c.ColNameList)
 		}
+	}
+	if isTableFunc(tn) {
+		return p.planTableFunc(tn, alias)
 	}
 	rel, err := p.Cat.Resolve(tn.Schema.O, tn.Name.O)
 	if err != nil {
@@ -352,8 +373,10 @@ func exprName(e ast.ExprNode) string {
 			}
 		case "__pg_extract":
 			return "extract"
-		case "__pg_interval", "__pg_param":
+		case "__pg_interval", "__pg_param", "__pg_any", "__pg_all":
 			return "?column?"
+		case "__pg_array", "__pg_array_subquery":
+			return "array"
 		}
 		if strings.HasPrefix(x.FnName.L, "__pg_") {
 			return strings.TrimPrefix(x.FnName.L, "__pg_")
@@ -361,6 +384,13 @@ func exprName(e ast.ExprNode) string {
 		return x.FnName.L
 	case *ast.CaseExpr:
 		return "case"
+	case *ast.ExistsSubqueryExpr:
+		return "exists"
+	case *ast.SubqueryExpr:
+		// (SELECT x …) is named after x, as in Postgres.
+		if sel, ok := x.Query.(*ast.SelectStmt); ok && sel.Fields != nil && len(sel.Fields.Fields) == 1 && sel.Fields.Fields[0].WildCard == nil {
+			return outputName(sel.Fields.Fields[0])
+		}
 	}
 	return "?column?"
 }

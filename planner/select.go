@@ -11,6 +11,9 @@ import (
 )
 
 func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
+	if s.With != nil && s.With.IsRecursive {
+		return nil, pgerror.Unsupported("WITH RECURSIVE")
+	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)
 	if s.Kind == ast.SelectStmtKindValues {
@@ -36,8 +39,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		if pred, err = b.castTo(pred, types.TBool); err != nil {
+		if f := pred.Type().Fam; f != types.Bool && f != types.Unknown {
 			return nil, pgerror.New(pgcode.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", pred.Type())
+		}
+		if pred, err = b.castTo(pred, types.TBool); err != nil {
+			return nil, err
 		}
 		key := p.keys[in]
 		if src := p.plan.Nodes[in]; !p.Streaming && src.Kind == spec.Subscribe && key != nil {
@@ -170,7 +176,12 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 	if s.OrderBy != nil {
 		for _, o := range s.OrderBy.Items {
 			col := -1
-			if v, ok := intLiteral(o.Expr); ok {
+			if pe, ok := o.Expr.(*ast.PositionExpr); ok && pe.P == nil {
+				if pe.N < 1 || pe.N > len(cols) {
+					return nil, pgerror.New(pgcode.InvalidColumnReference, "ORDER BY position %d is not in select list", pe.N)
+				}
+				col = pe.N - 1
+			} else if v, ok := intLiteral(o.Expr); ok {
 				if v < 1 || int(v) > len(cols) {
 					return nil, pgerror.New(pgcode.InvalidColumnReference, "ORDER BY position %d is not in select list", v)
 				}
@@ -191,7 +202,7 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 				exprs = append(exprs, x)
 				col = len(exprs) - 1
 			}
-			q.Order = append(q.Order, spec.OrderItem{Col: col, Desc: o.Desc, NullsFirst: o.Desc})
+			q.Order = append(q.Order, p.orderItem(col, o))
 		}
 	}
 	all := make([]types.Column, len(exprs))
@@ -222,6 +233,13 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 func (p *Planner) limit(l *ast.Limit, q *Query) error {
 	if p.Streaming {
 		return pgerror.Unsupported("LIMIT in a materialized view")
+	}
+	if l.Count != nil {
+		if u, ok := l.Count.(ast.ValueExpr); ok {
+			if x, ok := u.GetValue().(uint64); ok && x > 1<<62 {
+				l = &ast.Limit{Offset: l.Offset} // OFFSET alone
+			}
+		}
 	}
 	if l.Count != nil {
 		v, ok := intLiteral(l.Count)
@@ -292,6 +310,14 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 	aggIndex := map[*ast.AggregateFuncExpr]int{}
 	for i, a := range aggs {
 		call := spec.AggCall{Func: lower(a.F), Arg: -1, Distinct: a.Distinct, Filter: -1}
+		if isBatchAgg(call.Func) {
+			if err := p.bindBatchAgg(b, a, filters[i], sc, &call, &pre); err != nil {
+				return 0, nil, nil, nil, err
+			}
+			aggIndex[a] = len(calls)
+			calls = append(calls, call)
+			continue
+		}
 		switch call.Func {
 		case "count", "sum", "avg", "min", "max":
 		default:
@@ -404,7 +430,12 @@ func aggType(fn string, t types.T) (types.T, error) {
 	case "count":
 		return types.TInt8, nil
 	case "min", "max":
-		return t, nil
+		// Like every Postgres aggregate, the result has no type modifier:
+		// max(numeric(12,2)) is numeric.
+		if t.Fam == types.Numeric {
+			return types.TNumeric, nil
+		}
+		return types.T{Fam: t.Fam}, nil
 	case "sum":
 		switch t.Fam {
 		case types.Int2, types.Int4:
@@ -484,6 +515,9 @@ func itoa(i int) string {
 }
 
 func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
+	if s.With != nil && s.With.IsRecursive {
+		return nil, pgerror.Unsupported("WITH RECURSIVE")
+	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)
 	var branches []int
@@ -543,7 +577,7 @@ func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
 	for i, br := range branches {
 		exprs := make([]spec.Expr, len(cols))
 		for c := range cols {
-			x, err := b.castTo(&spec.ColRef{Idx: c, T: qs[i].Columns[c].Type}, cols[c].Type)
+			x, err := b.castTo(&spec.ColRef{Idx: c, T: qs[i].Columns[c].Type, Name: qs[i].Columns[c].Name}, cols[c].Type)
 			if err != nil {
 				return nil, err
 			}
@@ -576,7 +610,7 @@ func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
 			if col < 0 {
 				return nil, pgerror.Unsupported("ORDER BY of a UNION must name an output column")
 			}
-			q.Order = append(q.Order, spec.OrderItem{Col: col, Desc: o.Desc, NullsFirst: o.Desc})
+			q.Order = append(q.Order, p.orderItem(col, o))
 		}
 	}
 	if s.Limit != nil {
@@ -592,4 +626,19 @@ func aggName(f string) string {
 		return "count"
 	}
 	return f
+}
+
+// orderItem builds one ORDER BY key; NULLs sort as larger than any value
+// unless NULLS FIRST/LAST says otherwise.
+func (p *Planner) orderItem(col int, o *ast.ByItem) spec.OrderItem {
+	it := spec.OrderItem{Col: col, Desc: o.Desc, NullsFirst: o.Desc}
+	if p.Nulls != nil {
+		switch p.Nulls(o) {
+		case 1:
+			it.NullsFirst = true
+		case 2:
+			it.NullsFirst = false
+		}
+	}
+	return it
 }

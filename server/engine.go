@@ -74,6 +74,7 @@ func Open(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("restoring %s %q: %w", ent.Kind, ent.Name, err)
 		}
 	}
+	e.rt.Start()
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

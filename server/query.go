@@ -2,13 +2,12 @@ package server
 
 import (
 	"context"
-	"sort"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"sluice/exec/eval"
 	"sluice/exec/job"
-	"sluice/exec/spec"
+	"sluice/exec/ops"
 	"sluice/planner"
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
@@ -19,12 +18,15 @@ import (
 
 func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
 	p := s.e.newPlanner()
+	p.Cat = s.catalogView()
 	p.Params = append([]types.T(nil), ptypes...)
 	return p
 }
 
 func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, []types.Column, error) {
 	p := s.plannerWith(ptypes)
+	p.Nulls = q.Nulls
+	p.TableFuncs = q.TableFuncs
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		pq, err := p.PlanQuery(n)
@@ -47,6 +49,7 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 
 func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
 	p := s.plannerWith(ptypes)
+	p.TableFuncs = q.TableFuncs
 	ectx := s.evalCtx(params)
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
@@ -130,7 +133,7 @@ func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Co
 		return nil, err
 	}
 	if len(q.Order) > 0 {
-		sortRows(rows, q.Order)
+		ops.SortRows(rows, q.Order)
 	}
 	if q.Offset > 0 {
 		if q.Offset >= int64(len(rows)) {
@@ -149,32 +152,4 @@ func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Co
 		}
 	}
 	return rows, nil
-}
-
-// sortRows sorts like Postgres: NULLs sort as larger than any value (last
-// ascending, first descending).
-func sortRows(rows []types.Row, order []spec.OrderItem) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		for _, o := range order {
-			a, b := rows[i][o.Col], rows[j][o.Col]
-			var c int
-			switch {
-			case a.IsNull() && b.IsNull():
-				c = 0
-			case a.IsNull():
-				c = 1
-			case b.IsNull():
-				c = -1
-			default:
-				c = types.Compare(a, b)
-			}
-			if o.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
 }

@@ -105,105 +105,111 @@ func buildIntArith(b *bctx) (Fn, error) {
 	}
 	f := b.ret.Fam
 	lo, hi := intBounds(f)
-	x, y := b.fn(0), b.fn(1)
-	if f == types.Int8 {
-		switch name {
-		case "+":
-			return func(row types.Row) (types.Datum, error) {
-				a, c, ok, err := eval2(x, y, row)
-				if !ok || err != nil {
-					return types.Null, err
-				}
-				r := a.I + c.I
-				if (c.I > 0 && r < a.I) || (c.I < 0 && r > a.I) {
-					return types.Null, errIntRange(f)
-				}
-				return types.Datum{K: types.KInt, I: r}, nil
-			}, nil
-		case "-":
-			return func(row types.Row) (types.Datum, error) {
-				a, c, ok, err := eval2(x, y, row)
-				if !ok || err != nil {
-					return types.Null, err
-				}
-				r := a.I - c.I
-				if (c.I > 0 && r > a.I) || (c.I < 0 && r < a.I) {
-					return types.Null, errIntRange(f)
-				}
-				return types.Datum{K: types.KInt, I: r}, nil
-			}, nil
-		case "*":
-			return func(row types.Row) (types.Datum, error) {
-				a, c, ok, err := eval2(x, y, row)
-				if !ok || err != nil {
-					return types.Null, err
-				}
-				r, ok := mul64(a.I, c.I)
-				if !ok {
-					return types.Null, errIntRange(f)
-				}
-				return types.Datum{K: types.KInt, I: r}, nil
-			}, nil
-		}
-	} else {
-		switch name {
-		case "+", "-", "*":
-			op := name[0]
-			return func(row types.Row) (types.Datum, error) {
-				a, c, ok, err := eval2(x, y, row)
-				if !ok || err != nil {
-					return types.Null, err
-				}
-				var r int64
-				switch op {
-				case '+':
-					r = a.I + c.I
-				case '-':
-					r = a.I - c.I
-				default:
-					r = a.I * c.I
-				}
-				if r < lo || r > hi {
-					return types.Null, errIntRange(f)
-				}
-				return types.Datum{K: types.KInt, I: r}, nil
-			}, nil
-		}
-	}
+	x, y := b.args[0].ints(), b.args[1].ints()
+	var k func(a, c int64) (int64, error)
 	switch name {
-	case "/":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
-			}
-			if c.I == 0 {
-				return types.Null, errDivZero()
-			}
-			if c.I == -1 {
-				if a.I == lo {
-					return types.Null, errIntRange(f)
+	case "+":
+		if f == types.Int8 {
+			b.ifn = func(row types.Row) (int64, bool, error) {
+				a, an, err := x(row)
+				if err != nil {
+					return 0, false, err
 				}
-				return types.Datum{K: types.KInt, I: -a.I}, nil
+				c, cn, err := y(row)
+				if err != nil || an || cn {
+					return 0, an || cn, err
+				}
+				r := a + c
+				if (c > 0 && r < a) || (c < 0 && r > a) {
+					return 0, false, errIntRange(f)
+				}
+				return r, false, nil
 			}
-			return types.Datum{K: types.KInt, I: a.I / c.I}, nil
-		}, nil
+			return nil, nil
+		}
+		k = func(a, c int64) (int64, error) { return a + c, nil }
+	case "-":
+		if f == types.Int8 {
+			b.ifn = func(row types.Row) (int64, bool, error) {
+				a, an, err := x(row)
+				if err != nil {
+					return 0, false, err
+				}
+				c, cn, err := y(row)
+				if err != nil || an || cn {
+					return 0, an || cn, err
+				}
+				r := a - c
+				if (c > 0 && r > a) || (c < 0 && r < a) {
+					return 0, false, errIntRange(f)
+				}
+				return r, false, nil
+			}
+			return nil, nil
+		}
+		k = func(a, c int64) (int64, error) { return a - c, nil }
+	case "*":
+		if f == types.Int8 {
+			b.ifn = func(row types.Row) (int64, bool, error) {
+				a, an, err := x(row)
+				if err != nil {
+					return 0, false, err
+				}
+				c, cn, err := y(row)
+				if err != nil || an || cn {
+					return 0, an || cn, err
+				}
+				r, ok := mul64(a, c)
+				if !ok {
+					return 0, false, errIntRange(f)
+				}
+				return r, false, nil
+			}
+			return nil, nil
+		}
+		k = func(a, c int64) (int64, error) { return a * c, nil }
+	case "/":
+		k = func(a, c int64) (int64, error) {
+			switch {
+			case c == 0:
+				return 0, errDivZero()
+			case c == -1:
+				if a == lo {
+					return 0, errIntRange(f)
+				}
+				return -a, nil
+			}
+			return a / c, nil
+		}
 	case "%":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
+		k = func(a, c int64) (int64, error) {
+			switch {
+			case c == 0:
+				return 0, errDivZero()
+			case c == -1:
+				return 0, nil
 			}
-			if c.I == 0 {
-				return types.Null, errDivZero()
-			}
-			if c.I == -1 {
-				return types.Datum{K: types.KInt}, nil
-			}
-			return types.Datum{K: types.KInt, I: a.I % c.I}, nil
-		}, nil
+			return a % c, nil
+		}
+	default:
+		return nil, pgerror.New(pgcode.Internal, "no integer operator %s", b.name)
 	}
-	return nil, pgerror.New(pgcode.Internal, "no integer operator %s", b.name)
+	b.ifn = func(row types.Row) (int64, bool, error) {
+		a, an, err := x(row)
+		if err != nil {
+			return 0, false, err
+		}
+		c, cn, err := y(row)
+		if err != nil || an || cn {
+			return 0, an || cn, err
+		}
+		r, err := k(a, c)
+		if err == nil && (r < lo || r > hi) {
+			err = errIntRange(f)
+		}
+		return r, false, err
+	}
+	return nil, nil
 }
 
 // mul64 multiplies with overflow detection.
@@ -228,66 +234,59 @@ func add64(a, c int64) (int64, bool) {
 
 // checkFloat applies Postgres' float overflow/underflow checks to the
 // result r of an operation on a and c; f32 selects real.
-func checkFloat(r, a, c float64, f32, zeroCheck bool) (types.Datum, error) {
+func checkFloat(r, a, c float64, f32, zeroCheck bool) (float64, error) {
 	if f32 {
 		r = float64(float32(r))
 	}
 	if math.IsInf(r, 0) && !math.IsInf(a, 0) && !math.IsInf(c, 0) {
-		return types.Null, errFloatOverflow()
+		return 0, errFloatOverflow()
 	}
 	if zeroCheck && r == 0 && a != 0 && c != 0 && !math.IsInf(a, 0) && !math.IsInf(c, 0) {
-		return types.Null, errFloatUnderflow()
+		return 0, errFloatUnderflow()
 	}
-	return types.Datum{K: types.KFloat, F: r}, nil
+	return r, nil
 }
 
 // buildFloatArith builds + - * / on real and double precision.
 func buildFloatArith(b *bctx) (Fn, error) {
 	f32 := b.ret.Fam == types.Float4
-	x, y := b.fn(0), b.fn(1)
+	x, y := b.args[0].floats(), b.args[1].floats()
+	var k func(a, c float64) (float64, error)
 	switch b.name {
 	case "+":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
-			}
-			return checkFloat(a.F+c.F, a.F, c.F, f32, false)
-		}, nil
+		k = func(a, c float64) (float64, error) { return checkFloat(a+c, a, c, f32, false) }
 	case "-":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
-			}
-			return checkFloat(a.F-c.F, a.F, c.F, f32, false)
-		}, nil
+		k = func(a, c float64) (float64, error) { return checkFloat(a-c, a, c, f32, false) }
 	case "*":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
-			}
-			return checkFloat(a.F*c.F, a.F, c.F, f32, true)
-		}, nil
+		k = func(a, c float64) (float64, error) { return checkFloat(a*c, a, c, f32, true) }
 	case "/":
-		return func(row types.Row) (types.Datum, error) {
-			a, c, ok, err := eval2(x, y, row)
-			if !ok || err != nil {
-				return types.Null, err
+		k = func(a, c float64) (float64, error) {
+			if c == 0 && !math.IsNaN(a) {
+				return 0, errDivZero()
 			}
-			if c.F == 0 && !math.IsNaN(a.F) {
-				return types.Null, errDivZero()
-			}
-			return checkFloat(a.F/c.F, a.F, c.F, f32, true)
-		}, nil
+			return checkFloat(a/c, a, c, f32, true)
+		}
+	default:
+		return nil, pgerror.New(pgcode.Internal, "no float operator %s", b.name)
 	}
-	return nil, pgerror.New(pgcode.Internal, "no float operator %s", b.name)
+	b.ffn = func(row types.Row) (float64, bool, error) {
+		a, an, err := x(row)
+		if err != nil {
+			return 0, false, err
+		}
+		c, cn, err := y(row)
+		if err != nil || an || cn {
+			return 0, an || cn, err
+		}
+		r, err := k(a, c)
+		return r, false, err
+	}
+	return nil, nil
 }
 
 // buildDecArith builds + - * / % on numeric.
 func buildDecArith(b *bctx) (Fn, error) {
-	x, y := b.fn(0), b.fn(1)
+	x, y := b.args[0].decs(), b.args[1].decs()
 	var op func(a, c types.Datum) (types.Datum, error)
 	switch b.name {
 	case "+":
@@ -303,13 +302,19 @@ func buildDecArith(b *bctx) (Fn, error) {
 	default:
 		return nil, pgerror.New(pgcode.Internal, "no numeric operator %s", b.name)
 	}
-	return func(row types.Row) (types.Datum, error) {
-		a, c, ok, err := eval2(x, y, row)
-		if !ok || err != nil {
-			return types.Null, err
+	b.dfn = func(row types.Row) (int64, int32, bool, error) {
+		a, as, an, err := x(row)
+		if err != nil {
+			return 0, 0, false, err
 		}
-		return op(a, c)
-	}, nil
+		c, cs, cn, err := y(row)
+		if err != nil || an || cn {
+			return 0, 0, an || cn, err
+		}
+		r, err := op(decD(a, as), decD(c, cs))
+		return r.I, r.X, false, err
+	}
+	return nil, nil
 }
 
 // buildNeg builds unary minus.

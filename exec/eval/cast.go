@@ -66,6 +66,22 @@ func castArg(a arg, to types.T, mode castMode) (arg, error) {
 		}
 		return f(d)
 	}}
+	switch {
+	case isIntFam(a.t.Fam) && to.Fam == types.Float8:
+		x := a.ints()
+		out.ffn = func(row types.Row) (float64, bool, error) {
+			v, null, err := x(row)
+			return float64(v), null, err
+		}
+	case a.t.Fam == types.Float4 && to.Fam == types.Float8:
+		out.ffn = a.floats()
+	case isIntFam(a.t.Fam) && to.Fam == types.Numeric && to.Prec == 0:
+		x := a.ints()
+		out.dfn = func(row types.Row) (int64, int32, bool, error) {
+			v, null, err := x(row)
+			return v, 0, null, err
+		}
+	}
 	if a.konst {
 		out = fold(out, []arg{a})
 	}
@@ -190,6 +206,9 @@ func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) 
 		return func(d types.Datum) (types.Datum, error) { return types.NewInterval(0, 0, d.I), nil }, nil
 	case (category(ff) == 'S' || ff == types.Char) && (tf == types.Text || tf == types.Varchar):
 		return nil, nil
+	case tf == types.Name || tf == types.Char:
+		// Truncating casts: sql/types knows the limits.
+		return func(d types.Datum) (types.Datum, error) { return types.Cast(d, from, plainTo) }, nil
 	case ff == types.Bool && category(tf) == 'S':
 		return func(d types.Datum) (types.Datum, error) {
 			if d.I != 0 {

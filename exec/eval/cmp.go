@@ -171,43 +171,72 @@ func boolD(b bool) types.Datum {
 func buildCompare(b *bctx) (Fn, error) {
 	op := cmpOps[b.name]
 	l, r := b.args[0].t.Fam, b.args[1].t.Fam
-	x, y := b.fn(0), b.fn(1)
-	if (isIntFam(l) && isIntFam(r)) || (l == types.Bool && r == types.Bool) || (l == r && (l == types.Time || isDateTimeFam(l))) ||
-		(isDateTimeFam(l) && isDateTimeFam(r) && l != types.Date && r != types.Date) {
+	switch {
+	case (isIntFam(l) && isIntFam(r)) || (l == types.Bool && r == types.Bool) || (l == r && intLike(l)) ||
+		(isDateTimeFam(l) && isDateTimeFam(r) && l != types.Date && r != types.Date):
+		x, y := b.args[0].ints(), b.args[1].ints()
 		if k, ok := b.konst(1); ok && k.K != types.KNull {
 			kv := k.I
-			return func(row types.Row) (types.Datum, error) {
-				a, err := x(row)
-				if err != nil || a.K == types.KNull {
-					return types.Null, err
+			b.bfn = func(row types.Row) (bool, bool, error) {
+				a, an, err := x(row)
+				if err != nil || an {
+					return false, an, err
 				}
-				return boolD(op.ints(a.I, kv)), nil
-			}, nil
+				return op.ints(a, kv), false, nil
+			}
+			return nil, nil
 		}
-		return func(row types.Row) (types.Datum, error) {
-			a, err := x(row)
+		b.bfn = func(row types.Row) (bool, bool, error) {
+			a, an, err := x(row)
 			if err != nil {
-				return types.Null, err
+				return false, false, err
 			}
-			c, err := y(row)
-			if err != nil || a.K == types.KNull || c.K == types.KNull {
-				return types.Null, err
+			c, cn, err := y(row)
+			if err != nil || an || cn {
+				return false, an || cn, err
 			}
-			return boolD(op.ints(a.I, c.I)), nil
-		}, nil
+			return op.ints(a, c), false, nil
+		}
+		return nil, nil
+	case isFloatFam(l) && isFloatFam(r):
+		x, y := b.args[0].floats(), b.args[1].floats()
+		b.bfn = func(row types.Row) (bool, bool, error) {
+			a, an, err := x(row)
+			if err != nil {
+				return false, false, err
+			}
+			c, cn, err := y(row)
+			if err != nil || an || cn {
+				return false, an || cn, err
+			}
+			return op.test(cmpFloat(a, c)), false, nil
+		}
+		return nil, nil
+	case l == types.Numeric && r == types.Numeric:
+		x, y := b.args[0].decs(), b.args[1].decs()
+		b.bfn = func(row types.Row) (bool, bool, error) {
+			a, as, an, err := x(row)
+			if err != nil {
+				return false, false, err
+			}
+			c, cs, cn, err := y(row)
+			if err != nil || an || cn {
+				return false, an || cn, err
+			}
+			return op.test(types.DecCmp(decD(a, as), decD(c, cs))), false, nil
+		}
+		return nil, nil
 	}
 	k := compareKernel(l, r)
-	return func(row types.Row) (types.Datum, error) {
-		a, err := x(row)
-		if err != nil {
-			return types.Null, err
+	x, y := b.fn(0), b.fn(1)
+	b.bfn = func(row types.Row) (bool, bool, error) {
+		a, c, ok, err := eval2(x, y, row)
+		if err != nil || !ok {
+			return false, !ok, err
 		}
-		c, err := y(row)
-		if err != nil || a.K == types.KNull || c.K == types.KNull {
-			return types.Null, err
-		}
-		return boolD(op.test(k(a, c))), nil
-	}, nil
+		return op.test(k(a, c)), false, nil
+	}
+	return nil, nil
 }
 
 func init() {

@@ -19,26 +19,43 @@ type Context struct {
 	Params   []types.Datum // $1 is Params[0]
 	User     string        // current_user / session_user
 	Database string        // current_database()
+	// Outer holds the enclosing row's values a correlated subquery's plan
+	// reads (spec.OuterRef).
+	Outer []types.Datum
+	// RunPlan runs a subquery's plan as a batch query over the statement's
+	// snapshot, with outer as the plan's Outer values; nil where
+	// subqueries cannot run (views).
+	RunPlan func(plan *spec.Plan, outer []types.Datum) ([]types.Row, error)
 }
 
-// arg is a compiled sub-expression.
+// arg is a compiled sub-expression: its Fn and, when its builder made
+// them, typed evaluators (see fast.go).
 type arg struct {
 	fn    Fn
 	t     types.T
 	konst bool        // fn always returns val (and no error)
 	val   types.Datum // the value when konst
+	ifn   intFn
+	ffn   floatFn
+	bfn   boolFn
+	dfn   decFn
 }
 
 // builder makes the evaluator of one resolved call from its compiled,
 // already-cast arguments.
 type builder func(b *bctx) (Fn, error)
 
-// bctx is what a builder gets.
+// bctx is what a builder gets. A builder may also set ifn, ffn, bfn or dfn,
+// and may then return a nil Fn: the Datum form is derived.
 type bctx struct {
 	name string
 	args []arg
 	ret  types.T
 	ctx  *Context
+	ifn  intFn
+	ffn  floatFn
+	bfn  boolFn
+	dfn  decFn
 }
 
 func (b *bctx) fn(i int) Fn { return b.args[i].fn }
@@ -68,6 +85,10 @@ func Compile(e spec.Expr, ctx *Context) (Fn, error) {
 	return a.fn, nil
 }
 
+func errColumn(idx, n int) error {
+	return pgerror.New(pgcode.Internal, "column reference %d out of range for row of %d", idx, n)
+}
+
 // CompilePredicate compiles a boolean expression for filtering: NULL and
 // false both reject the row. The expression must be of type boolean (or an
 // untyped NULL).
@@ -75,16 +96,20 @@ func CompilePredicate(e spec.Expr, ctx *Context) (func(types.Row) (bool, error),
 	if t := e.Type(); t.Fam != types.Bool && t.Fam != types.Unknown {
 		return nil, pgerror.New(pgcode.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", typeName(t))
 	}
-	fn, err := Compile(e, ctx)
+	if ctx == nil {
+		ctx = &Context{}
+	}
+	a, err := (&compiler{ctx: ctx}).compile(e)
 	if err != nil {
 		return nil, err
 	}
+	if a.t.Fam == types.Unknown {
+		return func(types.Row) (bool, error) { return false, nil }, nil
+	}
+	bfn := a.bools()
 	return func(row types.Row) (bool, error) {
-		d, err := fn(row)
-		if err != nil {
-			return false, err
-		}
-		return d.K == types.KBool && d.I != 0, nil
+		v, null, err := bfn(row)
+		return v && !null && err == nil, err
 	}, nil
 }
 
@@ -93,22 +118,16 @@ type compiler struct {
 }
 
 func constArg(d types.Datum, t types.T) arg {
-	return arg{fn: func(types.Row) (types.Datum, error) { return d, nil }, t: t, konst: true, val: d}
+	return withFast(arg{fn: func(types.Row) (types.Datum, error) { return d, nil }, t: t, konst: true, val: d})
 }
 
 func (c *compiler) compile(e spec.Expr) (arg, error) {
 	switch x := e.(type) {
 	case *spec.ColRef:
-		idx := x.Idx
-		if idx < 0 {
-			return arg{}, pgerror.New(pgcode.Internal, "column reference %d out of range", idx)
+		if x.Idx < 0 {
+			return arg{}, pgerror.New(pgcode.Internal, "column reference %d out of range", x.Idx)
 		}
-		return arg{t: x.T, fn: func(row types.Row) (types.Datum, error) {
-			if idx >= len(row) {
-				return types.Null, pgerror.New(pgcode.Internal, "column reference %d out of range for row of %d", idx, len(row))
-			}
-			return row[idx], nil
-		}}, nil
+		return colArg(x.Idx, x.T), nil
 	case *spec.Const:
 		return constArg(x.D, x.T), nil
 	case *spec.Param:
@@ -133,6 +152,10 @@ func (c *compiler) compile(e spec.Expr) (arg, error) {
 		return c.compileCase(x)
 	case *spec.Func:
 		return c.compileFunc(x)
+	case *spec.OuterRef:
+		return c.compileOuterRef(x)
+	case *spec.Subquery:
+		return c.compileSubquery(x)
 	case nil:
 		return arg{}, pgerror.New(pgcode.Internal, "nil expression")
 	}
@@ -177,11 +200,26 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 			args[i] = a
 		}
 	}
-	fn, err := r.build(&bctx{name: name, args: args, ret: r.ret, ctx: c.ctx})
+	b := &bctx{name: name, args: args, ret: r.ret, ctx: c.ctx}
+	fn, err := r.build(b)
 	if err != nil {
 		return arg{}, err
 	}
-	out := arg{fn: fn, t: r.ret}
+	if fn == nil {
+		switch {
+		case b.bfn != nil:
+			fn = datumFromBool(b.bfn)
+		case b.ffn != nil:
+			fn = datumFromFloat(b.ffn)
+		case b.ifn != nil:
+			fn = datumFromInt(b.ifn, kindOf(r.ret.Fam))
+		case b.dfn != nil:
+			fn = datumFromDec(b.dfn)
+		default:
+			return arg{}, pgerror.New(pgcode.Internal, "%s: no evaluator", name)
+		}
+	}
+	out := arg{fn: fn, t: r.ret, ifn: b.ifn, ffn: b.ffn, bfn: b.bfn, dfn: b.dfn}
 	if !r.volatile {
 		out = fold(out, args)
 	}
@@ -269,10 +307,10 @@ func (c *compiler) compileCase(x *spec.Case) (arg, error) {
 		if cond.t.Fam != types.Bool && cond.t.Fam != types.Unknown {
 			return arg{}, pgerror.New(pgcode.DatatypeMismatch, "argument of CASE/WHEN must be type boolean, not type %s", typeName(cond.t))
 		}
-		cfn := cond.fn
+		cfn := cond.bools()
 		tests[i] = func(row types.Row, _ types.Datum) (bool, error) {
-			d, err := cfn(row)
-			return d.K == types.KBool && d.I != 0, err
+			v, null, err := cfn(row)
+			return v && !null, err
 		}
 	}
 	thenFns := make([]Fn, len(thens))
@@ -301,6 +339,23 @@ func (c *compiler) compileCase(x *spec.Case) (arg, error) {
 		return elseFn(row)
 	}
 	return arg{fn: fn, t: rt}, nil
+}
+
+// kindOf returns the Datum kind of values of an int-like family.
+func kindOf(f types.Family) types.Kind {
+	switch f {
+	case types.Date:
+		return types.KDate
+	case types.Time:
+		return types.KTime
+	case types.Timestamp:
+		return types.KTimestamp
+	case types.TimestampTZ:
+		return types.KTimestampTZ
+	case types.Bool:
+		return types.KBool
+	}
+	return types.KInt
 }
 
 // equalityTest returns a test of "operand = cond(row)" for a CASE with an

@@ -304,36 +304,16 @@ func dateTimeOps() {
 		return intD(a.I - c.I), nil
 	}))
 
-	tsIv := func(kind types.Kind, sign int64) func(a, c types.Datum) (types.Datum, error) {
-		return func(t, iv types.Datum) (types.Datum, error) {
-			us := tsOf(t)
-			if t.K == types.KDate {
-				var err error
-				if us, err = dateToTimestamp(t.I); err != nil {
-					return types.Null, err
-				}
-			}
-			if sign < 0 {
-				var err error
-				if iv, err = intervalNeg(iv); err != nil {
-					return types.Null, err
-				}
-			}
-			r, err := tsPlusInterval(us, iv.M, iv.X, iv.I)
-			return types.Datum{K: kind, I: r}, err
-		}
+	for _, p := range []struct {
+		f   types.Family
+		ret types.T
+	}{{D, types.TTimestamp}, {TS, types.TTimestamp}, {TZ, types.TTimestampTZ}} {
+		reg("+", fams(p.f, IV), p.ret, buildTsInterval(0, 1, 1))
+		reg("+", fams(IV, p.f), p.ret, buildTsInterval(1, 0, 1))
+		reg("-", fams(p.f, IV), p.ret, buildTsInterval(0, 1, -1))
 	}
 	swap := func(f func(a, c types.Datum) (types.Datum, error)) func(a, c types.Datum) (types.Datum, error) {
 		return func(a, c types.Datum) (types.Datum, error) { return f(c, a) }
-	}
-	for _, p := range []struct {
-		f    types.Family
-		kind types.Kind
-		ret  types.T
-	}{{D, types.KTimestamp, types.TTimestamp}, {TS, types.KTimestamp, types.TTimestamp}, {TZ, types.KTimestampTZ, types.TTimestampTZ}} {
-		reg("+", fams(p.f, IV), p.ret, build2(tsIv(p.kind, 1)))
-		reg("+", fams(IV, p.f), p.ret, build2(swap(tsIv(p.kind, 1))))
-		reg("-", fams(p.f, IV), p.ret, build2(tsIv(p.kind, -1)))
 	}
 	dateTime := func(d, t types.Datum) (types.Datum, error) {
 		us, err := dateToTimestamp(d.I)
@@ -379,6 +359,73 @@ func dateTimeOps() {
 	reg("*", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.F, false) }))
 	reg("*", fams(F8, IV), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(c, a.F, false) }))
 	reg("/", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.F, true) }))
+}
+
+// buildTsInterval builds date/timestamp ± interval; ts and iv are the
+// argument positions, sign is -1 for subtraction. It evaluates on int64
+// microseconds, and with a constant interval of microseconds only (the
+// usual "ts - INTERVAL '4' SECOND") it is one checked addition.
+func buildTsInterval(ts, iv int, sign int64) builder {
+	return func(b *bctx) (Fn, error) {
+		isDate := b.args[ts].t.Fam == types.Date
+		x := b.args[ts].ints()
+		toTS := func(v int64) (int64, error) {
+			if isDate {
+				return dateToTimestamp(v)
+			}
+			return v, nil
+		}
+		if k, ok := b.konst(iv); ok && k.K != types.KNull {
+			if sign < 0 {
+				var err error
+				if k, err = intervalNeg(k); err != nil {
+					return nil, err
+				}
+			}
+			months, days, us := k.M, k.X, k.I
+			b.ifn = func(row types.Row) (int64, bool, error) {
+				v, null, err := x(row)
+				if err != nil || null {
+					return 0, null, err
+				}
+				if v, err = toTS(v); err != nil {
+					return 0, false, err
+				}
+				if months == 0 && days == 0 && tsFinite(v) {
+					r, ok := add64(v, us)
+					if !ok || !tsFinite(r) {
+						return 0, false, errTimestampRange()
+					}
+					return r, false, nil
+				}
+				r, err := tsPlusInterval(v, months, days, us)
+				return r, false, err
+			}
+			return nil, nil
+		}
+		y := b.fn(iv)
+		b.ifn = func(row types.Row) (int64, bool, error) {
+			v, null, err := x(row)
+			if err != nil {
+				return 0, false, err
+			}
+			d, err := y(row)
+			if err != nil || null || d.K == types.KNull {
+				return 0, null || d.K == types.KNull, err
+			}
+			if v, err = toTS(v); err != nil {
+				return 0, false, err
+			}
+			if sign < 0 {
+				if d, err = intervalNeg(d); err != nil {
+					return 0, false, err
+				}
+			}
+			r, err := tsPlusInterval(v, d.M, d.X, d.I)
+			return r, false, err
+		}
+		return nil, nil
+	}
 }
 
 // Units of extract, date_part and date_trunc.

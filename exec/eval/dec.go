@@ -401,31 +401,41 @@ func numericPower(base, exp types.Datum) (types.Datum, error) {
 		if expInt == 0 {
 			return decFromBig(newFloat().SetInt64(1), rscale)
 		}
-		// Exact rational power, then rounding.
-		num := new(big.Rat).SetFrac(big.NewInt(base.I), pow10Int(int64(base.X)))
-		if base.X < 0 {
-			num = new(big.Rat).SetInt(new(big.Int).Mul(big.NewInt(base.I), pow10Int(int64(-base.X))))
-		}
 		e := expInt
 		if e < 0 {
 			e = -e
-			num.Inv(num)
 		}
-		if float64(e)*math.Log10(math.Abs(types.DecToFloat(base))+1e-300) > 40 {
+		if base.I != 0 && float64(expInt)*math.Log10(math.Abs(types.DecToFloat(base))) > 40 {
 			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
 		}
-		res := new(big.Rat).SetInt64(1)
-		p := new(big.Rat).Set(num)
-		for e > 0 {
-			if e&1 == 1 {
-				res.Mul(res, p)
+		// Exact rational power when its size stays small, else through
+		// logarithms at high precision.
+		if int64(decDigits(base)+int(base.X)+1)*e <= 20000 {
+			num := new(big.Rat).SetFrac(big.NewInt(base.I), pow10Int(int64(base.X)))
+			if expInt < 0 {
+				num.Inv(num)
 			}
-			e >>= 1
-			if e > 0 {
-				p.Mul(p, p)
+			res := new(big.Rat).SetInt64(1)
+			p := new(big.Rat).Set(num)
+			for e > 0 {
+				if e&1 == 1 {
+					res.Mul(res, p)
+				}
+				e >>= 1
+				if e > 0 {
+					p.Mul(p, p)
+				}
 			}
+			return decFromBig(newFloat().SetRat(res), rscale)
 		}
-		return decFromBig(newFloat().SetRat(res), rscale)
+		if base.I == 0 {
+			return types.NewDecimal(0, int32(rscale)), nil
+		}
+		v := bigExp(newFloat().Mul(bigLn(newFloat().Abs(decToBig(base))), newFloat().SetInt64(expInt)))
+		if base.I < 0 && expInt%2 != 0 {
+			v.Neg(v)
+		}
+		return decFromBig(v, rscale)
 	}
 	if base.I == 0 {
 		return types.NewDecimal(0, 16), nil

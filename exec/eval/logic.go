@@ -73,105 +73,95 @@ func argFns(b *bctx) []Fn {
 	return fns
 }
 
-func buildAnd(b *bctx) (Fn, error) {
-	if len(b.args) == 2 {
-		x, y := b.fn(0), b.fn(1)
-		return func(row types.Row) (types.Datum, error) {
-			l, err := x(row)
-			if err != nil {
-				return types.Null, err
-			}
-			if l.K == types.KBool && l.I == 0 {
-				return dFalse, nil
-			}
-			r, err := y(row)
-			if err != nil {
-				return types.Null, err
-			}
-			if r.K == types.KBool && r.I == 0 {
-				return dFalse, nil
-			}
-			if l.K == types.KNull || r.K == types.KNull {
-				return types.Null, nil
-			}
-			return dTrue, nil
-		}, nil
+func argBools(b *bctx) []boolFn {
+	fns := make([]boolFn, len(b.args))
+	for i := range b.args {
+		fns[i] = b.args[i].bools()
 	}
-	fns := argFns(b)
-	return func(row types.Row) (types.Datum, error) {
-		sawNull := false
-		for _, f := range fns {
-			d, err := f(row)
-			if err != nil {
-				return types.Null, err
-			}
-			if d.K == types.KNull {
-				sawNull = true
-			} else if d.I == 0 {
-				return dFalse, nil
-			}
-		}
-		if sawNull {
-			return types.Null, nil
-		}
-		return dTrue, nil
-	}, nil
+	return fns
 }
 
-func buildOr(b *bctx) (Fn, error) {
+// buildAnd builds three-valued AND: false wins, then NULL; evaluation
+// stops at the first false.
+func buildAnd(b *bctx) (Fn, error) {
 	if len(b.args) == 2 {
-		x, y := b.fn(0), b.fn(1)
-		return func(row types.Row) (types.Datum, error) {
-			l, err := x(row)
-			if err != nil {
-				return types.Null, err
+		x, y := b.args[0].bools(), b.args[1].bools()
+		b.bfn = func(row types.Row) (bool, bool, error) {
+			l, ln, err := x(row)
+			if err != nil || (!l && !ln) {
+				return false, false, err
 			}
-			if l.K == types.KBool && l.I != 0 {
-				return dTrue, nil
+			r, rn, err := y(row)
+			if err != nil || (!r && !rn) {
+				return false, false, err
 			}
-			r, err := y(row)
-			if err != nil {
-				return types.Null, err
-			}
-			if r.K == types.KBool && r.I != 0 {
-				return dTrue, nil
-			}
-			if l.K == types.KNull || r.K == types.KNull {
-				return types.Null, nil
-			}
-			return dFalse, nil
-		}, nil
+			return true, ln || rn, nil
+		}
+		return nil, nil
 	}
-	fns := argFns(b)
-	return func(row types.Row) (types.Datum, error) {
+	fns := argBools(b)
+	b.bfn = func(row types.Row) (bool, bool, error) {
 		sawNull := false
 		for _, f := range fns {
-			d, err := f(row)
+			v, null, err := f(row)
 			if err != nil {
-				return types.Null, err
+				return false, false, err
 			}
-			if d.K == types.KNull {
+			if null {
 				sawNull = true
-			} else if d.I != 0 {
-				return dTrue, nil
+			} else if !v {
+				return false, false, nil
 			}
 		}
-		if sawNull {
-			return types.Null, nil
+		return true, sawNull, nil
+	}
+	return nil, nil
+}
+
+// buildOr builds three-valued OR: true wins, then NULL; evaluation stops
+// at the first true.
+func buildOr(b *bctx) (Fn, error) {
+	if len(b.args) == 2 {
+		x, y := b.args[0].bools(), b.args[1].bools()
+		b.bfn = func(row types.Row) (bool, bool, error) {
+			l, ln, err := x(row)
+			if err != nil || (l && !ln) {
+				return true, false, err
+			}
+			r, rn, err := y(row)
+			if err != nil || (r && !rn) {
+				return true, false, err
+			}
+			return false, ln || rn, nil
 		}
-		return dFalse, nil
-	}, nil
+		return nil, nil
+	}
+	fns := argBools(b)
+	b.bfn = func(row types.Row) (bool, bool, error) {
+		sawNull := false
+		for _, f := range fns {
+			v, null, err := f(row)
+			if err != nil {
+				return false, false, err
+			}
+			if null {
+				sawNull = true
+			} else if v {
+				return true, false, nil
+			}
+		}
+		return false, sawNull, nil
+	}
+	return nil, nil
 }
 
 func buildNot(b *bctx) (Fn, error) {
-	x := b.fn(0)
-	return func(row types.Row) (types.Datum, error) {
-		d, err := x(row)
-		if err != nil || d.K == types.KNull {
-			return types.Null, err
-		}
-		return boolD(d.I == 0), nil
-	}, nil
+	x := b.args[0].bools()
+	b.bfn = func(row types.Row) (bool, bool, error) {
+		v, null, err := x(row)
+		return !v, null, err
+	}
+	return nil, nil
 }
 
 func resolveIsNull(name string, args []types.T) (*resolution, error) {
@@ -180,6 +170,29 @@ func resolveIsNull(name string, args []types.T) (*resolution, error) {
 	}
 	want := name == "is null"
 	return &resolution{ret: types.TBool, casts: sameTypes(args), build: func(b *bctx) (Fn, error) {
+		a := b.args[0]
+		var isNull func(types.Row) (bool, error)
+		switch {
+		case a.ifn != nil:
+			f := a.ifn
+			isNull = func(row types.Row) (bool, error) { _, n, err := f(row); return n, err }
+		case a.bfn != nil:
+			f := a.bfn
+			isNull = func(row types.Row) (bool, error) { _, n, err := f(row); return n, err }
+		case a.ffn != nil:
+			f := a.ffn
+			isNull = func(row types.Row) (bool, error) { _, n, err := f(row); return n, err }
+		case a.dfn != nil:
+			f := a.dfn
+			isNull = func(row types.Row) (bool, error) { _, _, n, err := f(row); return n, err }
+		}
+		if isNull != nil {
+			b.bfn = func(row types.Row) (bool, bool, error) {
+				n, err := isNull(row)
+				return n == want, false, err
+			}
+			return nil, nil
+		}
 		x := b.fn(0)
 		return func(row types.Row) (types.Datum, error) {
 			d, err := x(row)
@@ -307,14 +320,22 @@ func buildIn(b *bctx, ct types.T, negate bool) (Fn, error) {
 					set[it.val.I] = struct{}{}
 				}
 			}
-			return func(row types.Row) (types.Datum, error) {
-				d, err := needle(row)
-				if err != nil || d.K == types.KNull {
-					return types.Null, err
+			x := b.args[0].ints()
+			b.bfn = func(row types.Row) (bool, bool, error) {
+				v, null, err := x(row)
+				if err != nil || null {
+					return false, null, err
 				}
-				_, found := set[d.I]
-				return result(found, listNull), nil
-			}, nil
+				_, found := set[v]
+				switch {
+				case found:
+					return !negate, false, nil
+				case listNull:
+					return false, true, nil
+				}
+				return negate, false, nil
+			}
+			return nil, nil
 		}
 		set := make(map[string]struct{}, len(items))
 		for _, it := range items {

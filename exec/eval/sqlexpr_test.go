@@ -84,6 +84,9 @@ func lex(src string) ([]tok, error) {
 			i = j + 1
 		case c == '"':
 			j := strings.IndexByte(src[i+1:], '"')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated identifier")
+			}
 			out = append(out, tok{'i', src[i+1 : i+1+j]})
 			i += j + 2
 		case unicode.IsLetter(rune(c)) || c == '_':
@@ -631,8 +634,11 @@ func (p *parser) parsePrimary() (spec.Expr, error) {
 		return &spec.Const{D: types.Null, T: types.TUnknown}, nil
 	case "true", "false":
 		return &spec.Const{D: types.NewBool(t.s == "true"), T: types.TBool}, nil
-	case "c0", "c1", "c2", "c3":
+	case "c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9":
 		i := int(t.s[1] - '0')
+		if i >= len(p.cols) {
+			return nil, fmt.Errorf("no column %s", t.s)
+		}
 		return &spec.ColRef{Idx: i, T: p.cols[i], Name: t.s}, nil
 	case "case":
 		return p.parseCase()
@@ -659,6 +665,9 @@ func (p *parser) parsePrimary() (spec.Expr, error) {
 		var elems []types.Datum
 		for !p.acceptOp("]") {
 			e := p.next()
+			if e.kind == 0 {
+				return nil, fmt.Errorf("unterminated array")
+			}
 			if e.kind == 's' {
 				elems = append(elems, types.NewString(e.s))
 			} else if e.kind == 'i' && e.s == "null" {

@@ -759,6 +759,9 @@ func parseDCHFormat(f string) []dchNode {
 			}
 			break
 		}
+		if i >= len(f) {
+			break
+		}
 		var def *dchDef
 		for k := range dchKeywords {
 			if strings.HasPrefix(f[i:], dchKeywords[k].s) {
@@ -826,21 +829,26 @@ func applyCase(s string, cm caseMode) string {
 	return s
 }
 
-// padInt formats v zero-padded to width (width 0: no padding); a negative
-// value takes one more column, as printf("%0*d") does.
+// padInt formats v with its digits zero-padded to width (0: no padding)
+// and a minus sign in front: Postgres widens the field for negative values.
 func padInt(v int64, width int) string {
 	s := strconv.FormatInt(absI(v), 10)
-	w := width
-	if v < 0 && w > 0 {
-		w--
-	}
-	for len(s) < w {
+	for len(s) < width {
 		s = "0" + s
 	}
 	if v < 0 {
 		s = "-" + s
 	}
 	return s
+}
+
+// cPad formats v as C's printf("%0*d", width, v): the sign counts in the
+// width.
+func cPad(v int64, width int) string {
+	if v < 0 && width > 0 {
+		width--
+	}
+	return padInt(v, width)
 }
 
 func absI(v int64) int64 {
@@ -886,7 +894,7 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 		var s string
 		switch d.kw {
 		case dAM, dPM, dAMdots, dPMdots:
-			pm := t.hour >= 12
+			pm := t.hour%24 >= 12
 			switch {
 			case d.kw == dAM || d.kw == dPM:
 				s = "AM"
@@ -935,11 +943,11 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 			for i := d.arg; i < 6; i++ {
 				v /= 10
 			}
-			s = padInt(v, d.arg)
+			s = cPad(v, d.arg)
 		case dMS:
-			s = padInt(t.fsec/1000, 3)
+			s = cPad(t.fsec/1000, 3)
 		case dUS:
-			s = padInt(t.fsec, 6)
+			s = cPad(t.fsec, 6)
 		case dSSSS, dSSSSS:
 			s = strconv.FormatInt(int64(t.hour)*3600+int64(t.min)*60+int64(t.sec), 10)
 		case dTZ:
@@ -947,11 +955,16 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 				return "", errIntervalF()
 			}
 			s = applyCase(t.tz, d.cm)
-		case dTZH, dOF:
+		case dTZH:
 			if t.interval {
 				return "", errIntervalF()
 			}
 			s = "+00"
+		case dOF:
+			if t.interval {
+				return "", errIntervalF()
+			}
+			s = "+" + padInt(0, w(2))
 		case dTZM:
 			if t.interval {
 				return "", errIntervalF()
@@ -987,14 +1000,11 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 				}
 			}
 		case dDDD:
-			s = padInt(int64(t.yday), w(3))
+			s = cPad(int64(t.yday), w(3))
 		case dIDDD:
-			if t.interval {
-				return "", errIntervalF()
-			}
-			s = padInt(int64(date2isoyearday(t.year, t.mon, t.mday)), w(3))
+			s = cPad(int64(date2isoyearday(t.year, t.mon, t.mday)), w(3))
 		case dDD:
-			s = padInt(int64(t.mday), w(2))
+			s = cPad(int64(t.mday), w(2))
 		case dD:
 			if t.interval {
 				return "", errIntervalF()
@@ -1010,12 +1020,9 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 			}
 			s = strconv.Itoa(wd)
 		case dWW:
-			s = padInt(int64((t.yday-1)/7+1), w(2))
+			s = cPad(int64((t.yday-1)/7+1), w(2))
 		case dIW:
-			if t.interval {
-				return "", errIntervalF()
-			}
-			s = padInt(int64(date2isoweek(t.year, t.mon, t.mday)), w(2))
+			s = cPad(int64(date2isoweek(t.year, t.mon, t.mday)), w(2))
 		case dQ:
 			if t.interval && t.mon == 0 {
 				continue
@@ -1026,18 +1033,18 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 			if t.interval {
 				c = t.year / 100
 			} else if t.year > 0 {
-				c = (t.year + 99) / 100
+				c = (t.year-1)/100 + 1
 			} else {
 				c = t.year/100 - 1
 			}
-			width := 2
-			if c < 0 {
-				width = 3
+			if c <= 99 && c >= -99 {
+				s = padInt(int64(c), w(2))
+			} else {
+				s = strconv.Itoa(c)
 			}
-			s = padInt(int64(c), w(width))
 		case dYcomma:
 			y := adjustYear(t.year, t.interval)
-			s = strconv.Itoa(y/1000) + "," + padInt(int64(y-(y/1000)*1000), 3)
+			s = strconv.Itoa(y/1000) + "," + cPad(int64(y-(y/1000)*1000), 3)
 		case dYYYY, dYYY, dYY, dY, dIYYY, dIYY, dIY, dI:
 			y := t.year
 			if d.kw == dIYYY || d.kw == dIYY || d.kw == dIY || d.kw == dI {
@@ -1061,9 +1068,6 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 			v := y
 			if mod > 0 {
 				v = y % mod
-			}
-			if y < 0 {
-				width++
 			}
 			s = padInt(int64(v), w(width))
 		case dRM:
@@ -1095,8 +1099,8 @@ func padRight(s string, n int) string {
 	return s
 }
 
-// timestampToChar formats a timestamp (microseconds) with a pattern.
-func timestampToChar(us int64, tz bool, format string) (types.Datum, error) {
+// timestampToChar formats a timestamp (microseconds) with a parsed pattern.
+func timestampToChar(us int64, tz bool, nodes []dchNode) (types.Datum, error) {
 	if !tsFinite(us) {
 		return types.Null, nil
 	}
@@ -1106,11 +1110,26 @@ func timestampToChar(us int64, tz bool, format string) (types.Datum, error) {
 	if tz {
 		t.tz = "UTC"
 	}
-	s, err := dchToChar(parseDCHFormat(format), t)
+	s, err := dchToChar(nodes, t)
 	if err != nil {
 		return types.Null, err
 	}
 	return str(s), nil
+}
+
+// buildTimestampToChar builds to_char(timestamp[tz], text), parsing a
+// constant pattern once.
+func buildTimestampToChar(b *bctx) (Fn, error) {
+	tz := b.args[0].t.Fam == types.TimestampTZ
+	if fd, ok := b.konst(1); ok && fd.K != types.KNull {
+		nodes := parseDCHFormat(fd.S)
+		return strict1(b.fn(0), func(a types.Datum) (types.Datum, error) {
+			return timestampToChar(a.I, tz, nodes)
+		}), nil
+	}
+	return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
+		return timestampToChar(a.I, tz, parseDCHFormat(c.S))
+	}), nil
 }
 
 // intervalToChar formats an interval with a pattern.
@@ -1134,12 +1153,8 @@ func intervalToChar(iv types.Datum, format string) (types.Datum, error) {
 func init() {
 	TX := types.Text
 	tt := types.TText
-	reg("to_char", fams(types.Timestamp, TX), tt, build2(func(a, c types.Datum) (types.Datum, error) {
-		return timestampToChar(a.I, false, c.S)
-	}))
-	reg("to_char", fams(types.TimestampTZ, TX), tt, build2(func(a, c types.Datum) (types.Datum, error) {
-		return timestampToChar(a.I, true, c.S)
-	}))
+	reg("to_char", fams(types.Timestamp, TX), tt, buildTimestampToChar)
+	reg("to_char", fams(types.TimestampTZ, TX), tt, buildTimestampToChar)
 	reg("to_char", fams(types.Interval, TX), tt, build2(func(a, c types.Datum) (types.Datum, error) {
 		return intervalToChar(a, c.S)
 	}))

@@ -21,6 +21,7 @@ import (
 func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context) ([]types.Row, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	ectx = withSubqueries(ctx, snap, ectx)
 	errs := &ops.ErrorSink{Strict: true}
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
@@ -64,11 +65,18 @@ func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, e
 		case spec.Project:
 			op, err = ops.NewProject(n.Exprs, ectx, errs)
 		case spec.Agg:
-			op, err = ops.NewAgg(n, 0, nil)
+			op, err = newAggOp(n)
+		case spec.TableFunc:
+			c := make(chan flow.Msg)
+			close(c)
+			inputs = []chan flow.Msg{c}
+			op, err = tableFuncOp(n, ectx)
 		case spec.Join:
 			op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), 0, nil, ectx, errs)
 		case spec.Union:
 			op = ops.Union{}
+		case spec.TopN:
+			op = ops.NewTopN(n)
 		default:
 			err = pgerror.Unsupported("%s in a query", n.Kind)
 		}
@@ -132,11 +140,11 @@ loop:
 	}
 	cancel()
 	wg.Wait()
-	if firstErr != nil {
-		return nil, unwrapActor(firstErr)
-	}
 	if err := parent.Err(); err != nil {
 		return nil, err
+	}
+	if firstErr != nil {
+		return nil, unwrapActor(firstErr)
 	}
 	var rows []types.Row
 	for _, k := range order {

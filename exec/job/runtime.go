@@ -26,6 +26,8 @@ type Runtime struct {
 
 	mu struct {
 		sync.Mutex
+		started bool                    // Start was called: new actors run at once
+		pending []func()                // actors created before Start
 		streams map[uint64]*flow.Output // relation id -> its change stream
 		tables  map[uint64]*flow.TableSource
 		jobs    map[uint64]*Job
@@ -83,7 +85,28 @@ func (r *Runtime) Wait() { r.wg.Wait() }
 // OpID returns the id of node idx of job: unique across jobs.
 func OpID(job uint64, idx int) uint64 { return job<<16 | uint64(idx+1) }
 
+// Start runs every actor created so far. Until then actors are only
+// created, so that at recovery every job is attached to the streams it
+// reads before any source replays its log.
+func (r *Runtime) Start() {
+	r.mu.Lock()
+	r.mu.started = true
+	pending := r.mu.pending
+	r.mu.pending = nil
+	r.mu.Unlock()
+	for _, f := range pending {
+		f()
+	}
+}
+
 func (r *Runtime) spawn(j *Job, ctx context.Context, name string, run func(context.Context) error) {
+	r.mu.Lock()
+	if !r.mu.started {
+		r.mu.pending = append(r.mu.pending, func() { r.spawn(j, ctx, name, run) })
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
 	r.wg.Add(1)
 	j.wg.Add(1)
 	go func() {

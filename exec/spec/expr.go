@@ -172,5 +172,11 @@ func Walk(e Expr, f func(Expr) bool) {
 		Walk(x.Else, f)
 	case *Cast:
 		Walk(x.E, f)
+	case *Subquery:
+		// The plan's own expressions are not visited: they see another row.
+		Walk(x.Left, f)
+		for _, o := range x.Outer {
+			Walk(o, f)
+		}
 	}
 }

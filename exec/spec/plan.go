@@ -29,9 +29,12 @@ const (
 	Materialize
 	// TopN sorts and limits (batch SELECTs only for now).
 	TopN
+	// TableFunc emits the rows of the set-returning function Func called
+	// with Exprs (evaluated once, over no input row; batch SELECTs only).
+	TableFunc
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -52,10 +55,11 @@ func (k JoinKind) String() string { return joinNames[k] }
 
 // AggCall is one aggregate of an Agg node.
 type AggCall struct {
-	Func     string // count, count_star, sum, avg, min, max
+	Func     string // count, count_star, sum, avg, min, max; batch only: string_agg, array_agg, bool_and, bool_or
 	Arg      int    // input column; -1 for count(*)
 	Distinct bool
-	Filter   int // input column holding the FILTER condition; -1 if none
+	Filter   int   // input column holding the FILTER condition; -1 if none
+	Extra    []int // further argument columns (string_agg's delimiter)
 	T        types.T
 }
 
@@ -91,7 +95,8 @@ type Node struct {
 	Rows []types.Row // Values
 
 	Pred  Expr   // Filter
-	Exprs []Expr // Project
+	Exprs []Expr // Project; TableFunc arguments
+	Func  string // TableFunc: the function's name
 
 	GroupBy []int     // Agg
 	Aggs    []AggCall // Agg
@@ -215,6 +220,12 @@ func (n *Node) describe() string {
 			return fmt.Sprintf("Materialize %s", n.RelName)
 		}
 		return fmt.Sprintf("Materialize %s key [%s]", n.RelName, colNames(n.Cols, n.Key))
+	case TableFunc:
+		a := make([]string, len(n.Exprs))
+		for i, e := range n.Exprs {
+			a[i] = e.String()
+		}
+		return fmt.Sprintf("TableFunc %s(%s)", n.Func, strings.Join(a, ", "))
 	case TopN:
 		o := make([]string, len(n.Order))
 		for i, it := range n.Order {

@@ -1,0 +1,152 @@
+package eval
+
+import (
+	"strings"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// This file holds the set-returning functions a batch query may call in
+// FROM (spec.TableFunc): generate_series, unnest and pg_options_to_table.
+
+// tableFunc is one overload of a set-returning function.
+type tableFunc struct {
+	params []types.Family
+	cols   []types.Column
+	run    func(args []types.Datum) ([]types.Row, error)
+}
+
+var tableFuncs = map[string][]tableFunc{}
+
+func init() {
+	I4, I8, TA := types.Int4, types.Int8, types.TextArray
+	for _, f := range []struct {
+		fam types.Family
+		t   types.T
+	}{{I4, types.TInt4}, {I8, types.TInt8}} {
+		cols := []types.Column{{Name: "generate_series", Type: f.t}}
+		tableFuncs["generate_series"] = append(tableFuncs["generate_series"],
+			tableFunc{params: fams(f.fam, f.fam), cols: cols, run: generateSeries},
+			tableFunc{params: fams(f.fam, f.fam, f.fam), cols: cols, run: generateSeries})
+	}
+	tableFuncs["unnest"] = []tableFunc{{params: fams(TA), cols: []types.Column{{Name: "unnest", Type: types.TText}},
+		run: func(args []types.Datum) ([]types.Row, error) {
+			if args[0].K == types.KNull {
+				return nil, nil
+			}
+			var out []types.Row
+			var walk func(a []types.Datum)
+			walk = func(a []types.Datum) {
+				for _, e := range a {
+					if e.K == types.KArray {
+						walk(e.A)
+						continue
+					}
+					out = append(out, types.Row{e})
+				}
+			}
+			walk(args[0].A)
+			return out, nil
+		}}}
+	tableFuncs["pg_options_to_table"] = []tableFunc{{params: fams(TA),
+		cols: []types.Column{{Name: "option_name", Type: types.TText}, {Name: "option_value", Type: types.TText}},
+		run: func(args []types.Datum) ([]types.Row, error) {
+			if args[0].K == types.KNull {
+				return nil, nil
+			}
+			out := make([]types.Row, 0, len(args[0].A))
+			for _, e := range args[0].A {
+				if e.K != types.KString {
+					continue
+				}
+				k, v, ok := strings.Cut(e.S, "=")
+				if !ok {
+					out = append(out, types.Row{str(k), types.Null})
+					continue
+				}
+				out = append(out, types.Row{str(k), str(v)})
+			}
+			return out, nil
+		}}}
+}
+
+// generateSeries is generate_series(start, stop[, step]) over integers.
+func generateSeries(args []types.Datum) ([]types.Row, error) {
+	for _, a := range args {
+		if a.K == types.KNull {
+			return nil, nil
+		}
+	}
+	start, stop, step := args[0].I, args[1].I, int64(1)
+	if len(args) > 2 {
+		step = args[2].I
+	}
+	if step == 0 {
+		return nil, pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
+	}
+	var out []types.Row
+	for v := start; (step > 0 && v <= stop) || (step < 0 && v >= stop); v += step {
+		out = append(out, types.Row{types.NewInt(v)})
+		if (step > 0 && v > stop-step) || (step < 0 && v < stop-step) {
+			break // the next value would pass stop (or overflow)
+		}
+	}
+	return out, nil
+}
+
+// ResolveTableFunc chooses the overload of the set-returning function name
+// for arguments of the given types, as ResolveFunc does for scalar
+// functions. It returns the function's output columns and the type each
+// argument must be cast to. Unknown functions are 42883.
+func ResolveTableFunc(name string, args []types.T) (cols []types.Column, argCasts []types.T, err error) {
+	name = normName(name)
+	ovs := tableFuncs[name]
+	if len(ovs) == 0 {
+		if _, scalar := registry[name]; scalar {
+			return nil, nil, pgerror.Unsupported("function %s in FROM", name)
+		}
+		return nil, nil, notFound(name, args)
+	}
+	cands := make([][]types.Family, len(ovs))
+	for i, ov := range ovs {
+		if len(ov.params) == len(args) {
+			cands[i] = ov.params
+		}
+	}
+	ci, ambiguous := selectCandidate(cands, args, false)
+	if ci < 0 {
+		if ambiguous {
+			return nil, nil, notUnique(name, args)
+		}
+		return nil, nil, notFound(name, args)
+	}
+	casts := make([]types.T, len(args))
+	for i, p := range ovs[ci].params {
+		casts[i] = castTarget(args[i], p)
+	}
+	return ovs[ci].cols, casts, nil
+}
+
+// RunTableFunc evaluates the set-returning function name over argument
+// values already cast as ResolveTableFunc asked.
+func RunTableFunc(name string, args []types.Datum, argTypes []types.T) ([]types.Row, error) {
+	name = normName(name)
+	for _, ov := range tableFuncs[name] {
+		if len(ov.params) != len(args) {
+			continue
+		}
+		match := true
+		for i, p := range ov.params {
+			if castTarget(argTypes[i], p) != argTypes[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return ov.run(args)
+		}
+	}
+	return nil, notFound(name, argTypes)
+}

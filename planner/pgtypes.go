@@ -1,0 +1,313 @@
+package planner
+
+import (
+	"strings"
+
+	"sluice/exec/eval"
+	"sluice/exec/spec"
+	"sluice/planner/cat"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// This file binds the Postgres object-identifier types that clients such
+// as psql use in catalog queries, on top of the system relations:
+//
+//	'name'::regclass            the relation's oid, looked up in pg_class
+//	x::regclass::text           the relation's name (pg_class), else the oid
+//	x::regnamespace             the schema's name (pg_namespace), else the oid
+//	x::regtype                  format_type(x, NULL)
+//	x::regrole                  pg_get_userbyid(x)
+//	x::int2[], x::oid[], ...    text[], Sluice's only array type
+//
+// regnamespace, regtype and regrole values are their text form: Sluice has
+// no such types, and their names are what clients read.
+
+// codeInvalidSchemaName is Postgres' invalid_schema_name (3F000).
+const codeInvalidSchemaName pgcode.Code = "3F000"
+
+// castToUnsupported binds a cast to a type name ParseType rejected with
+// perr, when it is one of the forms above.
+func (b *binder) castToUnsupported(x spec.Expr, name string, perr error) (spec.Expr, error) {
+	name = strings.TrimPrefix(strings.TrimSpace(name), "pg_catalog.")
+	switch {
+	case name == "regtype":
+		if c, ok := x.(*spec.Const); ok && c.T.Fam == types.Unknown && !c.D.IsNull() {
+			t, err := b.p.ParseType(c.D.S)
+			if err != nil {
+				return nil, err
+			}
+			return &spec.Const{D: types.NewString(t.String()), T: types.TText}, nil
+		}
+		oid, err := b.castTo(x, types.TOid)
+		if err != nil {
+			return nil, err
+		}
+		return b.call("format_type", []spec.Expr{oid, &spec.Const{D: types.Null, T: types.TInt4}})
+	case name == "regrole":
+		oid, err := b.castTo(x, types.TOid)
+		if err != nil {
+			return nil, err
+		}
+		return b.call("pg_get_userbyid", []spec.Expr{oid})
+	case name == "regnamespace":
+		return b.oidName(x, "pg_namespace", "nspname")
+	case strings.HasSuffix(name, "[]"):
+		if _, err := b.p.ParseType(strings.TrimSuffix(name, "[]")); err == nil {
+			return b.castTo(x, types.TTextArray)
+		}
+	}
+	return nil, perr
+}
+
+// castRegclass binds the regclass casts that need the catalog: a string
+// constant to regclass, and regclass to a string type. ok is false for
+// every other cast.
+func (b *binder) castRegclass(x spec.Expr, t types.T) (out spec.Expr, ok bool, err error) {
+	switch {
+	case t.Fam == types.RegClass:
+		c, isConst := x.(*spec.Const)
+		if !isConst || c.D.K != types.KString || (c.T.Fam != types.Unknown && !c.T.IsString()) {
+			return nil, false, nil
+		}
+		oid, err := b.regclassOid(c.D.S)
+		if err != nil {
+			return nil, true, err
+		}
+		return &spec.Const{D: types.NewInt(oid), T: types.TRegClass}, true, nil
+	case x.Type().Fam == types.RegClass && t.IsString() && !b.p.Streaming:
+		name, err := b.oidName(x, "pg_class", "relname")
+		if err != nil {
+			return nil, true, err
+		}
+		out, err := b.castTo(name, t)
+		return out, true, err
+	}
+	return nil, false, nil
+}
+
+// systemRel resolves a pg_catalog relation and the positions of the named
+// columns in it.
+func (p *Planner) systemRel(name string, cols ...string) (*cat.Relation, []int, error) {
+	rel, err := p.Cat.Resolve("pg_catalog", name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rel.Kind != cat.System || rel.Rows == nil {
+		return nil, nil, pgerror.New(pgcode.WrongObjectType, "pg_catalog.%s is not a system relation", name)
+	}
+	idx := make([]int, len(cols))
+	for i, c := range cols {
+		idx[i] = -1
+		for j, rc := range rel.Columns {
+			if rc.Name == c {
+				idx[i] = j
+			}
+		}
+		if idx[i] < 0 {
+			return nil, nil, pgerror.New(pgcode.UndefinedColumn, "column %q of pg_catalog.%s does not exist", c, name)
+		}
+	}
+	return rel, idx, nil
+}
+
+// regclassOid is regclassin: the oid of the relation named s (optionally
+// schema-qualified, optionally quoted), or of the oid s spells.
+func (b *binder) regclassOid(s string) (int64, error) {
+	if d, err := types.ParseText(s, types.TOid); err == nil {
+		return d.I, nil
+	}
+	schema, rel := splitQualified(s)
+	cls, ci, err := b.p.systemRel("pg_class", "oid", "relname", "relnamespace")
+	if err != nil {
+		return 0, err
+	}
+	nsOid := int64(-1)
+	if schema != "" {
+		ns, ni, err := b.p.systemRel("pg_namespace", "oid", "nspname")
+		if err != nil {
+			return 0, err
+		}
+		rows, err := ns.Rows()
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range rows {
+			if r[ni[1]].S == schema {
+				nsOid = r[ni[0]].I
+			}
+		}
+		if nsOid < 0 {
+			return 0, pgerror.New(codeInvalidSchemaName, "schema %q does not exist", schema)
+		}
+	}
+	rows, err := cls.Rows()
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		if r[ci[1]].S == rel && (nsOid < 0 || r[ci[2]].I == nsOid) {
+			return r[ci[0]].I, nil
+		}
+	}
+	return 0, pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", strings.TrimSpace(s))
+}
+
+// splitQualified splits a possibly qualified, possibly quoted name the
+// way Postgres reads identifiers: unquoted parts are lower-cased.
+func splitQualified(s string) (schema, name string) {
+	var parts []string
+	s = strings.TrimSpace(s)
+	for len(s) > 0 {
+		var part string
+		if s[0] == '"' {
+			var b strings.Builder
+			i := 1
+			for i < len(s) {
+				if s[i] == '"' {
+					if i+1 < len(s) && s[i+1] == '"' {
+						b.WriteByte('"')
+						i += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[i])
+				i++
+			}
+			part, s = b.String(), s[min(i+1, len(s)):]
+		} else {
+			j := strings.IndexByte(s, '.')
+			if j < 0 {
+				j = len(s)
+			}
+			part, s = strings.ToLower(strings.TrimSpace(s[:j])), s[j:]
+		}
+		parts = append(parts, part)
+		s = strings.TrimPrefix(strings.TrimSpace(s), ".")
+	}
+	switch len(parts) {
+	case 0:
+		return "", ""
+	case 1:
+		return "", parts[0]
+	}
+	return parts[len(parts)-2], parts[len(parts)-1]
+}
+
+// oidName binds the name of the object with oid x in the system relation
+// rel (its column nameCol, quoted where Postgres quotes identifiers), or
+// x's digits when there is none: the output of regclass and regnamespace.
+func (b *binder) oidName(x spec.Expr, rel, nameCol string) (spec.Expr, error) {
+	r, idx, err := b.p.systemRel(rel, "oid", nameCol)
+	if err != nil {
+		return nil, err
+	}
+	oid, err := b.castTo(x, types.TOid)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.Rows()
+	if err != nil {
+		return nil, err
+	}
+	// (SELECT quote_ident(name) FROM rel WHERE oid = $outer)
+	plan := &spec.Plan{}
+	in := plan.Add(&spec.Node{Kind: spec.Values, Rows: rows, Cols: r.Columns})
+	oidCol := &spec.ColRef{Idx: idx[0], T: r.Columns[idx[0]].Type, Name: "oid"}
+	pred, err := b.call("=", []spec.Expr{oidCol, &spec.OuterRef{N: 0, T: types.TOid, Name: "oid"}})
+	if err != nil {
+		return nil, err
+	}
+	in = plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: r.Columns})
+	nameRef, err := b.castTo(&spec.ColRef{Idx: idx[1], T: r.Columns[idx[1]].Type, Name: nameCol}, types.TText)
+	if err != nil {
+		return nil, err
+	}
+	quoted, err := b.call("quote_ident", []spec.Expr{nameRef})
+	if err != nil {
+		return nil, err
+	}
+	plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: []spec.Expr{quoted}, Cols: []types.Column{{Name: nameCol, Type: types.TText}}})
+	sub := &spec.Subquery{Mode: spec.ScalarSubquery, Plan: plan, Outer: []spec.Expr{oid}, Cols: 1, Limit: -1, T: types.TText}
+	digits, err := b.castTo(oid, types.TText)
+	if err != nil {
+		return nil, err
+	}
+	return &spec.Func{Name: "coalesce", Args: []spec.Expr{sub, digits}, T: types.TText}, nil
+}
+
+// callUntypedElements retries a call that did not resolve, taking the
+// elements of text[] arrays it reads by subscript (arr[i]) as untyped
+// literals of the type the call needs, as ANY/ALL does (see exec/eval's
+// array.go): catalog columns Postgres types as int2vector or oid[] are
+// text[] in Sluice. ok is false when no argument is such an element or the
+// call still does not resolve.
+func (b *binder) callUntypedElements(name string, args []spec.Expr) (spec.Expr, bool) {
+	ts := make([]types.T, len(args))
+	elem := make([]bool, len(args))
+	found := false
+	for i, a := range args {
+		ts[i] = a.Type()
+		if f, ok := a.(*spec.Func); ok && f.Name == "__pg_subscript" && len(f.Args) > 0 && f.Args[0].Type().Fam == types.TextArray {
+			ts[i], elem[i], found = types.TUnknown, true, true
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	ret, casts, err := eval.ResolveFunc(name, ts)
+	if err != nil {
+		return nil, false
+	}
+	out := make([]spec.Expr, len(args))
+	for i, a := range args {
+		out[i] = a
+		if elem[i] && a.Type() != casts[i] {
+			out[i] = &spec.Cast{E: a, T: casts[i]}
+		} else if i < len(casts) && casts[i] != a.Type() {
+			x, err := b.castTo(a, casts[i])
+			if err != nil {
+				return nil, false
+			}
+			out[i] = x
+		}
+	}
+	return &spec.Func{Name: name, Args: out, T: ret}, true
+}
+
+// regclassOutput makes the regclass columns of a batch query's result the
+// relations' names, as Postgres prints regclass values (the column is then
+// of type text: Sluice's regclass values are oids).
+func (p *Planner) regclassOutput(q *Query) error {
+	if p.Streaming {
+		return nil
+	}
+	root := p.plan.Root()
+	cols := p.plan.Nodes[root].Cols
+	found := false
+	for i := range q.Columns {
+		if q.Columns[i].Type.Fam == types.RegClass {
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	b := &binder{p: p}
+	exprs := make([]spec.Expr, len(cols))
+	out := append([]types.Column(nil), cols...)
+	for i, c := range cols {
+		exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		if i < len(q.Columns) && c.Type.Fam == types.RegClass {
+			x, err := b.oidName(exprs[i], "pg_class", "relname")
+			if err != nil {
+				return err
+			}
+			exprs[i], out[i].Type, q.Columns[i].Type = x, types.TText, types.TText
+		}
+	}
+	p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: out})
+	return nil
+}

@@ -1,0 +1,404 @@
+package server
+
+import (
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// This file defines the pg_catalog relations (see system.go): their
+// columns (the subset of Postgres 15's that clients read, with Postgres'
+// names and types) and how their rows follow from Sluice's catalog.
+
+// userRel is one of Sluice's objects as pg_class shows it.
+type userRel struct {
+	e    *storage.CatalogEntry
+	oid  int64
+	kind string // relkind
+}
+
+// userRels returns the objects of env's catalog with their pg_class kind.
+func userRels(env *sysEnv) []userRel {
+	out := make([]userRel, 0, len(env.entries))
+	for _, e := range env.entries {
+		kind := ""
+		switch e.Kind {
+		case kindTable:
+			kind = "r"
+		case kindMView:
+			kind = "m"
+		case kindView:
+			kind = "v"
+		case kindSource, kindSink:
+			kind = "f"
+		default:
+			continue
+		}
+		out = append(out, userRel{e: e, oid: relOID(e), kind: kind})
+	}
+	return out
+}
+
+// nsOID returns the oid of a system relation's schema.
+func nsOID(schema string) int64 {
+	if schema == "information_schema" {
+		return oidInfoSchema
+	}
+	return oidPgCatalog
+}
+
+// typeInfo is a type as pg_type describes it.
+type typeInfo struct {
+	t        types.T
+	name     string // typname
+	category string
+	elem     int64 // typelem (arrays)
+	array    int64 // typarray
+}
+
+// pgTypes lists every type Sluice has, in oid order.
+var pgTypes = []typeInfo{
+	{types.TBool, "bool", "B", 0, 0},
+	{types.TBytea, "bytea", "U", 0, 0},
+	{types.TChar, "char", "Z", 0, 0},
+	{types.TName, "name", "S", 0, 0},
+	{types.TInt8, "int8", "N", 0, 0},
+	{types.TInt2, "int2", "N", 0, 0},
+	{types.TInt4, "int4", "N", 0, 0},
+	{types.TText, "text", "S", 0, 1009},
+	{types.TOid, "oid", "N", 0, 0},
+	{types.TFloat4, "float4", "N", 0, 0},
+	{types.TFloat8, "float8", "N", 0, 0},
+	{types.TTextArray, "_text", "A", 25, 0},
+	{types.TVarchar, "varchar", "S", 0, 0},
+	{types.TDate, "date", "D", 0, 0},
+	{types.TTime, "time", "D", 0, 0},
+	{types.TTimestamp, "timestamp", "D", 0, 0},
+	{types.TTimestampTZ, "timestamptz", "D", 0, 0},
+	{types.TInterval, "interval", "T", 0, 0},
+	{types.TNumeric, "numeric", "N", 0, 0},
+	{types.TRegClass, "regclass", "N", 0, 0},
+	{types.TJSONB, "jsonb", "U", 0, 0},
+}
+
+// typCollation is pg_type.typcollation: the default collation for the
+// collatable types.
+func typCollation(t types.T) int64 {
+	switch t.Fam {
+	case types.Text, types.Varchar, types.TextArray:
+		return 100
+	case types.Name:
+		return 950
+	}
+	return 0
+}
+
+// connectorOID returns the oid of the foreign server standing for a
+// connector: stable across restarts and catalog changes.
+func connectorOID(conn string) int64 {
+	known := []string{"blackhole", "datagen", "file", "kafka", "nexmark", "postgres", "redis", "socket"}
+	for i, k := range known {
+		if k == conn {
+			return oidFirstServer + int64(i)
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(conn))
+	return oidFirstServer + 64 + int64(h.Sum32()%1000)
+}
+
+// ftOptions returns a source's or sink's options but connector (its
+// server), as "key=value", sorted.
+func ftOptions(e *storage.CatalogEntry) []string {
+	var out []string
+	for k, v := range e.Options {
+		if k != "connector" {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func init() {
+	// Fixed-oid catalogs first; the views get oids from 12001 on.
+	nextViewOID := int64(12001)
+	add := func(name string, oid int64, kind byte, cols string, rows func(env *sysEnv) []types.Row) {
+		if oid == 0 {
+			oid = nextViewOID
+			nextViewOID++
+		}
+		addSys(&sysTable{schema: "pg_catalog", name: name, oid: oid, kind: kind, cols: colSpec(cols), rows: rows})
+	}
+	none := func(*sysEnv) []types.Row { return nil }
+
+	add("pg_namespace", 2615, 'r', "oid:oid nspname:name nspowner:oid nspacl:text[]", func(*sysEnv) []types.Row {
+		return []types.Row{
+			mkRow(oidPgCatalog, "pg_catalog", oidOwner, nil),
+			mkRow(oidPublic, "public", oidOwner, nil),
+			mkRow(oidInfoSchema, "information_schema", oidOwner, nil),
+		}
+	})
+
+	add("pg_class", 1259, 'r', "oid:oid relname:name relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid "+
+		"relfilenode:oid reltablespace:oid relpages:int4 reltuples:float4 relallvisible:int4 reltoastrelid:oid "+
+		"relhasindex:bool relisshared:bool relpersistence:char relkind:char relnatts:int2 relchecks:int2 "+
+		"relhasrules:bool relhastriggers:bool relhassubclass:bool relrowsecurity:bool relforcerowsecurity:bool "+
+		"relispopulated:bool relreplident:char relispartition:bool relrewrite:oid relacl:text[] reloptions:text[] "+
+		"relpartbound:text", func(env *sysEnv) []types.Row {
+		row := func(oid int64, name string, ns int64, kind string, natts int, replident string) types.Row {
+			return mkRow(oid, name, ns, 0, 0, oidOwner, 0,
+				0, 0, 0, float64(-1), 0, 0,
+				false, false, "p", kind, natts, 0,
+				false, false, false, false, false,
+				true, replident, false, 0, nil, nil,
+				nil)
+		}
+		var out []types.Row
+		for _, t := range sortedSysTables() {
+			out = append(out, row(t.oid, t.name, nsOID(t.schema), string(t.kind), len(t.cols), "n"))
+		}
+		for _, r := range userRels(env) {
+			replident := "d"
+			if r.kind == "v" || r.kind == "f" {
+				replident = "n"
+			}
+			out = append(out, row(r.oid, r.e.Name, oidPublic, r.kind, len(r.e.Columns), replident))
+		}
+		return out
+	})
+
+	add("pg_attribute", 1249, 'r', "attrelid:oid attname:name atttypid:oid attstattarget:int4 attlen:int2 attnum:int2 "+
+		"attndims:int4 attcacheoff:int4 atttypmod:int4 attbyval:bool attalign:char attstorage:char attcompression:char "+
+		"attnotnull:bool atthasdef:bool atthasmissing:bool attidentity:char attgenerated:char attisdropped:bool "+
+		"attislocal:bool attinhcount:int4 attcollation:oid attacl:text[] attoptions:text[] attfdwoptions:text[]",
+		func(env *sysEnv) []types.Row {
+			var out []types.Row
+			col := func(rel int64, i int, c types.Column, notNull bool) types.Row {
+				t := c.Type
+				ndims := 0
+				if t.Fam == types.TextArray {
+					ndims = 1
+				}
+				byval := t.Size() > 0 && t.Size() <= 8
+				return mkRow(rel, c.Name, int64(t.OID()), -1, t.Size(), i+1,
+					ndims, -1, t.Modifier(), byval, "i", "p", "",
+					notNull, false, false, "", "", false,
+					true, 0, typCollation(t), nil, nil, nil)
+			}
+			for _, t := range sortedSysTables() {
+				for i, c := range t.cols {
+					out = append(out, col(t.oid, i, c, false))
+				}
+			}
+			for _, r := range userRels(env) {
+				for i, c := range r.e.Columns {
+					out = append(out, col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull))
+				}
+			}
+			return out
+		})
+
+	add("pg_type", 1247, 'r', "oid:oid typname:name typnamespace:oid typowner:oid typlen:int2 typbyval:bool "+
+		"typtype:char typcategory:char typispreferred:bool typisdefined:bool typdelim:char typrelid:oid "+
+		"typelem:oid typarray:oid typnotnull:bool typbasetype:oid typtypmod:int4 typndims:int4 "+
+		"typcollation:oid typdefault:text typacl:text[]", func(*sysEnv) []types.Row {
+		var out []types.Row
+		for _, ti := range pgTypes {
+			preferred := false
+			switch ti.t.Fam {
+			case types.Bool, types.Text, types.Float8, types.Oid, types.TimestampTZ, types.Interval:
+				preferred = true
+			}
+			size := ti.t.Size()
+			out = append(out, mkRow(int64(ti.t.OID()), ti.name, oidPgCatalog, oidOwner, size, size > 0 && size <= 8,
+				"b", ti.category, preferred, true, ",", 0,
+				ti.elem, ti.array, false, 0, -1, 0,
+				typCollation(ti.t), nil, nil))
+		}
+		return out
+	})
+
+	add("pg_database", 1262, 'r', "oid:oid datname:name datdba:oid encoding:int4 datlocprovider:char datistemplate:bool "+
+		"datallowconn:bool datconnlimit:int4 dattablespace:oid datcollate:text datctype:text daticulocale:text "+
+		"datcollversion:text datacl:text[]", func(env *sysEnv) []types.Row {
+		return []types.Row{mkRow(oidDatabase, env.db, oidOwner, 6, "c", false, true, -1, 1663, "C", "C", nil, nil, nil)}
+	})
+
+	add("pg_am", 2601, 'r', "oid:oid amname:name amtype:char", func(*sysEnv) []types.Row {
+		return []types.Row{mkRow(2, "heap", "t"), mkRow(403, "btree", "i")}
+	})
+	add("pg_index", 2610, 'r', "indexrelid:oid indrelid:oid indnatts:int2 indnkeyatts:int2 indisunique:bool "+
+		"indnullsnotdistinct:bool indisprimary:bool indisexclusion:bool indimmediate:bool indisclustered:bool "+
+		"indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:text[] "+
+		"indcollation:text[] indclass:text[] indoption:text[] indexprs:text indpred:text", none)
+	add("pg_constraint", 2606, 'r', "oid:oid conname:name connamespace:oid contype:char condeferrable:bool "+
+		"condeferred:bool convalidated:bool conrelid:oid contypid:oid conindid:oid conparentid:oid confrelid:oid "+
+		"confupdtype:char confdeltype:char confmatchtype:char conislocal:bool coninhcount:int4 connoinherit:bool "+
+		"conkey:text[] confkey:text[] conbin:text", none)
+	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", none)
+	add("pg_collation", 3456, 'r', "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char "+
+		"collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text",
+		func(*sysEnv) []types.Row {
+			return []types.Row{
+				mkRow(100, "default", oidPgCatalog, oidOwner, "d", true, -1, nil, nil, nil, nil),
+				mkRow(950, "C", oidPgCatalog, oidOwner, "c", true, -1, "C", "C", nil, nil),
+				mkRow(951, "POSIX", oidPgCatalog, oidOwner, "c", true, -1, "POSIX", "POSIX", nil, nil),
+			}
+		})
+	add("pg_inherits", 2611, 'r', "inhrelid:oid inhparent:oid inhseqno:int4 inhdetachpending:bool", none)
+	add("pg_description", 2609, 'r', "objoid:oid classoid:oid objsubid:int4 description:text", none)
+	add("pg_shdescription", 2396, 'r', "objoid:oid classoid:oid description:text", none)
+	add("pg_tablespace", 1213, 'r', "oid:oid spcname:name spcowner:oid spcacl:text[] spcoptions:text[]", func(*sysEnv) []types.Row {
+		return []types.Row{mkRow(1663, "pg_default", oidOwner, nil, nil), mkRow(1664, "pg_global", oidOwner, nil, nil)}
+	})
+	add("pg_policy", 3256, 'r', "oid:oid polname:name polrelid:oid polcmd:char polpermissive:bool polroles:text[] "+
+		"polqual:text polwithcheck:text", none)
+	add("pg_statistic_ext", 3381, 'r', "oid:oid stxrelid:oid stxname:name stxnamespace:oid stxowner:oid "+
+		"stxstattarget:int4 stxkeys:text[] stxkind:text[] stxexprs:text", none)
+	add("pg_publication", 6104, 'r', "oid:oid pubname:name pubowner:oid puballtables:bool pubinsert:bool "+
+		"pubupdate:bool pubdelete:bool pubtruncate:bool pubviaroot:bool", none)
+	add("pg_publication_rel", 6106, 'r', "oid:oid prpubid:oid prrelid:oid prqual:text prattrs:text[]", none)
+	add("pg_publication_namespace", 6237, 'r', "oid:oid pnpubid:oid pnnspid:oid", none)
+	add("pg_trigger", 2620, 'r', "oid:oid tgrelid:oid tgparentid:oid tgname:name tgfoid:oid tgtype:int2 "+
+		"tgenabled:char tgisinternal:bool", none)
+	add("pg_rewrite", 2618, 'r', "oid:oid rulename:name ev_class:oid ev_type:char ev_enabled:char is_instead:bool", none)
+	add("pg_extension", 3079, 'r', "oid:oid extname:name extowner:oid extnamespace:oid extrelocatable:bool "+
+		"extversion:text extconfig:text[] extcondition:text[]", none)
+	add("pg_auth_members", 1261, 'r', "roleid:oid member:oid grantor:oid admin_option:bool", none)
+
+	add("pg_foreign_data_wrapper", 2328, 'r', "oid:oid fdwname:name fdwowner:oid fdwhandler:oid fdwvalidator:oid "+
+		"fdwacl:text[] fdwoptions:text[]", func(*sysEnv) []types.Row {
+		return []types.Row{mkRow(oidFDW, "sluice", oidOwner, 0, 0, nil, nil)}
+	})
+	add("pg_foreign_server", 1417, 'r', "oid:oid srvname:name srvowner:oid srvfdw:oid srvtype:text srvversion:text "+
+		"srvacl:text[] srvoptions:text[]", func(env *sysEnv) []types.Row {
+		seen := map[string]bool{}
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if r.kind != "f" || seen[r.e.Connector] {
+				continue
+			}
+			seen[r.e.Connector] = true
+			out = append(out, mkRow(connectorOID(r.e.Connector), r.e.Connector, oidOwner, oidFDW, nil, nil, nil, nil))
+		}
+		return out
+	})
+	add("pg_foreign_table", 3118, 'r', "ftrelid:oid ftserver:oid ftoptions:text[]", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if r.kind == "f" {
+				out = append(out, mkRow(r.oid, connectorOID(r.e.Connector), ftOptions(r.e)))
+			}
+		}
+		return out
+	})
+
+	// The roles: "sluice" (oid 10), which owns everything, and the
+	// session's user when it has another name.
+	roles := func(env *sysEnv) []string {
+		if env.user == "sluice" {
+			return []string{"sluice"}
+		}
+		return []string{"sluice", env.user}
+	}
+	roleOID := func(i int) int64 {
+		if i == 0 {
+			return oidOwner
+		}
+		return oidFirstUser - 1
+	}
+	add("pg_roles", 0, 'v', "rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool "+
+		"rolcanlogin:bool rolreplication:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz "+
+		"rolbypassrls:bool rolconfig:text[] oid:oid", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for i, r := range roles(env) {
+			out = append(out, mkRow(r, true, true, true, true, true, true, -1, "********", nil, true, nil, roleOID(i)))
+		}
+		return out
+	})
+	add("pg_user", 0, 'v', "usename:name usesysid:oid usecreatedb:bool usesuper:bool userepl:bool usebypassrls:bool "+
+		"passwd:text valuntil:timestamptz useconfig:text[]", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for i, r := range roles(env) {
+			out = append(out, mkRow(r, roleOID(i), true, true, true, true, "********", nil, nil))
+		}
+		return out
+	})
+	add("pg_settings", 0, 'v', "name:text setting:text unit:text category:text short_desc:text extra_desc:text "+
+		"context:text vartype:text source:text min_val:text max_val:text enumvals:text[] boot_val:text "+
+		"reset_val:text sourcefile:text sourceline:int4 pending_restart:bool", func(env *sysEnv) []types.Row {
+		names := make([]string, 0, len(env.settings))
+		for k := range env.settings {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var out []types.Row
+		for _, k := range names {
+			def := defaultSettings[k]
+			source := "default"
+			if env.settings[k] != def {
+				source = "session"
+			}
+			out = append(out, mkRow(k, env.settings[k], nil, "Sluice", "", nil, "user", "string", source,
+				nil, nil, nil, def, def, nil, nil, false))
+		}
+		return out
+	})
+	add("pg_tables", 0, 'v', "schemaname:name tablename:name tableowner:name tablespace:name hasindexes:bool "+
+		"hasrules:bool hastriggers:bool rowsecurity:bool", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, t := range sortedSysTables() {
+			if t.kind == 'r' {
+				out = append(out, mkRow(t.schema, t.name, "sluice", nil, false, false, false, false))
+			}
+		}
+		for _, r := range userRels(env) {
+			if r.kind == "r" {
+				out = append(out, mkRow("public", r.e.Name, "sluice", nil, false, false, false, false))
+			}
+		}
+		return out
+	})
+	add("pg_views", 0, 'v', "schemaname:name viewname:name viewowner:name definition:text", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, t := range sortedSysTables() {
+			if t.kind == 'v' {
+				out = append(out, mkRow(t.schema, t.name, "sluice", nil))
+			}
+		}
+		for _, r := range userRels(env) {
+			if r.kind == "v" {
+				out = append(out, mkRow("public", r.e.Name, "sluice", viewDefinition(r.e)))
+			}
+		}
+		return out
+	})
+	add("pg_matviews", 0, 'v', "schemaname:name matviewname:name matviewowner:name tablespace:name hasindexes:bool "+
+		"ispopulated:bool definition:text", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if r.kind == "m" {
+				out = append(out, mkRow("public", r.e.Name, "sluice", nil, false, true, viewDefinition(r.e)))
+			}
+		}
+		return out
+	})
+}
+
+// viewDefinition is the defining query of a view or materialized view, as
+// pg_views and pg_matviews show it: the text after AS, with a semicolon.
+func viewDefinition(e *storage.CatalogEntry) string {
+	q := e.Query
+	if q == "" {
+		q = e.SQL
+		lower := strings.ToLower(q)
+		if i := strings.Index(lower, " as "); i >= 0 {
+			q = q[i+4:]
+		}
+	}
+	return " " + strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(q), ";")) + ";"
+}

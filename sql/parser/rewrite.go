@@ -1,0 +1,2145 @@
+package parser
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+)
+
+// This file holds the Postgres-dialect layer: it reads the tokens of one
+// Postgres statement and writes MySQL-grammar text for the TiDB parser,
+// mapping Postgres-only syntax onto reserved __pg_* function calls (see
+// doc.go for the list). It parses expressions with Postgres precedence and
+// parenthesises them where TiDB's precedence would group them otherwise;
+// statement structure it mostly copies, handling the clauses that differ.
+
+// piece is a run of output text. pos is the byte offset in the user's text
+// that it stands for; exact pieces map byte for byte onto the user's text.
+type piece struct {
+	s     string
+	pos   int
+	exact bool
+	param int  // > 0: the piece is a '?' marker for parameter $param
+	sub   frag // a nested fragment (s is then empty); keeps rewriting linear
+}
+
+// frag is a sequence of output pieces.
+type frag []piece
+
+// TiDB precedence levels of emitted expressions (higher binds tighter).
+const (
+	levOr      = 1
+	levAnd     = 3
+	levNot     = 4
+	levIsBool  = 5  // IS [NOT] TRUE/FALSE/UNKNOWN
+	levCmp     = 6  // comparisons, IS [NOT] NULL (TiDB BoolPri)
+	levPred    = 7  // IN, LIKE, ILIKE, BETWEEN (TiDB PredicateExpr)
+	levBitOr   = 8  // |
+	levBitAnd  = 9  // &
+	levShift   = 10 // << >>
+	levAdd     = 11 // + -
+	levMul     = 12 // * / %
+	levBitXor  = 13 // ^ (Postgres #)
+	levConcat  = 14 // || (TiDB SimpleExpr pipes SimpleExpr)
+	levUnary   = 15
+	levPrimary = 16
+)
+
+// Postgres binding powers (higher binds tighter).
+const (
+	pOr      = 1
+	pAnd     = 2
+	pNot     = 3
+	pIs      = 4
+	pCmp     = 5
+	pLike    = 6 // BETWEEN IN LIKE ILIKE SIMILAR
+	pOther   = 7 // any other operator
+	pAdd     = 8
+	pMul     = 9
+	pPow     = 10
+	pAt      = 11
+	pCollate = 12
+	pUnary   = 13
+	pSub     = 14
+	pCast    = 15
+)
+
+// expr is a rewritten expression with the TiDB level of its top operator.
+type expr struct {
+	f   frag
+	lev int
+}
+
+// parseFailure carries an error out of the recursive descent.
+type parseFailure struct{ err error }
+
+// rewriter rewrites the tokens toks[lo:hi] of one statement.
+type rewriter struct {
+	src   string
+	toks  []token // tokens of the statement, followed by one tkEOF token
+	i     int
+	nTF   int
+	depth int
+	tfs   []tfCall
+	alias []aliasRec
+}
+
+// tfCall is a table function call in FROM.
+type tfCall struct {
+	placeholder string
+	name        string
+	args        []frag
+	pos         int
+}
+
+// aliasRec is a FROM item alias with a column list; the alias is emitted as
+// marker and restored after parsing.
+type aliasRec struct {
+	marker string
+	name   string
+	cols   []string
+}
+
+func newRewriter(src string, toks []token) *rewriter {
+	// toks must end with an EOF token.
+	return &rewriter{src: src, toks: toks}
+}
+
+func (r *rewriter) tok() token { return r.toks[r.i] }
+
+func (r *rewriter) peek(k int) token {
+	if r.i+k < len(r.toks) {
+		return r.toks[r.i+k]
+	}
+	return r.toks[len(r.toks)-1]
+}
+
+func (r *rewriter) fail(err error) { panic(parseFailure{err}) }
+
+// syntaxErr fails with a syntax error at token t.
+func (r *rewriter) syntaxErr(t token) {
+	r.fail(syntaxErrAt(r.src, t.pos, "%s", nearMsg(r.src, t)))
+}
+
+// unsupported fails with 0A000 positioned at t.
+func (r *rewriter) unsupported(t token, format string, args ...any) {
+	r.fail(pgerror.Unsupported(format, args...).WithPosition(charPos(r.src, t.pos)))
+}
+
+func (r *rewriter) expectWord(w string) token {
+	t := r.tok()
+	if !t.isWord(w) {
+		r.syntaxErr(t)
+	}
+	r.i++
+	return t
+}
+
+func (r *rewriter) expectPunct(p string) token {
+	t := r.tok()
+	if !t.isPunct(p) {
+		r.syntaxErr(t)
+	}
+	r.i++
+	return t
+}
+
+// Output helpers.
+
+func exact(t token, src string) piece { return piece{s: src[t.pos:t.end], pos: t.pos, exact: true} }
+
+func syn(s string, pos int) piece { return piece{s: s, pos: pos} }
+
+func prim(f frag) expr { return expr{f: f, lev: levPrimary} }
+
+// group packs a fragment into one piece, so that enclosing constructs copy
+// one piece instead of the whole fragment.
+func group(f frag) piece {
+	pos := 0
+	if len(f) > 0 {
+		pos = f[0].pos
+	}
+	return piece{pos: pos, sub: f}
+}
+
+// wrap parenthesises e if its level is below min.
+func wrap(e expr, min int) frag {
+	if e.lev >= min {
+		return e.f
+	}
+	pos := 0
+	if len(e.f) > 0 {
+		pos = e.f[0].pos
+	}
+	return frag{syn("(", pos), group(e.f), syn(")", pos)}
+}
+
+// call builds name(args...) as a primary.
+func call(name string, pos int, args ...frag) expr {
+	f := frag{syn(name+"(", pos)}
+	for k, a := range args {
+		if k > 0 {
+			f = append(f, syn(",", pos))
+		}
+		f = append(f, group(a))
+	}
+	f = append(f, syn(")", pos))
+	return prim(f)
+}
+
+// not builds NOT e.
+func not(e expr, pos int) expr {
+	return expr{f: frag{syn("NOT", pos), group(wrap(e, levNot))}, lev: levNot}
+}
+
+// strLit renders s as a TiDB string literal (standard quoting; the TiDB
+// parser runs with NO_BACKSLASH_ESCAPES).
+func strLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoteIdent renders a name as a TiDB backquoted identifier.
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// identPiece renders an identifier token (folded or quoted) backquoted.
+func identPiece(t token) piece { return syn(quoteIdent(t.val), t.pos) }
+
+func isName(t token) bool { return t.kind == tkIdent || t.kind == tkQIdent }
+
+// ---------------------------------------------------------------------
+// Statement sequences
+
+// level is the state of one nesting level (statement or parenthesised
+// group) of the walker.
+type level struct {
+	atStart    bool
+	inFrom     bool
+	expectItem bool
+	window     bool
+}
+
+// walkSeq copies a sequence of clauses, rewriting what it recognises, up
+// to the closing bracket of its level or the end of the statement.
+func (r *rewriter) walkSeq(st *level) frag {
+	var out frag
+	for {
+		t := r.tok()
+		switch {
+		case t.kind == tkEOF, t.isPunct(")"), t.isPunct("]"):
+			return out
+		case t.isPunct(";"):
+			r.syntaxErr(t)
+		case t.isPunct(","):
+			out = append(out, exact(t, r.src))
+			r.i++
+			if st.inFrom {
+				st.expectItem = true
+			}
+			continue
+		case st.expectItem:
+			out = append(out, r.fromItem(st)...)
+		case t.kind == tkIdent:
+			out = append(out, r.walkWord(st)...)
+		case t.kind == tkOp && (t.val == "*" || t.val == "="):
+			out = append(out, exact(t, r.src))
+			r.i++
+		case t.kind == tkOp && isPrefixOp(t.val), t.kind != tkOp && t.kind != tkPunct, t.isPunct("("):
+			out = append(out, r.parseExpr(0).f...)
+		default:
+			r.syntaxErr(t)
+		}
+		st.atStart = false
+	}
+}
+
+func isPrefixOp(op string) bool {
+	switch op {
+	case "-", "+", "~", "@", "|/", "||/":
+		return true
+	}
+	return false
+}
+
+// walkWord handles a word at the walker level.
+func (r *rewriter) walkWord(st *level) frag {
+	t := r.tok()
+	w := t.val
+	next := r.peek(1)
+	kw := func() frag { r.i++; return frag{syn(w, t.pos)} }
+	switch w {
+	case "select":
+		st.inFrom, st.expectItem = false, false
+		r.i++
+		out := frag{syn("SELECT", t.pos)}
+		if r.tok().isWord("distinct") && r.peek(1).isWord("on") {
+			r.unsupported(r.tok(), "SELECT DISTINCT ON is not supported")
+		}
+		if r.tok().isWord("all") {
+			r.i++
+		}
+		return out
+	case "from":
+		st.inFrom, st.expectItem = true, true
+		return kw()
+	case "where", "group", "having":
+		st.inFrom, st.expectItem = false, false
+		return kw()
+	case "union", "intersect", "except":
+		st.inFrom, st.expectItem = false, false
+		r.i++
+		out := frag{syn(w, t.pos)}
+		if r.tok().isWord("all") || r.tok().isWord("distinct") {
+			out = append(out, exact(r.tok(), r.src))
+			r.i++
+		}
+		return out
+	case "window":
+		st.inFrom, st.expectItem = false, false
+		return r.windowClause()
+	case "order":
+		if next.isWord("by") {
+			st.inFrom, st.expectItem = false, false
+			return r.orderBy()
+		}
+	case "limit", "offset", "fetch":
+		st.inFrom, st.expectItem = false, false
+		return r.limitClause()
+	case "for":
+		// FOR UPDATE / FOR SHARE / ...: row locking means nothing to a
+		// streaming database; the clause is dropped.
+		if next.isWord("update") || next.isWord("share") || next.isWord("no") || next.isWord("key") {
+			for {
+				t := r.tok()
+				if t.kind == tkEOF || t.isPunct(")") || t.isPunct(";") {
+					return nil
+				}
+				r.i++
+			}
+		}
+		return kw()
+	case "returning":
+		r.unsupported(t, "RETURNING is not supported")
+	case "into":
+		r.unsupported(t, "SELECT INTO is not supported")
+	case "on":
+		if next.isWord("conflict") {
+			r.unsupported(t, "ON CONFLICT is not supported")
+		}
+		return kw()
+	case "join", "inner", "cross", "outer":
+		if w == "join" {
+			st.expectItem = true
+		}
+		return kw()
+	case "left", "right":
+		if !next.isPunct("(") {
+			return kw()
+		}
+	case "natural":
+		if next.isWord("full") {
+			r.unsupported(t, "NATURAL FULL JOIN is not supported")
+		}
+		return kw()
+	case "full":
+		// FULL [OUTER] JOIN is emitted as STRAIGHT_JOIN, whose Join node
+		// has StraightJoin set: the binder reads that as FULL OUTER JOIN.
+		r.i++
+		if r.tok().isWord("outer") {
+			r.i++
+		}
+		r.expectWord("join")
+		st.expectItem = true
+		return frag{syn("STRAIGHT_JOIN", t.pos)}
+	case "as":
+		r.i++
+		n := r.tok()
+		if n.isWord("not") && r.peek(1).isWord("materialized") {
+			r.i += 2
+			n = r.tok()
+		} else if n.isWord("materialized") && r.peek(1).isPunct("(") {
+			r.i++
+			n = r.tok()
+		}
+		if isName(n) {
+			r.i++
+			return frag{syn("AS", t.pos), identPiece(n)}
+		}
+		return frag{syn("AS", t.pos)}
+	case "with":
+		return r.withClause()
+	case "values":
+		if next.isPunct("(") {
+			return r.valuesRows(false)
+		}
+	case "insert":
+		if st.atStart {
+			return r.insertStmt()
+		}
+	case "update":
+		if st.atStart {
+			return r.updateStmt()
+		}
+	case "delete":
+		if st.atStart {
+			return r.deleteStmt()
+		}
+	case "table":
+		if st.atStart && isName(next) {
+			r.i++
+			out := frag{syn("SELECT * FROM", t.pos)}
+			return append(out, r.nameChain()...)
+		}
+	case "distinct":
+		return kw()
+	case "grouping":
+		if next.isWord("sets") {
+			r.unsupported(t, "GROUPING SETS is not supported")
+		}
+	}
+	if st.window && w == "interval" && (next.kind == tkString || next.kind == tkNumber) {
+		return r.frameInterval()
+	}
+	if st.window && windowWords[w] {
+		if w == "partition" {
+			r.i++
+			r.expectWord("by")
+			return frag{syn("PARTITION BY", t.pos)}
+		}
+		return kw()
+	}
+	if exprKeywords[w] || !pgReserved[w] {
+		return r.parseExpr(0).f
+	}
+	if (w == "left" || w == "right") && next.isPunct("(") {
+		return r.parseExpr(0).f
+	}
+	return kw()
+}
+
+// nameChain reads a dotted name and renders its parts backquoted.
+func (r *rewriter) nameChain() frag {
+	t := r.tok()
+	if !isName(t) {
+		r.syntaxErr(t)
+	}
+	out := frag{identPiece(t)}
+	r.i++
+	for r.tok().isPunct(".") && isName(r.peek(1)) {
+		out = append(out, syn(".", r.tok().pos), identPiece(r.peek(1)))
+		r.i += 2
+	}
+	return out
+}
+
+// nameChainString reads a dotted name and returns it joined with dots.
+func (r *rewriter) nameChainString() string {
+	t := r.tok()
+	if !isName(t) {
+		r.syntaxErr(t)
+	}
+	s := t.val
+	r.i++
+	for r.tok().isPunct(".") && isName(r.peek(1)) {
+		s += "." + r.peek(1).val
+		r.i += 2
+	}
+	return s
+}
+
+// withClause handles WITH [RECURSIVE] name [(cols)] AS [[NOT] MATERIALIZED] (query), ...
+func (r *rewriter) withClause() frag {
+	t := r.tok()
+	r.i++
+	out := frag{syn("WITH", t.pos)}
+	if r.tok().isWord("recursive") {
+		out = append(out, syn("RECURSIVE", r.tok().pos))
+		r.i++
+	}
+	for {
+		n := r.tok()
+		if !isName(n) {
+			r.syntaxErr(n)
+		}
+		out = append(out, identPiece(n))
+		r.i++
+		if r.tok().isPunct("(") {
+			out = append(out, r.identList()...)
+		}
+		as := r.expectWord("as")
+		out = append(out, syn("AS", as.pos))
+		if r.tok().isWord("not") && r.peek(1).isWord("materialized") {
+			r.i += 2
+		} else if r.tok().isWord("materialized") {
+			r.i++
+		}
+		if !r.tok().isPunct("(") {
+			r.syntaxErr(r.tok())
+		}
+		out = append(out, r.parenGroup(&level{atStart: true})...)
+		if !r.tok().isPunct(",") {
+			if n := r.tok(); n.isWord("insert") || n.isWord("update") || n.isWord("delete") {
+				r.unsupported(n, "WITH ... %s is not supported", strings.ToUpper(n.val))
+			}
+			return out
+		}
+		out = append(out, exact(r.tok(), r.src))
+		r.i++
+	}
+}
+
+// identList reads ( name, ... ) and renders it with backquoted names.
+func (r *rewriter) identList() frag {
+	open := r.expectPunct("(")
+	out := frag{syn("(", open.pos)}
+	for {
+		n := r.tok()
+		if !isName(n) {
+			r.syntaxErr(n)
+		}
+		out = append(out, identPiece(n))
+		r.i++
+		if r.tok().isPunct(",") {
+			out = append(out, exact(r.tok(), r.src))
+			r.i++
+			continue
+		}
+		c := r.expectPunct(")")
+		return append(out, syn(")", c.pos))
+	}
+}
+
+// identNames reads ( name, ... ) and returns the names.
+func (r *rewriter) identNames() []string {
+	r.expectPunct("(")
+	var names []string
+	for {
+		n := r.tok()
+		if !isName(n) {
+			r.syntaxErr(n)
+		}
+		names = append(names, n.val)
+		r.i++
+		if r.tok().isPunct(",") {
+			r.i++
+			continue
+		}
+		r.expectPunct(")")
+		return names
+	}
+}
+
+// parenGroup copies ( ... ) walking its contents with st.
+func (r *rewriter) parenGroup(st *level) frag {
+	open := r.expectPunct("(")
+	r.enter(open)
+	inner := r.walkSeq(st)
+	r.depth--
+	c := r.tok()
+	if !c.isPunct(")") {
+		r.syntaxErr(c)
+	}
+	r.i++
+	return frag{syn("(", open.pos), group(inner), syn(")", c.pos)}
+}
+
+// maxDepth bounds the nesting of expressions and parentheses, so that a
+// hostile statement cannot exhaust the goroutine stack.
+const maxDepth = 2000
+
+// enter counts one level of nesting at t; the caller decrements r.depth.
+func (r *rewriter) enter(t token) {
+	r.depth++
+	if r.depth > maxDepth {
+		r.fail(pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
+			WithHint("The statement is nested too deeply.").WithPosition(charPos(r.src, t.pos)))
+	}
+}
+
+// windowClause handles WINDOW name AS (spec) [, ...].
+func (r *rewriter) windowClause() frag {
+	t := r.expectWord("window")
+	out := frag{syn("WINDOW", t.pos)}
+	for {
+		n := r.tok()
+		if !isName(n) {
+			r.syntaxErr(n)
+		}
+		r.i++
+		as := r.expectWord("as")
+		out = append(out, identPiece(n), syn("AS", as.pos))
+		out = append(out, r.parenGroup(&level{window: true})...)
+		if !r.tok().isPunct(",") {
+			return out
+		}
+		out = append(out, exact(r.tok(), r.src))
+		r.i++
+	}
+}
+
+// valuesRows handles VALUES (..), (..). In a query it becomes TiDB's
+// VALUES ROW(..), ROW(..); after INSERT the rows stay plain.
+func (r *rewriter) valuesRows(insert bool) frag {
+	t := r.expectWord("values")
+	out := frag{syn("VALUES", t.pos)}
+	for {
+		open := r.expectPunct("(")
+		if insert {
+			out = append(out, syn("(", open.pos))
+		} else {
+			out = append(out, syn("ROW(", open.pos))
+		}
+		for !r.tok().isPunct(")") {
+			out = append(out, r.parseExpr(0).f...)
+			if r.tok().isPunct(",") {
+				out = append(out, exact(r.tok(), r.src))
+				r.i++
+				continue
+			}
+			if !r.tok().isPunct(")") {
+				r.syntaxErr(r.tok())
+			}
+		}
+		out = append(out, syn(")", r.tok().pos))
+		r.i++
+		if !r.tok().isPunct(",") {
+			return out
+		}
+		out = append(out, exact(r.tok(), r.src))
+		r.i++
+	}
+}
+
+// fromItem handles one FROM item: a table, a derived table, a
+// parenthesised join or a table function, with its alias.
+func (r *rewriter) fromItem(st *level) frag {
+	st.expectItem = false
+	var out frag
+	t := r.tok()
+	lateral := false
+	if t.isWord("lateral") {
+		lateral = true
+		r.i++
+		t = r.tok()
+	}
+	if t.isWord("only") {
+		r.i++
+		t = r.tok()
+	}
+	switch {
+	case t.isPunct("("):
+		if lateral {
+			out = append(out, syn("LATERAL", t.pos))
+		}
+		n := r.peek(1)
+		if n.isWord("select") || n.isWord("with") || n.isWord("values") || n.isPunct("(") || n.isWord("table") {
+			out = append(out, r.parenGroup(&level{atStart: true})...)
+		} else {
+			out = append(out, r.parenGroup(&level{inFrom: true, expectItem: true})...)
+		}
+	case isName(t):
+		// name chain, maybe a function call
+		j := r.i + 1
+		for r.toks[j].isPunct(".") && isName(r.toks[j+1]) {
+			j += 2
+		}
+		if r.toks[j].isPunct("(") {
+			// a function in FROM is implicitly LATERAL: the keyword is dropped
+			ph := r.tableFunc()
+			out = append(out, syn(quoteIdent(ph), t.pos))
+		} else {
+			out = append(out, r.nameChain()...)
+		}
+	default:
+		r.syntaxErr(t)
+	}
+	if r.tok().isWord("with") && r.peek(1).isWord("ordinality") {
+		r.unsupported(r.tok(), "WITH ORDINALITY is not supported")
+	}
+	if r.tok().isWord("tablesample") {
+		r.unsupported(r.tok(), "TABLESAMPLE is not supported")
+	}
+	// alias
+	a := r.tok()
+	var alias token
+	hasAlias := false
+	if a.isWord("as") {
+		r.i++
+		alias = r.tok()
+		if !isName(alias) {
+			r.syntaxErr(alias)
+		}
+		r.i++
+		hasAlias = true
+	} else if a.kind == tkQIdent || a.kind == tkIdent && !pgReserved[a.val] {
+		alias = a
+		r.i++
+		hasAlias = true
+	}
+	if hasAlias {
+		name := alias.val
+		if r.tok().isPunct("(") {
+			cols := r.identNames()
+			marker := "__pg_alias__" + strconv.Itoa(len(r.alias)+1)
+			r.alias = append(r.alias, aliasRec{marker: marker, name: name, cols: cols})
+			name = marker
+		}
+		out = append(out, syn("AS", alias.pos), syn(quoteIdent(name), alias.pos))
+	}
+	return out
+}
+
+// tableFunc reads a function call in FROM and returns its placeholder
+// table name.
+func (r *rewriter) tableFunc() string {
+	t := r.tok()
+	var parts []string
+	for {
+		parts = append(parts, r.tok().val)
+		r.i++
+		if r.tok().isPunct(".") {
+			r.i++
+			continue
+		}
+		break
+	}
+	if len(parts) > 1 && parts[0] == "pg_catalog" {
+		parts = parts[1:]
+	}
+	name := strings.Join(parts, ".")
+	r.expectPunct("(")
+	var args []frag
+	for !r.tok().isPunct(")") {
+		args = append(args, r.parseExpr(0).f)
+		if r.tok().isPunct(",") {
+			r.i++
+			continue
+		}
+		if !r.tok().isPunct(")") {
+			r.syntaxErr(r.tok())
+		}
+	}
+	r.i++
+	r.nTF++
+	kind := "func"
+	switch name {
+	case "tumble", "hop", "session":
+		kind = name
+	}
+	ph := "__pg_" + kind + "__" + strconv.Itoa(r.nTF)
+	r.tfs = append(r.tfs, tfCall{placeholder: ph, name: name, args: args, pos: t.pos})
+	return ph
+}
+
+// orderItem is one ORDER BY item.
+type orderItem struct {
+	e     expr
+	desc  bool
+	dir   bool // ASC or DESC written
+	nulls int  // 0 default, 1 first, 2 last
+	pos   int
+}
+
+func (r *rewriter) orderItems() []orderItem {
+	var items []orderItem
+	for {
+		it := orderItem{pos: r.tok().pos}
+		it.e = r.parseExpr(0)
+		switch {
+		case r.tok().isWord("asc"):
+			it.dir = true
+			r.i++
+		case r.tok().isWord("desc"):
+			it.dir, it.desc = true, true
+			r.i++
+		case r.tok().isWord("using"):
+			r.i++
+			op := r.tok()
+			switch {
+			case op.isOp("<"):
+				it.dir = true
+			case op.isOp(">"):
+				it.dir, it.desc = true, true
+			default:
+				r.unsupported(op, "ORDER BY USING %s is not supported", r.src[op.pos:op.end])
+			}
+			r.i++
+		}
+		if r.tok().isWord("nulls") {
+			switch {
+			case r.peek(1).isWord("first"):
+				it.nulls = 1
+			case r.peek(1).isWord("last"):
+				it.nulls = 2
+			default:
+				r.syntaxErr(r.peek(1))
+			}
+			r.i += 2
+		}
+		items = append(items, it)
+		if !r.tok().isPunct(",") {
+			return items
+		}
+		r.i++
+	}
+}
+
+// orderBy handles ORDER BY items. NULLS FIRST/LAST wraps the item in the
+// marker __pg_nulls(expr, 1|2), which the parser removes after TiDB parsed
+// the text (recording Query.NullsOrder).
+func (r *rewriter) orderBy() frag {
+	t := r.expectWord("order")
+	r.expectWord("by")
+	out := frag{syn("ORDER BY", t.pos)}
+	for k, it := range r.orderItems() {
+		if k > 0 {
+			out = append(out, syn(",", it.pos))
+		}
+		f := it.e.f
+		if it.nulls != 0 {
+			f = call("__pg_nulls", it.pos, it.e.f, frag{syn(strconv.Itoa(it.nulls), it.pos)}).f
+		}
+		out = append(out, f...)
+		if it.dir {
+			if it.desc {
+				out = append(out, syn("DESC", it.pos))
+			} else {
+				out = append(out, syn("ASC", it.pos))
+			}
+		}
+	}
+	return out
+}
+
+// limitClause handles any order of LIMIT n|ALL, OFFSET m [ROWS] and FETCH
+// {FIRST|NEXT} [n] {ROW|ROWS} ONLY, emitting TiDB's LIMIT n [OFFSET m].
+func (r *rewriter) limitClause() frag {
+	start := r.tok().pos
+	var count, offset frag
+	for {
+		t := r.tok()
+		switch {
+		case t.isWord("limit"):
+			r.i++
+			if r.tok().isWord("all") || r.tok().isWord("null") {
+				r.i++
+				count = nil
+				continue
+			}
+			count = r.limitValue()
+		case t.isWord("offset"):
+			r.i++
+			offset = r.limitValue()
+			if r.tok().isWord("row") || r.tok().isWord("rows") {
+				r.i++
+			}
+		case t.isWord("fetch"):
+			r.i++
+			if !r.tok().isWord("first") && !r.tok().isWord("next") {
+				r.syntaxErr(r.tok())
+			}
+			r.i++
+			if r.tok().isWord("row") || r.tok().isWord("rows") {
+				count = frag{syn("1", t.pos)}
+			} else {
+				count = r.limitValue()
+			}
+			if !r.tok().isWord("row") && !r.tok().isWord("rows") {
+				r.syntaxErr(r.tok())
+			}
+			r.i++
+			if r.tok().isWord("with") && r.peek(1).isWord("ties") {
+				r.unsupported(r.tok(), "FETCH ... WITH TIES is not supported")
+			}
+			r.expectWord("only")
+		default:
+			if t.isPunct(",") && count != nil {
+				r.fail(syntaxErrAt(r.src, start, "LIMIT #,# syntax is not supported").WithHint("Use separate LIMIT and OFFSET clauses."))
+			}
+			if count == nil && offset == nil {
+				return nil
+			}
+			out := frag{syn("LIMIT", start)}
+			if count == nil {
+				out = append(out, syn("18446744073709551615", start))
+			} else {
+				out = append(out, count...)
+			}
+			if offset != nil {
+				out = append(out, syn("OFFSET", start))
+				out = append(out, offset...)
+			}
+			return out
+		}
+	}
+}
+
+// limitValue reads an integer constant or a parameter ($n becomes a TiDB
+// '?' marker: TiDB's LIMIT takes no expressions).
+func (r *rewriter) limitValue() frag {
+	t := r.tok()
+	paren := false
+	if t.isPunct("(") && (r.peek(1).kind == tkNumber || r.peek(1).kind == tkParam) && r.peek(2).isPunct(")") {
+		paren = true
+		r.i++
+		t = r.tok()
+	}
+	var out frag
+	switch t.kind {
+	case tkNumber:
+		if strings.ContainsAny(t.val, ".eE") {
+			r.unsupported(t, "LIMIT and OFFSET must be integer constants or parameters")
+		}
+		out = frag{exact(t, r.src)}
+	case tkParam:
+		n, err := strconv.Atoi(t.val)
+		if err != nil || n < 1 {
+			r.fail(pgerror.New(pgcode.UndefinedParameter, "there is no parameter %s", r.src[t.pos:t.end]).WithPosition(charPos(r.src, t.pos)))
+		}
+		out = frag{{s: "?", pos: t.pos, param: n}}
+	default:
+		if t.kind == tkEOF {
+			r.syntaxErr(t)
+		}
+		r.unsupported(t, "LIMIT and OFFSET must be integer constants or parameters")
+	}
+	r.i++
+	if paren {
+		r.expectPunct(")")
+	}
+	return out
+}
+
+// insertStmt handles INSERT INTO name [AS alias] [(cols)] {VALUES ... |
+// query | DEFAULT VALUES}.
+func (r *rewriter) insertStmt() frag {
+	t := r.expectWord("insert")
+	into := r.expectWord("into")
+	out := frag{syn("INSERT", t.pos), syn("INTO", into.pos)}
+	out = append(out, r.nameChain()...)
+	if r.tok().isWord("as") {
+		r.i++
+		a := r.tok()
+		if !isName(a) {
+			r.syntaxErr(a)
+		}
+		r.i++
+		out = append(out, syn("AS", a.pos), identPiece(a))
+	}
+	if r.tok().isPunct("(") && !r.peek(1).isWord("select") && !r.peek(1).isWord("with") && !r.peek(1).isWord("values") && !r.peek(1).isPunct("(") {
+		out = append(out, r.identList()...)
+	}
+	n := r.tok()
+	switch {
+	case n.isWord("default") && r.peek(1).isWord("values"):
+		r.i += 2
+		out = append(out, syn("() VALUES ()", n.pos))
+	case n.isWord("values"):
+		out = append(out, r.valuesRows(true)...)
+	case n.isWord("overriding"):
+		r.unsupported(n, "OVERRIDING is not supported")
+	default:
+		out = append(out, r.walkSeq(&level{atStart: true})...)
+		return out
+	}
+	if r.tok().isWord("on") {
+		r.unsupported(r.tok(), "ON CONFLICT is not supported")
+	}
+	if r.tok().isWord("returning") {
+		r.unsupported(r.tok(), "RETURNING is not supported")
+	}
+	return out
+}
+
+// updateStmt handles UPDATE [ONLY] name [[AS] alias] SET col = expr, ...
+// [WHERE ...].
+func (r *rewriter) updateStmt() frag {
+	t := r.expectWord("update")
+	out := frag{syn("UPDATE", t.pos)}
+	if r.tok().isWord("only") {
+		r.i++
+	}
+	out = append(out, r.nameChain()...)
+	if r.tok().isWord("as") {
+		r.i++
+		a := r.tok()
+		if !isName(a) {
+			r.syntaxErr(a)
+		}
+		r.i++
+		out = append(out, syn("AS", a.pos), identPiece(a))
+	} else if a := r.tok(); isName(a) && !a.isWord("set") {
+		r.i++
+		out = append(out, syn("AS", a.pos), identPiece(a))
+	}
+	s := r.expectWord("set")
+	out = append(out, syn("SET", s.pos))
+	for {
+		c := r.tok()
+		if c.isPunct("(") {
+			r.unsupported(c, "multiple-column UPDATE SET is not supported")
+		}
+		out = append(out, r.nameChain()...)
+		if r.tok().isPunct("[") {
+			r.unsupported(r.tok(), "UPDATE of array elements is not supported")
+		}
+		eq := r.tok()
+		if !eq.isOp("=") {
+			r.syntaxErr(eq)
+		}
+		r.i++
+		out = append(out, syn("=", eq.pos))
+		if r.tok().isWord("default") {
+			out = append(out, syn("DEFAULT", r.tok().pos))
+			r.i++
+		} else {
+			out = append(out, r.parseExpr(0).f...)
+		}
+		if !r.tok().isPunct(",") {
+			break
+		}
+		out = append(out, exact(r.tok(), r.src))
+		r.i++
+	}
+	if r.tok().isWord("from") {
+		r.unsupported(r.tok(), "UPDATE ... FROM is not supported")
+	}
+	return append(out, r.walkSeq(&level{})...)
+}
+
+// deleteStmt handles DELETE FROM [ONLY] name [[AS] alias] [WHERE ...].
+func (r *rewriter) deleteStmt() frag {
+	t := r.expectWord("delete")
+	f := r.expectWord("from")
+	out := frag{syn("DELETE", t.pos), syn("FROM", f.pos)}
+	if r.tok().isWord("only") {
+		r.i++
+	}
+	out = append(out, r.nameChain()...)
+	if r.tok().isWord("as") {
+		r.i++
+		a := r.tok()
+		if !isName(a) {
+			r.syntaxErr(a)
+		}
+		r.i++
+		out = append(out, syn("AS", a.pos), identPiece(a))
+	} else if a := r.tok(); a.kind == tkQIdent || a.kind == tkIdent && !pgReserved[a.val] {
+		r.i++
+		out = append(out, syn("AS", a.pos), identPiece(a))
+	}
+	if r.tok().isWord("using") {
+		r.unsupported(r.tok(), "DELETE ... USING is not supported")
+	}
+	return append(out, r.walkSeq(&level{})...)
+}
+
+// ---------------------------------------------------------------------
+// Expressions
+
+// binOpPrec returns the Postgres binding power of operator op.
+func binOpPrec(op string) int {
+	switch op {
+	case "^":
+		return pPow
+	case "*", "/", "%":
+		return pMul
+	case "+", "-":
+		return pAdd
+	case "=", "<", ">", "<=", ">=", "<>", "!=":
+		return pCmp
+	}
+	return pOther
+}
+
+// parseExpr parses an expression whose operators bind tighter than minPrec.
+func (r *rewriter) parseExpr(minPrec int) expr {
+	r.enter(r.tok())
+	defer func() { r.depth-- }()
+	left := r.prefix()
+	for {
+		t := r.tok()
+		switch {
+		case t.isPunct("::"):
+			if pCast <= minPrec {
+				return left
+			}
+			r.i++
+			tn := r.typeName()
+			left = call("__pg_cast", t.pos, left.f, frag{syn(strLit(tn.name), tn.pos)})
+		case t.isPunct("["):
+			if pSub <= minPrec {
+				return left
+			}
+			left = r.subscript(left)
+		case t.isWord("collate"):
+			if pCollate <= minPrec {
+				return left
+			}
+			// Collations are ignored: COLLATE name is dropped.
+			r.i++
+			r.nameChainString()
+		case t.isWord("at") && r.peek(1).isWord("time") && r.peek(2).isWord("zone"):
+			if pAt <= minPrec {
+				return left
+			}
+			r.i += 3
+			right := r.parseExpr(pAt)
+			left = call("__pg_at_time_zone", t.pos, left.f, right.f)
+		case t.kind == tkOp || t.isWord("operator") && r.peek(1).isPunct("("):
+			op, n := r.operatorAt(r.i)
+			prec := binOpPrec(op)
+			if prec <= minPrec {
+				return left
+			}
+			r.i += n
+			if prec == pCmp && (r.tok().isWord("any") || r.tok().isWord("some") || r.tok().isWord("all")) && r.peek(1).isPunct("(") {
+				left = r.quantified(left, op, t)
+				continue
+			}
+			right := r.parseExpr(prec)
+			left = r.binop(op, t, left, right)
+		case t.isWord("and"), t.isWord("or"):
+			prec, lev := pAnd, levAnd
+			if t.val == "or" {
+				prec, lev = pOr, levOr
+			}
+			if prec <= minPrec {
+				return left
+			}
+			r.i++
+			right := r.parseExpr(prec)
+			f := append(append(wrap(left, lev), syn(strings.ToUpper(t.val), t.pos)), wrap(right, lev+1)...)
+			left = expr{f: f, lev: lev}
+		case t.isWord("is"), t.isWord("isnull"), t.isWord("notnull"):
+			if pIs <= minPrec {
+				return left
+			}
+			left = r.isExpr(left)
+		case t.isWord("not") && (r.peek(1).isWord("in") || r.peek(1).isWord("like") || r.peek(1).isWord("ilike") || r.peek(1).isWord("between") || r.peek(1).isWord("similar")),
+			t.isWord("in"), t.isWord("like"), t.isWord("ilike"), t.isWord("between"), t.isWord("similar") && r.peek(1).isWord("to"):
+			if pLike <= minPrec {
+				return left
+			}
+			left = r.predicate(left)
+		default:
+			return left
+		}
+	}
+}
+
+// operatorAt returns the operator at toks[i] (a plain operator token or
+// OPERATOR(schema.op)) and the number of tokens it spans.
+func (r *rewriter) operatorAt(i int) (string, int) {
+	t := r.toks[i]
+	if t.kind == tkOp {
+		return t.val, 1
+	}
+	// OPERATOR ( [schema .] op )
+	j := i + 2
+	for isName(r.toks[j]) && r.toks[j+1].isPunct(".") {
+		j += 2
+	}
+	if r.toks[j].kind != tkOp {
+		r.syntaxErr(r.toks[j])
+	}
+	if !r.toks[j+1].isPunct(")") {
+		r.syntaxErr(r.toks[j+1])
+	}
+	return r.toks[j].val, j + 2 - i
+}
+
+// binop builds a binary operator expression.
+func (r *rewriter) binop(op string, t token, l, rt expr) expr {
+	bin := func(text string, lev int) expr {
+		f := append(append(wrap(l, lev), syn(text, t.pos)), wrap(rt, lev+1)...)
+		return expr{f: f, lev: lev}
+	}
+	like := func(text string) expr {
+		f := append(append(wrap(l, levBitOr), syn(text, t.pos)), wrap(rt, levUnary)...)
+		return expr{f: f, lev: levPred}
+	}
+	switch op {
+	case "+", "-":
+		return bin(op, levAdd)
+	case "*", "/", "%":
+		return bin(op, levMul)
+	case "=", "<", ">", "<=", ">=", "<>":
+		return bin(op, levCmp)
+	case "!=":
+		return bin("<>", levCmp)
+	case "||":
+		return bin("||", levConcat)
+	case "&":
+		return bin("&", levBitAnd)
+	case "|":
+		return bin("|", levBitOr)
+	case "<<", ">>":
+		return bin(op, levShift)
+	case "#":
+		return bin("^", levBitXor)
+	case "^":
+		return call("power", t.pos, l.f, rt.f)
+	case "~":
+		return call("__pg_regex", t.pos, l.f, rt.f)
+	case "~*":
+		return call("__pg_regexi", t.pos, l.f, rt.f)
+	case "!~":
+		return not(call("__pg_regex", t.pos, l.f, rt.f), t.pos)
+	case "!~*":
+		return not(call("__pg_regexi", t.pos, l.f, rt.f), t.pos)
+	case "~~":
+		return like("LIKE")
+	case "!~~":
+		return like("NOT LIKE")
+	case "~~*":
+		return like("ILIKE")
+	case "!~~*":
+		return like("NOT ILIKE")
+	case "^@":
+		return call("starts_with", t.pos, l.f, rt.f)
+	}
+	if fn, ok := jsonOps[op]; ok {
+		return call(fn, t.pos, l.f, rt.f)
+	}
+	r.unsupported(t, "operator %s is not supported", op)
+	return expr{}
+}
+
+// jsonOps maps the JSON and array operators to marker functions.
+var jsonOps = map[string]string{
+	"->":  "__pg_json_get",
+	"->>": "__pg_json_get_text",
+	"#>":  "__pg_json_path",
+	"#>>": "__pg_json_path_text",
+	"@>":  "__pg_contains",
+	"<@":  "__pg_contained_by",
+	"?":   "__pg_json_exists",
+	"?|":  "__pg_json_exists_any",
+	"?&":  "__pg_json_exists_all",
+	"&&":  "__pg_overlap",
+	"#-":  "__pg_json_delete_path",
+}
+
+// quantified handles `left op ANY|SOME|ALL (subquery | array)`.
+func (r *rewriter) quantified(left expr, op string, opTok token) expr {
+	q := r.tok()
+	r.i++
+	n := r.peek(1)
+	isSub := n.isWord("select") || n.isWord("with") || n.isWord("values")
+	if isSub {
+		if op == "!=" {
+			op = "<>"
+		}
+		switch op {
+		case "=", "<", ">", "<=", ">=", "<>":
+		default:
+			r.unsupported(opTok, "operator %s is not supported with %s", op, strings.ToUpper(q.val))
+		}
+		kw := "ANY"
+		if q.val == "all" {
+			kw = "ALL"
+		}
+		f := append(wrap(left, levCmp), syn(op, opTok.pos), syn(kw, q.pos))
+		f = append(f, r.parenGroup(&level{atStart: true})...)
+		return expr{f: f, lev: levCmp}
+	}
+	r.expectPunct("(")
+	arr := r.parseExpr(0)
+	r.expectPunct(")")
+	fn := "__pg_any"
+	if q.val == "all" {
+		fn = "__pg_all"
+	}
+	return call(fn, q.pos, left.f, frag{syn(strLit(op), opTok.pos)}, arr.f)
+}
+
+// isExpr handles IS [NOT] NULL | TRUE | FALSE | UNKNOWN | DISTINCT FROM x,
+// ISNULL and NOTNULL.
+func (r *rewriter) isExpr(left expr) expr {
+	t := r.tok()
+	r.i++
+	switch t.val {
+	case "isnull":
+		return expr{f: append(wrap(left, levCmp), syn("IS NULL", t.pos)), lev: levCmp}
+	case "notnull":
+		return expr{f: append(wrap(left, levCmp), syn("IS NOT NULL", t.pos)), lev: levCmp}
+	}
+	neg := false
+	if r.tok().isWord("not") {
+		neg = true
+		r.i++
+	}
+	w := r.tok()
+	isText := "IS"
+	if neg {
+		isText = "IS NOT"
+	}
+	switch {
+	case w.isWord("null"):
+		r.i++
+		return expr{f: append(wrap(left, levCmp), syn(isText+" NULL", t.pos)), lev: levCmp}
+	case w.isWord("true"), w.isWord("false"), w.isWord("unknown"):
+		r.i++
+		return expr{f: append(wrap(left, levCmp), syn(isText+" "+strings.ToUpper(w.val), t.pos)), lev: levIsBool}
+	case w.isWord("distinct"):
+		r.i++
+		r.expectWord("from")
+		right := r.parseExpr(pIs)
+		e := call("__pg_distinct", t.pos, left.f, right.f)
+		if neg {
+			return not(e, t.pos)
+		}
+		return e
+	case w.kind == tkIdent && (w.val == "document" || w.val == "normalized" || w.val == "of" || w.val == "json" || w.val == "nfc" || w.val == "nfd" || w.val == "nfkc" || w.val == "nfkd"):
+		r.unsupported(w, "IS %s is not supported", strings.ToUpper(w.val))
+	}
+	r.syntaxErr(w)
+	return expr{}
+}
+
+// predicate handles [NOT] IN / LIKE / ILIKE / BETWEEN / SIMILAR TO.
+func (r *rewriter) predicate(left expr) expr {
+	start := r.tok()
+	neg := false
+	if start.isWord("not") {
+		neg = true
+		r.i++
+	}
+	t := r.tok()
+	r.i++
+	notText := ""
+	if neg {
+		notText = "NOT "
+	}
+	switch t.val {
+	case "in":
+		if !r.tok().isPunct("(") {
+			r.syntaxErr(r.tok())
+		}
+		f := append(wrap(left, levBitOr), syn(notText+"IN", t.pos))
+		f = append(f, r.parenGroup(&level{atStart: true})...)
+		return expr{f: f, lev: levPred}
+	case "like", "ilike":
+		if r.tok().isWord("any") || r.tok().isWord("all") || r.tok().isWord("some") {
+			r.unsupported(r.tok(), "%s %s is not supported", strings.ToUpper(t.val), strings.ToUpper(r.tok().val))
+		}
+		right := r.parseExpr(pLike)
+		f := append(wrap(left, levBitOr), syn(notText+strings.ToUpper(t.val), t.pos))
+		f = append(f, wrap(right, levUnary)...)
+		if r.tok().isWord("escape") {
+			e := r.tok()
+			r.i++
+			esc := r.tok()
+			if esc.kind != tkString {
+				r.unsupported(esc, "ESCAPE must be a string literal")
+			}
+			f = append(f, syn("ESCAPE", e.pos), r.stringPiece(esc))
+			r.i++
+		}
+		return expr{f: f, lev: levPred}
+	case "similar":
+		r.expectWord("to")
+		right := r.parseExpr(pLike)
+		args := []frag{left.f, right.f}
+		if r.tok().isWord("escape") {
+			r.i++
+			args = append(args, r.parseExpr(pLike).f)
+		}
+		e := call("__pg_similar", t.pos, args...)
+		if neg {
+			return not(e, start.pos)
+		}
+		return e
+	case "between":
+		sym := false
+		if r.tok().isWord("symmetric") {
+			sym = true
+			r.i++
+		} else if r.tok().isWord("asymmetric") {
+			r.i++
+		}
+		lo := r.parseExpr(pLike)
+		and := r.expectWord("and")
+		hi := r.parseExpr(pLike)
+		if sym {
+			e := call("__pg_between_symmetric", t.pos, left.f, lo.f, hi.f)
+			if neg {
+				return not(e, start.pos)
+			}
+			return e
+		}
+		f := append(wrap(left, levBitOr), syn(notText+"BETWEEN", t.pos))
+		f = append(f, wrap(lo, levBitOr)...)
+		f = append(f, syn("AND", and.pos))
+		f = append(f, wrap(hi, levPred)...)
+		return expr{f: f, lev: levPred}
+	}
+	r.syntaxErr(t)
+	return expr{}
+}
+
+// subscript handles expr[i] and expr[i:j].
+func (r *rewriter) subscript(left expr) expr {
+	open := r.expectPunct("[")
+	var lo, hi frag
+	slice := false
+	if !r.tok().isPunct(":") {
+		lo = r.parseExpr(0).f
+	}
+	if r.tok().isPunct(":") {
+		slice = true
+		r.i++
+		if !r.tok().isPunct("]") {
+			hi = r.parseExpr(0).f
+		}
+	}
+	r.expectPunct("]")
+	if !slice {
+		return call("__pg_subscript", open.pos, left.f, lo)
+	}
+	null := frag{syn("NULL", open.pos)}
+	if lo == nil {
+		lo = null
+	}
+	if hi == nil {
+		hi = null
+	}
+	return call("__pg_slice", open.pos, left.f, lo, hi)
+}
+
+// prefix parses a prefix operator expression or a primary.
+func (r *rewriter) prefix() expr {
+	t := r.tok()
+	if t.isWord("not") {
+		r.i++
+		return not(r.parseExpr(pNot), t.pos)
+	}
+	if t.kind == tkOp {
+		switch t.val {
+		case "-", "+", "~":
+			r.i++
+			operand := r.parseExpr(pUnary)
+			return expr{f: frag{syn(t.val, t.pos), group(wrap(operand, levUnary))}, lev: levUnary}
+		case "@":
+			r.i++
+			return call("abs", t.pos, r.parseExpr(pUnary).f)
+		case "|/":
+			r.i++
+			return call("sqrt", t.pos, r.parseExpr(pUnary).f)
+		case "||/":
+			r.i++
+			return call("cbrt", t.pos, r.parseExpr(pUnary).f)
+		}
+		r.syntaxErr(t)
+	}
+	return r.primary()
+}
+
+// stringPiece renders a string literal token.
+func (r *rewriter) stringPiece(t token) piece {
+	switch t.sub {
+	case strBit, strHex:
+		r.unsupported(t, "bit string literals are not supported")
+	}
+	if strings.IndexByte(t.val, 0) >= 0 {
+		r.fail(pgerror.New(pgcode.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00").WithPosition(charPos(r.src, t.pos)))
+	}
+	if !utf8.ValidString(t.val) {
+		r.fail(pgerror.New(pgcode.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\"").WithPosition(charPos(r.src, t.pos)))
+	}
+	if lit := strLit(t.val); t.sub == strStd && r.src[t.pos:t.end] == lit {
+		// plain literal: the text is the same for TiDB
+		return exact(t, r.src)
+	}
+	return syn(strLit(t.val), t.pos)
+}
+
+// primary parses a primary expression.
+func (r *rewriter) primary() expr {
+	t := r.tok()
+	switch t.kind {
+	case tkNumber:
+		r.i++
+		if strings.HasSuffix(t.val, ".") {
+			// TiDB's lexer misreads "5. AS x"; keep the literal in parentheses.
+			return prim(frag{syn("(", t.pos), exact(t, r.src), syn(")", t.pos)})
+		}
+		return prim(frag{exact(t, r.src)})
+	case tkString:
+		r.i++
+		return prim(frag{r.stringPiece(t)})
+	case tkParam:
+		r.i++
+		n, err := strconv.Atoi(t.val)
+		if err != nil || n < 1 {
+			r.fail(pgerror.New(pgcode.UndefinedParameter, "there is no parameter %s", r.src[t.pos:t.end]).WithPosition(charPos(r.src, t.pos)))
+		}
+		return call("__pg_param", t.pos, frag{syn(strconv.Itoa(n), t.pos)})
+	case tkPunct:
+		if t.isPunct("(") {
+			return prim(r.parenGroup(&level{atStart: true}))
+		}
+	case tkQIdent:
+		return r.nameOrCall()
+	case tkIdent:
+		return r.word()
+	}
+	r.syntaxErr(t)
+	return expr{}
+}
+
+// word parses a primary that starts with an unquoted word.
+func (r *rewriter) word() expr {
+	t := r.tok()
+	w := t.val
+	next := r.peek(1)
+	switch w {
+	case "true", "false", "null":
+		r.i++
+		return prim(frag{syn(strings.ToUpper(w), t.pos)})
+	case "default":
+		r.i++
+		return prim(frag{syn("DEFAULT", t.pos)})
+	case "case":
+		return r.caseExpr()
+	case "cast":
+		if next.isPunct("(") {
+			r.i += 2
+			e := r.parseExpr(0)
+			r.expectWord("as")
+			tn := r.typeName()
+			r.expectPunct(")")
+			return call("__pg_cast", t.pos, e.f, frag{syn(strLit(tn.name), tn.pos)})
+		}
+	case "array":
+		if next.isPunct("[") {
+			r.i++
+			return r.arrayLit(t.pos)
+		}
+		if next.isPunct("(") {
+			r.i++
+			return call("__pg_array_subquery", t.pos, r.parenGroup(&level{atStart: true}))
+		}
+	case "exists":
+		if next.isPunct("(") {
+			r.i++
+			f := frag{syn("EXISTS", t.pos)}
+			return prim(append(f, r.parenGroup(&level{atStart: true})...))
+		}
+	case "interval":
+		if next.kind == tkString || next.kind == tkNumber || next.isOp("-") && r.peek(2).kind == tkNumber {
+			return r.intervalLit()
+		}
+	case "extract":
+		if next.isPunct("(") {
+			return r.extractExpr()
+		}
+	case "substring":
+		if next.isPunct("(") {
+			return r.substringExpr()
+		}
+	case "position":
+		if next.isPunct("(") {
+			return r.positionExpr()
+		}
+	case "trim":
+		if next.isPunct("(") {
+			return r.trimExpr()
+		}
+	case "overlay":
+		if next.isPunct("(") {
+			return r.overlayExpr()
+		}
+	case "row":
+		if next.isPunct("(") {
+			r.i++
+			f := frag{syn("ROW", t.pos)}
+			return prim(append(f, r.parenGroup(&level{atStart: true})...))
+		}
+	case "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp":
+		r.i++
+		f := frag{syn(w, t.pos)}
+		if r.tok().isPunct("(") {
+			f = append(f, r.parenGroup(&level{})...)
+		}
+		return prim(f)
+	case "current_user", "session_user", "user", "current_role", "current_schema", "current_catalog":
+		if !next.isPunct("(") {
+			r.i++
+			name := w
+			if w == "user" {
+				name = "current_user"
+			}
+			return prim(frag{syn(name+"()", t.pos)})
+		}
+	}
+	if typeStartWords[w] {
+		if e, ok := r.typedLiteral(); ok {
+			return e
+		}
+	}
+	if pgReserved[w] && !exprKeywords[w] && !((w == "left" || w == "right") && next.isPunct("(")) {
+		r.syntaxErr(t)
+	}
+	return r.nameOrCall()
+}
+
+// typedLiteral parses `type 'string'` (a typed literal) if it is one.
+func (r *rewriter) typedLiteral() (expr, bool) {
+	save := r.i
+	tn, j, err := parseTypeName(r.src, r.toks, r.i)
+	if err != nil || r.toks[j].kind != tkString || r.toks[j].sub == strBit || r.toks[j].sub == strHex {
+		r.i = save
+		return expr{}, false
+	}
+	s := r.toks[j]
+	r.i = j + 1
+	return call("__pg_cast", tn.pos, frag{r.stringPiece(s)}, frag{syn(strLit(tn.name), tn.pos)}), true
+}
+
+// typeName parses a type name at the current token.
+func (r *rewriter) typeName() typeName {
+	tn, j, err := parseTypeName(r.src, r.toks, r.i)
+	if err != nil {
+		r.fail(err)
+	}
+	r.i = j
+	return tn
+}
+
+// nameOrCall parses a column reference a.b.c (or a.*) or a function call.
+func (r *rewriter) nameOrCall() expr {
+	var parts []token
+	parts = append(parts, r.tok())
+	r.i++
+	star := false
+	for r.tok().isPunct(".") {
+		n := r.peek(1)
+		if isName(n) {
+			parts = append(parts, n)
+			r.i += 2
+			continue
+		}
+		if n.isOp("*") {
+			star = true
+			r.i += 2
+		}
+		break
+	}
+	if !star && r.tok().isPunct("(") {
+		return r.funcCall(parts)
+	}
+	var f frag
+	for k, p := range parts {
+		if k > 0 {
+			f = append(f, syn(".", p.pos))
+		}
+		f = append(f, identPiece(p))
+	}
+	if star {
+		f = append(f, syn(".", parts[len(parts)-1].end), syn("*", parts[len(parts)-1].end))
+	}
+	return prim(f)
+}
+
+// funcName renders a function name. pg_catalog is dropped; unquoted names
+// stay unquoted (TiDB parses builtins such as count() by keyword) unless
+// TiDB reserves the word.
+func funcName(parts []token) string {
+	if len(parts) > 1 && parts[0].kind == tkIdent && parts[0].val == "pg_catalog" {
+		parts = parts[1:]
+	}
+	var sb strings.Builder
+	for k, p := range parts {
+		if k > 0 {
+			sb.WriteByte('.')
+		}
+		last := k == len(parts)-1
+		switch {
+		case !last:
+			sb.WriteString(quoteIdent(p.val))
+		case p.kind == tkQIdent:
+			sb.WriteString(quoteIdent(p.val))
+		case len(parts) == 1 && tidbReserved[p.val] && !tidbFuncKeywords[p.val]:
+			sb.WriteString(quoteIdent(p.val))
+		default:
+			sb.WriteString(p.val)
+		}
+	}
+	return sb.String()
+}
+
+// funcCall parses the argument list and trailing clauses of a call.
+func (r *rewriter) funcCall(parts []token) expr {
+	name := funcName(parts)
+	pos := parts[0].pos
+	r.expectPunct("(")
+	f := frag{syn(name+"(", pos)}
+	var order []orderItem
+	distinctMarker := false
+	if r.tok().isOp("*") {
+		f = append(f, exact(r.tok(), r.src))
+		r.i++
+	} else if !r.tok().isPunct(")") {
+		if r.tok().isWord("distinct") {
+			// TiDB takes DISTINCT only in its own aggregates; others get
+			// the marker __pg_agg_distinct(agg(args)).
+			if tidbDistinctAggs[name] {
+				f = append(f, syn("DISTINCT", r.tok().pos))
+			} else {
+				distinctMarker = true
+			}
+			r.i++
+		} else if r.tok().isWord("all") {
+			r.i++
+		}
+		for k := 0; ; k++ {
+			if r.tok().isWord("variadic") {
+				r.unsupported(r.tok(), "VARIADIC is not supported")
+			}
+			if isName(r.tok()) && (r.peek(1).isOp("=>") || r.peek(1).isOp(":=")) {
+				r.unsupported(r.tok(), "named function arguments are not supported")
+			}
+			if k > 0 {
+				f = append(f, syn(",", r.toks[r.i-1].pos))
+			}
+			f = append(f, r.parseExpr(0).f...)
+			if r.tok().isPunct(",") {
+				r.i++
+				continue
+			}
+			break
+		}
+		if r.tok().isWord("order") && r.peek(1).isWord("by") {
+			r.i += 2
+			order = r.orderItems()
+		}
+	}
+	c := r.tok()
+	if !c.isPunct(")") {
+		r.syntaxErr(c)
+	}
+	r.i++
+	f = append(f, syn(")", c.pos))
+	e := prim(f)
+	if distinctMarker {
+		e = call("__pg_agg_distinct", pos, e.f)
+	}
+	if r.tok().isWord("within") && r.peek(1).isWord("group") && r.peek(2).isPunct("(") {
+		if order != nil {
+			r.unsupported(r.tok(), "cannot use multiple ORDER BY clauses with WITHIN GROUP")
+		}
+		r.i += 3
+		r.expectWord("order")
+		r.expectWord("by")
+		order = r.orderItems()
+		r.expectPunct(")")
+	}
+	if order != nil {
+		args := []frag{e.f}
+		for _, it := range order {
+			dir := "asc"
+			if it.desc {
+				dir = "desc"
+			}
+			switch it.nulls {
+			case 1:
+				dir += " nulls first"
+			case 2:
+				dir += " nulls last"
+			}
+			args = append(args, it.e.f, frag{syn(strLit(dir), it.pos)})
+		}
+		e = call("__pg_agg_order", pos, args...)
+	}
+	var filter *expr
+	if r.tok().isWord("filter") && r.peek(1).isPunct("(") {
+		r.i += 2
+		r.expectWord("where")
+		cond := r.parseExpr(0)
+		r.expectPunct(")")
+		filter = &cond
+	}
+	if r.tok().isWord("over") {
+		if order != nil {
+			r.unsupported(r.tok(), "ORDER BY in the arguments of a window function is not supported")
+		}
+		ot := r.tok()
+		r.i++
+		e.f = append(e.f, syn("OVER", ot.pos))
+		if isName(r.tok()) {
+			e.f = append(e.f, identPiece(r.tok()))
+			r.i++
+		} else {
+			e.f = append(e.f, r.parenGroup(&level{window: true})...)
+		}
+	}
+	if filter != nil {
+		e = call("__pg_filter", pos, e.f, filter.f)
+	}
+	return e
+}
+
+// tidbDistinctAggs are the aggregates whose DISTINCT TiDB parses itself.
+var tidbDistinctAggs = wordSet("count sum avg min max")
+
+// caseExpr parses CASE ... END.
+func (r *rewriter) caseExpr() expr {
+	t := r.expectWord("case")
+	f := frag{syn("CASE", t.pos)}
+	if !r.tok().isWord("when") {
+		f = append(f, r.parseExpr(0).f...)
+	}
+	if !r.tok().isWord("when") {
+		r.syntaxErr(r.tok())
+	}
+	for r.tok().isWord("when") {
+		w := r.tok()
+		r.i++
+		f = append(f, syn("WHEN", w.pos))
+		f = append(f, r.parseExpr(0).f...)
+		th := r.expectWord("then")
+		f = append(f, syn("THEN", th.pos))
+		f = append(f, r.parseExpr(0).f...)
+	}
+	if r.tok().isWord("else") {
+		e := r.tok()
+		r.i++
+		f = append(f, syn("ELSE", e.pos))
+		f = append(f, r.parseExpr(0).f...)
+	}
+	end := r.expectWord("end")
+	return prim(append(f, syn("END", end.pos)))
+}
+
+// arrayLit parses [a, b, ...] (after ARRAY, or nested) into __pg_array.
+func (r *rewriter) arrayLit(pos int) expr {
+	r.expectPunct("[")
+	var args []frag
+	for !r.tok().isPunct("]") {
+		if r.tok().isPunct("[") {
+			args = append(args, r.arrayLit(r.tok().pos).f)
+		} else {
+			args = append(args, r.parseExpr(0).f)
+		}
+		if r.tok().isPunct(",") {
+			r.i++
+			continue
+		}
+		if !r.tok().isPunct("]") {
+			r.syntaxErr(r.tok())
+		}
+	}
+	r.i++
+	return call("__pg_array", pos, args...)
+}
+
+// intervalLit parses INTERVAL 'text' [fields] into __pg_interval('text').
+func (r *rewriter) intervalLit() expr {
+	t := r.expectWord("interval")
+	v := r.tok()
+	var text string
+	switch v.kind {
+	case tkString:
+		if v.sub == strBit || v.sub == strHex {
+			r.unsupported(v, "bit string literals are not supported")
+		}
+		text = v.val
+		r.i++
+	case tkNumber:
+		text = v.val
+		r.i++
+	default: // '-' number
+		text = "-" + r.peek(1).val
+		r.i += 2
+	}
+	field := ""
+	if f := r.tok(); f.kind == tkIdent && isIntervalField(unplural(f.val)) {
+		field = unplural(f.val)
+		r.i++
+		if r.tok().isPunct("(") && r.peek(1).kind == tkNumber && r.peek(2).isPunct(")") {
+			r.i += 3
+		}
+		if r.tok().isWord("to") && isIntervalField(r.peek(1).val) {
+			field = r.peek(1).val
+			r.i += 2
+			if r.tok().isPunct("(") && r.peek(1).kind == tkNumber && r.peek(2).isPunct(")") {
+				r.i += 3
+			}
+		}
+	}
+	if field != "" && isPlainNumber(strings.TrimSpace(text)) {
+		text = strings.TrimSpace(text) + " " + field
+	}
+	return call("__pg_interval", t.pos, frag{syn(strLit(text), v.pos)})
+}
+
+// frameInterval handles INTERVAL '1' HOUR (or INTERVAL '1 hour') as a
+// RANGE frame offset in a window spec, emitted in TiDB's own frame syntax
+// INTERVAL '1' HOUR (ast.FrameBound with Expr and Unit).
+func (r *rewriter) frameInterval() frag {
+	t := r.expectWord("interval")
+	v := r.tok()
+	r.i++
+	num, field := strings.TrimSpace(v.val), ""
+	if f := r.tok(); f.kind == tkIdent && isIntervalField(unplural(f.val)) {
+		field = unplural(f.val)
+		r.i++
+	} else if parts := strings.Fields(num); len(parts) == 2 && isIntervalField(unplural(strings.ToLower(parts[1]))) {
+		num, field = parts[0], unplural(strings.ToLower(parts[1]))
+	}
+	if field == "" || !isPlainNumber(num) {
+		r.unsupported(t, "this INTERVAL is not supported as a window frame offset")
+	}
+	return frag{syn("INTERVAL", t.pos), syn(strLit(num), v.pos), syn(strings.ToUpper(field), v.pos)}
+}
+
+// unplural accepts the MySQL-style plural field names (DAYS, HOURS, ...).
+func unplural(w string) string {
+	switch w {
+	case "years", "months", "days", "hours", "minutes", "seconds":
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+func isPlainNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '-' || s[0] == '+' {
+		s = s[1:]
+	}
+	digits, dot := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case isDigit(s[i]):
+			digits++
+		case s[i] == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// extractExpr parses extract(field FROM expr) into __pg_extract('field', expr).
+func (r *rewriter) extractExpr() expr {
+	t := r.expectWord("extract")
+	r.expectPunct("(")
+	fld := r.tok()
+	if fld.kind != tkIdent && fld.kind != tkString && fld.kind != tkQIdent {
+		r.syntaxErr(fld)
+	}
+	r.i++
+	r.expectWord("from")
+	e := r.parseExpr(0)
+	r.expectPunct(")")
+	return call("__pg_extract", t.pos, frag{syn(strLit(strings.ToLower(fld.val)), fld.pos)}, e.f)
+}
+
+// substringExpr parses substring(s FROM a FOR b) and its variants into
+// substring(s, a[, b]).
+func (r *rewriter) substringExpr() expr {
+	t := r.expectWord("substring")
+	r.expectPunct("(")
+	s := r.parseExpr(0)
+	var from, forr frag
+	switch {
+	case r.tok().isPunct(","):
+		args := []frag{s.f}
+		for r.tok().isPunct(",") {
+			r.i++
+			args = append(args, r.parseExpr(0).f)
+		}
+		r.expectPunct(")")
+		return call("substring", t.pos, args...)
+	case r.tok().isWord("similar"):
+		r.unsupported(r.tok(), "substring(... SIMILAR ...) is not supported")
+	}
+	for k := 0; k < 2; k++ {
+		if r.tok().isWord("from") && from == nil {
+			r.i++
+			from = r.parseExpr(0).f
+		} else if r.tok().isWord("for") && forr == nil {
+			r.i++
+			forr = r.parseExpr(0).f
+		}
+	}
+	r.expectPunct(")")
+	if from == nil && forr == nil {
+		return call("substring", t.pos, s.f)
+	}
+	if from == nil {
+		from = frag{syn("1", t.pos)}
+	}
+	if forr == nil {
+		return call("substring", t.pos, s.f, from)
+	}
+	return call("substring", t.pos, s.f, from, forr)
+}
+
+// positionExpr parses position(a IN b) into __pg_position(a, b).
+func (r *rewriter) positionExpr() expr {
+	t := r.expectWord("position")
+	r.expectPunct("(")
+	a := r.parseExpr(pLike)
+	r.expectWord("in")
+	b := r.parseExpr(0)
+	r.expectPunct(")")
+	return call("__pg_position", t.pos, a.f, b.f)
+}
+
+// trimExpr parses trim([BOTH|LEADING|TRAILING] [chars] FROM s) and the
+// comma forms.
+func (r *rewriter) trimExpr() expr {
+	t := r.expectWord("trim")
+	r.expectPunct("(")
+	dir := ""
+	if w := r.tok(); w.isWord("both") || w.isWord("leading") || w.isWord("trailing") {
+		dir = strings.ToUpper(w.val)
+		r.i++
+	}
+	var chars, s frag
+	if r.tok().isWord("from") {
+		r.i++
+		s = r.parseExpr(0).f
+	} else {
+		first := r.parseExpr(0).f
+		switch {
+		case r.tok().isWord("from"):
+			r.i++
+			chars = first
+			s = r.parseExpr(0).f
+		case r.tok().isPunct(","):
+			r.i++
+			second := r.parseExpr(0).f
+			r.expectPunct(")")
+			fn := "btrim"
+			switch dir {
+			case "LEADING":
+				fn = "ltrim"
+			case "TRAILING":
+				fn = "rtrim"
+			}
+			return call(fn, t.pos, first, second)
+		default:
+			s = first
+		}
+	}
+	r.expectPunct(")")
+	f := frag{syn("trim(", t.pos)}
+	if dir != "" || chars != nil {
+		if dir != "" {
+			f = append(f, syn(dir, t.pos))
+		}
+		f = append(f, chars...)
+		f = append(f, syn("FROM", t.pos))
+	}
+	f = append(f, s...)
+	return prim(append(f, syn(")", t.pos)))
+}
+
+// overlayExpr parses overlay(a PLACING b FROM c [FOR d]) into
+// __pg_overlay(a, b, c[, d]).
+func (r *rewriter) overlayExpr() expr {
+	t := r.expectWord("overlay")
+	r.expectPunct("(")
+	a := r.parseExpr(0)
+	if r.tok().isPunct(",") {
+		args := []frag{a.f}
+		for r.tok().isPunct(",") {
+			r.i++
+			args = append(args, r.parseExpr(0).f)
+		}
+		r.expectPunct(")")
+		return call("__pg_overlay", t.pos, args...)
+	}
+	r.expectWord("placing")
+	b := r.parseExpr(0)
+	r.expectWord("from")
+	c := r.parseExpr(0)
+	args := []frag{a.f, b.f, c.f}
+	if r.tok().isWord("for") {
+		r.i++
+		args = append(args, r.parseExpr(0).f)
+	}
+	r.expectPunct(")")
+	return call("__pg_overlay", t.pos, args...)
+}
+
+// ---------------------------------------------------------------------
+// Rendering
+
+// seg maps a run of output text back to the user's text.
+type seg struct {
+	out, pos, n int
+	exact       bool
+}
+
+// rendered is rewritten text with its position map.
+type rendered struct {
+	text   string
+	segs   []seg
+	params map[int]int // offset of a '?' marker -> parameter number
+	term   token       // the EOF token of the statement (its end)
+}
+
+// render joins pieces with single spaces where TiDB's lexer needs them.
+func render(f frag, term token) rendered {
+	w := &renderer{params: map[int]int{}}
+	w.frag(f)
+	return rendered{text: w.sb.String(), segs: w.segs, params: w.params, term: term}
+}
+
+type renderer struct {
+	sb        strings.Builder
+	segs      []seg
+	params    map[int]int
+	prev      byte
+	prevPiece string
+}
+
+func (w *renderer) frag(f frag) {
+	for _, p := range f {
+		if p.sub != nil {
+			w.frag(p.sub)
+			continue
+		}
+		if p.s == "" {
+			continue
+		}
+		first := p.s[0]
+		if w.sb.Len() > 0 && w.prev != '(' && w.prevPiece != "." && w.prev != '[' &&
+			first != ')' && first != ',' && p.s != "." && first != '(' && first != ']' {
+			w.sb.WriteByte(' ')
+		}
+		if p.param > 0 {
+			w.params[w.sb.Len()] = p.param
+		}
+		w.segs = append(w.segs, seg{out: w.sb.Len(), pos: p.pos, n: len(p.s), exact: p.exact})
+		w.sb.WriteString(p.s)
+		w.prev = p.s[len(p.s)-1]
+		w.prevPiece = p.s
+	}
+}
+
+// origPos maps an offset in the rewritten text to one in the user's text.
+// The second result is false when off is at the end of the rewritten text.
+func (rd rendered) origPos(off int) (int, bool) {
+	if off >= len(rd.text) || len(rd.segs) == 0 {
+		return rd.term.pos, false
+	}
+	k := sort.Search(len(rd.segs), func(i int) bool { return rd.segs[i].out > off }) - 1
+	if k < 0 {
+		k = 0
+	}
+	s := rd.segs[k]
+	if s.exact && off-s.out < s.n {
+		return s.pos + off - s.out, true
+	}
+	return s.pos, true
+}

@@ -1,0 +1,279 @@
+package parser
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/sql/types"
+)
+
+// Statement is one parsed SQL statement.
+type Statement interface {
+	// Text returns the statement's own original text (without the
+	// terminating semicolon).
+	Text() string
+}
+
+// stmtText implements Statement.Text for every statement type.
+type stmtText struct{ text string }
+
+// Text returns the statement's original text.
+func (s *stmtText) Text() string { return s.text }
+
+func (s *stmtText) setText(t string) { s.text = t }
+
+type textSetter interface{ setText(string) }
+
+// Query is a statement the TiDB parser parsed from the rewritten text:
+// SELECT, set operations, WITH, VALUES, INSERT, UPDATE and DELETE.
+type Query struct {
+	stmtText
+	// Node is the TiDB AST of the rewritten statement.
+	Node ast.StmtNode
+	// Rewritten is the text handed to the TiDB parser.
+	Rewritten string
+	// TableFuncs maps the placeholder table names (__pg_tumble__1, ...)
+	// that stand for table functions in FROM to the original calls.
+	TableFuncs map[string]TableFunc
+	// NullsOrder has one entry per ORDER BY item (ast.ByItem of an
+	// ast.OrderByClause, including window ORDER BYs) in the order an
+	// ast.Visitor enters them: 0 = default, 1 = NULLS FIRST, 2 = NULLS
+	// LAST. Use Nulls to look an item up.
+	NullsOrder []int
+	// ColumnAliases holds the column alias lists of FROM items written
+	// as `AS alias(col, ...)`.
+	ColumnAliases map[*ast.TableSource][]string
+	nulls         map[*ast.ByItem]int
+}
+
+// Nulls returns the NULLS ordering of an ORDER BY item of q: 0 = default,
+// 1 = NULLS FIRST, 2 = NULLS LAST.
+func (q *Query) Nulls(item *ast.ByItem) int { return q.nulls[item] }
+
+// TableFunc is a table function call in FROM (TUMBLE, HOP, SESSION,
+// generate_series, unnest, ...), replaced in the TiDB text by a table name.
+type TableFunc struct {
+	// Name is the function name, lower-cased (schema dropped if pg_catalog).
+	Name string
+	// Args are the call's arguments. For TUMBLE/HOP the first is the
+	// relation, as an *ast.ColumnNameExpr.
+	Args []ast.ExprNode
+}
+
+// Options is an ordered list of WITH (...) or FORMAT ... ENCODE ... (...)
+// options.
+type Options []Option
+
+// Option is one key = value option. Key is lower-cased dotted words; Value
+// is the string literal's contents, the number's text or the bare word.
+type Option struct {
+	Key, Value string
+}
+
+// Get returns the value of key (lower-case) and whether it is present.
+func (o Options) Get(key string) (string, bool) {
+	for _, op := range o {
+		if op.Key == key {
+			return op.Value, true
+		}
+	}
+	return "", false
+}
+
+// ColumnDef is a column of CREATE TABLE or CREATE SOURCE.
+type ColumnDef struct {
+	Name       string
+	Type       types.T
+	NotNull    bool
+	PrimaryKey bool
+	// Default is the DEFAULT expression, nil if none.
+	Default ast.ExprNode
+}
+
+// Watermark is `WATERMARK FOR col AS expr`.
+type Watermark struct {
+	Column string
+	Expr   ast.ExprNode
+}
+
+// Include is a RisingWave `INCLUDE what [AS alias]` clause of CREATE SOURCE
+// or CREATE TABLE: What is key, partition, offset, timestamp, header, ...
+type Include struct {
+	What, Alias string
+}
+
+// CreateTable is CREATE TABLE, possibly with a connector (WITH (connector =
+// ...)) and FORMAT ... ENCODE ....
+type CreateTable struct {
+	stmtText
+	Name          string
+	Columns       []ColumnDef
+	PrimaryKey    []string
+	IfNotExists   bool
+	Watermark     *Watermark
+	With          Options
+	Format        string
+	Encode        string
+	FormatOptions Options
+	Includes      []Include
+	AppendOnly    bool
+}
+
+// CreateSource is CREATE SOURCE.
+type CreateSource struct {
+	stmtText
+	Name          string
+	Columns       []ColumnDef
+	PrimaryKey    []string
+	Watermark     *Watermark
+	With          Options
+	Format        string
+	Encode        string
+	FormatOptions Options
+	Includes      []Include
+	IfNotExists   bool
+}
+
+// CreateMaterializedView is CREATE MATERIALIZED VIEW name AS query [EMIT ON
+// WINDOW CLOSE].
+type CreateMaterializedView struct {
+	stmtText
+	Name string
+	// Query is the TiDB AST of the query (Parsed.Node).
+	Query ast.StmtNode
+	// QueryText is the original text of the query.
+	QueryText         string
+	IfNotExists       bool
+	EmitOnWindowClose bool
+	// Parsed is the query with the rewriter's side tables (TableFuncs,
+	// NullsOrder, ColumnAliases).
+	Parsed *Query
+}
+
+// CreateView is CREATE [OR REPLACE] VIEW name [(columns)] AS query.
+type CreateView struct {
+	stmtText
+	Name              string
+	Query             ast.StmtNode
+	QueryText         string
+	IfNotExists       bool
+	EmitOnWindowClose bool
+	OrReplace         bool
+	// Columns are the optional column names.
+	Columns []string
+	Parsed  *Query
+}
+
+// CreateSink is CREATE SINK name FROM relation | AS query WITH (...)
+// [FORMAT ... ENCODE ... (...)].
+type CreateSink struct {
+	stmtText
+	Name string
+	// From is the relation of `FROM x` ("" when AS query).
+	From string
+	// Query and QueryText are set for `AS query`.
+	Query         ast.StmtNode
+	QueryText     string
+	With          Options
+	Format        string
+	Encode        string
+	FormatOptions Options
+	IfNotExists   bool
+	Parsed        *Query
+}
+
+// FuncArg is an argument of CREATE FUNCTION; Name is "" when unnamed.
+type FuncArg struct {
+	Name string
+	Type types.T
+}
+
+// CreateFunction is CREATE [OR REPLACE] FUNCTION.
+type CreateFunction struct {
+	stmtText
+	Name      string
+	Args      []FuncArg
+	Returns   types.T
+	Language  string // lower-cased; "sql" when absent
+	Body      string
+	OrReplace bool
+	// BodyExpr is the expression of a SQL body that is `SELECT expr`,
+	// `RETURN expr` or a bare expression.
+	BodyExpr ast.ExprNode
+}
+
+// Drop is DROP TABLE | SOURCE | MATERIALIZED VIEW | VIEW | SINK | FUNCTION.
+type Drop struct {
+	stmtText
+	Kind     string
+	Names    []string
+	IfExists bool
+	Cascade  bool
+}
+
+// Show is SHOW TABLES | SOURCES | MATERIALIZED VIEWS | VIEWS | SINKS |
+// FUNCTIONS | ALL (What is that upper-case word or phrase) or SHOW setting
+// (What is the lower-cased setting name, e.g. "timezone",
+// "transaction_isolation").
+type Show struct {
+	stmtText
+	What string
+}
+
+// ShowCreate is SHOW CREATE TABLE | SOURCE | MATERIALIZED VIEW | VIEW |
+// SINK name.
+type ShowCreate struct {
+	stmtText
+	Kind, Name string
+}
+
+// Set is SET [SESSION | LOCAL] name {= | TO} value, SET TIME ZONE (Name
+// "timezone"), SET SESSION CHARACTERISTICS AS TRANSACTION ... (Name
+// "transaction_characteristics"), SET TRANSACTION ... (Name "transaction"),
+// SET NAMES (Name "client_encoding") and RESET name | ALL (Default set,
+// Name "all" for RESET ALL). Default is also set for `SET x TO DEFAULT`.
+type Set struct {
+	stmtText
+	Name    string
+	Value   string
+	Local   bool
+	Default bool
+}
+
+// Describe is DESCRIBE name / DESC name.
+type Describe struct {
+	stmtText
+	Name string
+}
+
+// Explain is EXPLAIN [ANALYZE] [VERBOSE] [(options)] statement.
+type Explain struct {
+	stmtText
+	Stmt    Statement
+	Analyze bool
+	Verbose bool
+}
+
+// Flush is FLUSH.
+type Flush struct{ stmtText }
+
+// Begin is BEGIN [TRANSACTION | WORK] ... or START TRANSACTION ....
+type Begin struct {
+	stmtText
+	ReadOnly bool
+}
+
+// Commit is COMMIT or END.
+type Commit struct{ stmtText }
+
+// Rollback is ROLLBACK or ABORT.
+type Rollback struct{ stmtText }
+
+// Discard is DISCARD ALL | PLANS | SEQUENCES | TEMP.
+type Discard struct{ stmtText }
+
+// Deallocate is DEALLOCATE [PREPARE] name | ALL (All set, Name "").
+type Deallocate struct {
+	stmtText
+	Name string
+	All  bool
+}

@@ -1,0 +1,378 @@
+package parser
+
+import (
+	"strconv"
+	"strings"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// typeName is a parsed Postgres type name.
+type typeName struct {
+	// name is the normalised spelling: the canonical name (T.String()) for a
+	// supported type, else the words as written (lower-cased, schema
+	// pg_catalog dropped) with their modifiers and array brackets.
+	name string
+	t    types.T
+	err  error // why the type is not supported (nil if it is)
+	pos  int   // byte offset of the first token
+	end  int   // byte offset after the last token
+}
+
+// ParseType parses a Postgres type name such as "bigint", "numeric(12,2)",
+// "character varying(10)", "double precision", "timestamp with time zone"
+// or "text[]". It accepts every name that types.T.String returns. Unknown
+// names fail with 42704, known but unsupported ones with 0A000.
+func ParseType(s string) (types.T, error) {
+	toks, err := lex(s)
+	if err != nil {
+		return types.TUnknown, err
+	}
+	tn, i, err := parseTypeName(s, toks, 0)
+	if err != nil {
+		return types.TUnknown, err
+	}
+	if toks[i].kind != tkEOF {
+		return types.TUnknown, pgerror.New(pgcode.Syntax, "syntax error at or near \"%s\" in type name \"%s\"", s[toks[i].pos:toks[i].end], s)
+	}
+	if tn.err != nil {
+		return types.TUnknown, tn.err
+	}
+	return tn.t, nil
+}
+
+// parseTypeName parses a type name starting at toks[i] and returns it with
+// the index of the first token after it. err is a syntax error; a
+// well-formed but unsupported type has typeName.err set instead.
+func parseTypeName(src string, toks []token, i int) (typeName, int, error) {
+	tn := typeName{pos: toks[i].pos}
+	t := toks[i]
+	if t.kind != tkIdent && t.kind != tkQIdent {
+		return tn, i, syntaxErrAt(src, t.pos, "%s", nearMsg(src, t))
+	}
+	// schema qualification
+	if toks[i+1].isPunct(".") && (toks[i+2].kind == tkIdent || toks[i+2].kind == tkQIdent) {
+		schema := t.val
+		i += 2
+		t = toks[i]
+		if schema != "pg_catalog" {
+			tn.name = schema + "." + t.val
+		}
+	}
+	var words []string
+	quoted := t.kind == tkQIdent
+	words = append(words, t.val)
+	i++
+	if !quoted {
+		switch t.val {
+		case "double":
+			if toks[i].isWord("precision") {
+				words = append(words, "precision")
+				i++
+			}
+		case "character", "char", "national":
+			if t.val == "national" && (toks[i].isWord("character") || toks[i].isWord("char")) {
+				words = append(words, toks[i].val)
+				i++
+			}
+			if toks[i].isWord("varying") {
+				words = append(words, "varying")
+				i++
+			}
+		case "bit":
+			if toks[i].isWord("varying") {
+				words = append(words, "varying")
+				i++
+			}
+		}
+	}
+	// modifiers
+	var mods []int
+	if toks[i].isPunct("(") {
+		j := i + 1
+		for {
+			neg := false
+			if toks[j].isOp("-") {
+				neg = true
+				j++
+			}
+			if toks[j].kind != tkNumber {
+				return tn, i, syntaxErrAt(src, toks[j].pos, "%s", nearMsg(src, toks[j]))
+			}
+			n, err := strconv.Atoi(toks[j].val)
+			if err != nil {
+				return tn, i, syntaxErrAt(src, toks[j].pos, "invalid type modifier \"%s\"", toks[j].val)
+			}
+			if neg {
+				n = -n
+			}
+			mods = append(mods, n)
+			j++
+			if toks[j].isPunct(",") {
+				j++
+				continue
+			}
+			if toks[j].isPunct(")") {
+				j++
+				break
+			}
+			return tn, i, syntaxErrAt(src, toks[j].pos, "%s", nearMsg(src, toks[j]))
+		}
+		i = j
+	}
+	// WITH / WITHOUT TIME ZONE
+	tz := ""
+	if !quoted && (words[0] == "timestamp" || words[0] == "time") && len(words) == 1 &&
+		(toks[i].isWord("with") || toks[i].isWord("without")) && toks[i+1].isWord("time") && toks[i+2].isWord("zone") {
+		tz = toks[i].val
+		i += 3
+	}
+	// interval fields (ignored)
+	if !quoted && words[0] == "interval" && len(mods) == 0 {
+		if isIntervalField(toks[i].val) && toks[i].kind == tkIdent {
+			i++
+			if toks[i].isWord("to") && isIntervalField(toks[i+1].val) {
+				i += 2
+			}
+			if toks[i].isPunct("(") && toks[i+1].kind == tkNumber && toks[i+2].isPunct(")") {
+				i += 3
+			}
+		}
+	}
+	// array suffixes
+	dims := 0
+	for {
+		if toks[i].isPunct("[") {
+			j := i + 1
+			if toks[j].kind == tkNumber {
+				j++
+			}
+			if !toks[j].isPunct("]") {
+				return tn, i, syntaxErrAt(src, toks[j].pos, "%s", nearMsg(src, toks[j]))
+			}
+			i = j + 1
+			dims++
+			continue
+		}
+		if toks[i].isWord("array") {
+			i++
+			if toks[i].isPunct("[") && toks[i+1].kind == tkNumber && toks[i+2].isPunct("]") {
+				i += 3
+			}
+			dims++
+			continue
+		}
+		break
+	}
+	tn.end = toks[i-1].end
+
+	// spelling
+	var sb strings.Builder
+	if tn.name != "" {
+		sb.WriteString(tn.name)
+	} else if quoted {
+		sb.WriteString(`"` + strings.ReplaceAll(words[0], `"`, `""`) + `"`)
+	} else {
+		sb.WriteString(strings.Join(words, " "))
+	}
+	if len(mods) > 0 {
+		sb.WriteByte('(')
+		for k, m := range mods {
+			if k > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(strconv.Itoa(m))
+		}
+		sb.WriteByte(')')
+	}
+	if tz != "" {
+		sb.WriteString(" " + tz + " time zone")
+	}
+	for k := 0; k < dims; k++ {
+		sb.WriteString("[]")
+	}
+	spelled := sb.String()
+	if tn.name != "" {
+		// a type in another schema: never one of ours
+		tn.name = spelled
+		tn.err = pgerror.New(pgcode.UndefinedObject, "type \"%s\" does not exist", spelled)
+		return tn, i, nil
+	}
+	typ, terr := resolveType(words, quoted, mods, tz, dims, spelled)
+	tn.t = typ
+	tn.err = terr
+	if terr == nil {
+		tn.name = typ.String()
+	} else {
+		tn.name = spelled
+	}
+	return tn, i, nil
+}
+
+func isIntervalField(w string) bool {
+	switch w {
+	case "year", "month", "day", "hour", "minute", "second":
+		return true
+	}
+	return false
+}
+
+// unsupportedTypes are Postgres types Sluice knows but does not support.
+var unsupportedTypes = map[string]bool{
+	"character": true, "char": true, "bpchar": true, "national character": true, "national char": true,
+	"national character varying": true, "national char varying": true, "nchar": true,
+	"uuid": true, "timetz": true, "bit": true, "bit varying": true, "varbit": true, "money": true,
+	"inet": true, "cidr": true, "macaddr": true, "macaddr8": true, "xml": true, "point": true,
+	"line": true, "lseg": true, "box": true, "path": true, "polygon": true, "circle": true,
+	"serial": true, "bigserial": true, "smallserial": true, "serial2": true, "serial4": true, "serial8": true,
+	"regtype": true, "regproc": true, "regprocedure": true, "regoper": true, "regoperator": true,
+	"regnamespace": true, "regrole": true, "regconfig": true, "regdictionary": true, "regcollation": true,
+	"tsvector": true, "tsquery": true, "int4range": true, "int8range": true, "numrange": true,
+	"tsrange": true, "tstzrange": true, "daterange": true, "record": true, "void": true,
+	"anyelement": true, "anyarray": true, "cstring": true, "xid": true, "cid": true, "tid": true,
+	"pg_lsn": true, "txid_snapshot": true, "int2vector": true, "oidvector": true, "aclitem": true,
+	"pg_node_tree": true, "struct": true, "map": true,
+}
+
+// resolveType maps a parsed type name to a types.T.
+func resolveType(words []string, quoted bool, mods []int, tz string, dims int, spelled string) (types.T, error) {
+	name := strings.Join(words, " ")
+	if quoted {
+		if name == "char" && len(mods) == 0 && dims == 0 {
+			return types.TChar, nil
+		}
+		return types.TUnknown, pgerror.New(pgcode.UndefinedObject, "type %s does not exist", spelled)
+	}
+	if name == "_text" && len(mods) == 0 && dims == 0 {
+		return types.TTextArray, nil
+	}
+	unsupported := func() (types.T, error) {
+		return types.TUnknown, pgerror.Unsupported("type %s is not supported", spelled)
+	}
+	badMods := func() (types.T, error) {
+		return types.TUnknown, pgerror.New(pgcode.Syntax, "invalid type modifier for type %s", spelled)
+	}
+	var t types.T
+	switch name {
+	case "bool", "boolean":
+		t = types.TBool
+	case "int2", "smallint":
+		t = types.TInt2
+	case "int", "integer", "int4":
+		t = types.TInt4
+	case "int8", "bigint":
+		t = types.TInt8
+	case "real", "float4":
+		t = types.TFloat4
+	case "float8", "double precision":
+		t = types.TFloat8
+	case "float":
+		t = types.TFloat8
+		if len(mods) == 1 {
+			if mods[0] < 1 || mods[0] > 53 {
+				return types.TUnknown, pgerror.New(pgcode.InvalidParameterValue, "precision for type float must be between 1 and 53 bits")
+			}
+			if mods[0] <= 24 {
+				t = types.TFloat4
+			}
+			mods = nil
+		}
+	case "numeric", "decimal":
+		t = types.TNumeric
+		switch len(mods) {
+		case 0:
+		case 1, 2:
+			p, s := mods[0], 0
+			if len(mods) == 2 {
+				s = mods[1]
+			}
+			if p < 1 || p > 1000 {
+				return types.TUnknown, pgerror.New(pgcode.InvalidParameterValue, "NUMERIC precision %d must be between 1 and 1000", p)
+			}
+			if s < 0 || s > p {
+				return types.TUnknown, pgerror.New(pgcode.InvalidParameterValue, "NUMERIC scale %d must be between 0 and precision %d", s, p)
+			}
+			t = types.T{Fam: types.Numeric, Prec: int16(p), Scale: int16(s)}
+		default:
+			return badMods()
+		}
+		mods = nil
+	case "text", "string":
+		t = types.TText
+	case "varchar", "character varying", "char varying":
+		t = types.TVarchar
+		if len(mods) == 1 {
+			if mods[0] < 1 || mods[0] > 10485760 {
+				return types.TUnknown, pgerror.New(pgcode.InvalidParameterValue, "length for type varchar must be between 1 and 10485760")
+			}
+			t.Prec = int16(min(mods[0], 32767))
+			mods = nil
+		}
+	case "bytea":
+		t = types.TBytea
+	case "date":
+		t = types.TDate
+	case "time":
+		if tz == "with" {
+			return unsupported()
+		}
+		t = types.TTime
+		if len(mods) == 1 {
+			mods = nil // precision ignored
+		}
+	case "timestamp":
+		t = types.TTimestamp
+		if tz == "with" {
+			t = types.TTimestampTZ
+		}
+		if len(mods) == 1 {
+			mods = nil // precision ignored
+		}
+	case "timestamptz":
+		t = types.TTimestampTZ
+		if len(mods) == 1 {
+			mods = nil
+		}
+	case "interval":
+		t = types.TInterval
+		if len(mods) == 1 {
+			mods = nil
+		}
+	case "jsonb", "json":
+		t = types.TJSONB
+	case "oid":
+		t = types.TOid
+	case "name":
+		t = types.TName
+	case "regclass":
+		t = types.TRegClass
+	default:
+		if unsupportedTypes[name] {
+			return unsupported()
+		}
+		return types.TUnknown, pgerror.New(pgcode.UndefinedObject, "type \"%s\" does not exist", spelled)
+	}
+	if tz != "" && name != "timestamp" && name != "time" {
+		return badMods()
+	}
+	if len(mods) > 0 {
+		return badMods()
+	}
+	if dims > 0 {
+		if t.Fam == types.Text && dims == 1 {
+			return types.TTextArray, nil
+		}
+		return unsupported()
+	}
+	return t, nil
+}
+
+// nearMsg is Postgres' message for a syntax error at token t.
+func nearMsg(src string, t token) string {
+	if t.kind == tkEOF && t.end <= t.pos {
+		return "syntax error at end of input"
+	}
+	return "syntax error at or near \"" + src[t.pos:t.end] + "\""
+}
