@@ -373,6 +373,9 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		return b.bindArraySubquery(n, sc)
 	case "__pg_filter":
 		return nil, pgerror.New(pgcode.Syntax, "FILTER is only allowed on aggregate functions")
+	case "__pg_concat":
+		// a || b: NULL if either side is NULL, unlike concat().
+		name = "||"
 	case "current_timestamp", "now", "localtimestamp", "current_date", "current_time":
 		// TiDB parses these keywords as calls; keep the Postgres names.
 	}
@@ -383,6 +386,9 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 			return nil, err
 		}
 		args[i] = x
+	}
+	if x, ok, err := b.bindCatalogFunc(name, args); ok || err != nil {
+		return x, err
 	}
 	return b.call(name, args)
 }

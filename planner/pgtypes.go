@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
 	"sluice/exec/eval"
 	"sluice/exec/spec"
 	"sluice/planner/cat"
@@ -310,4 +312,59 @@ func (p *Planner) regclassOutput(q *Query) error {
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: out})
 	return nil
+}
+
+// catalogFunc is a catalog function whose answer depends on the catalog:
+// it is bound as a scalar subquery over the system relations, in which
+// __arg1, __arg2, ... are its arguments.
+type catalogFunc struct {
+	params []types.T
+	sql    string
+}
+
+// catalogFuncs are the catalog functions answered from the system
+// relations (in batch queries; elsewhere exec/eval's fallbacks apply).
+var catalogFuncs = map[string]catalogFunc{
+	// Visible: in a schema of the search path (pg_catalog, public).
+	"pg_table_is_visible": {[]types.T{types.TOid}, `SELECT c.relnamespace IN (11, 2200) FROM pg_catalog.pg_class c WHERE c.oid = __arg1`},
+}
+
+// bindCatalogFunc binds a call of one of catalogFuncs; ok is false for
+// other functions.
+func (b *binder) bindCatalogFunc(name string, args []spec.Expr) (x spec.Expr, ok bool, err error) {
+	f, found := catalogFuncs[name]
+	if !found || b.p.Streaming || b.p.ParseQuery == nil || len(args) != len(f.params) {
+		return nil, false, nil
+	}
+	sc := &scope{}
+	for i, t := range f.params {
+		if args[i], err = b.castTo(args[i], t); err != nil {
+			return nil, true, err
+		}
+		sc.cols = append(sc.cols, scopeCol{name: "__arg" + itoa(i+1), t: t})
+	}
+	stmt, err := b.p.ParseQuery(f.sql)
+	if err != nil {
+		return nil, true, err
+	}
+	rs, isQuery := stmt.(ast.ResultSetNode)
+	if !isQuery {
+		return nil, true, pgerror.New(pgcode.Internal, "definition of %s is not a query", name)
+	}
+	s, q, err := b.planSubquery(rs, sc)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := oneColumn(q); err != nil {
+		return nil, true, err
+	}
+	// The subquery read its arguments as columns of sc: hand it the
+	// arguments themselves.
+	for i, o := range s.Outer {
+		if r, isCol := o.(*spec.ColRef); isCol {
+			s.Outer[i] = args[r.Idx]
+		}
+	}
+	s.Mode, s.T = spec.ScalarSubquery, q.Columns[0].Type
+	return s, true, nil
 }

@@ -212,7 +212,7 @@ func TestCreateFunction(t *testing.T) {
 	if f.Name != "f" || f.Language != "sql" || f.Returns != types.TText || !reflect.DeepEqual(f.Args, []FuncArg{{"a", types.TInt4}, {"b", types.TText}}) {
 		t.Errorf("f = %+v", f)
 	}
-	if f.Body != " SELECT b || a::text " || restoreNode(t, f.BodyExpr) != "CONCAT(`b`, __PG_CAST(`a`, 'text'))" {
+	if f.Body != " SELECT b || a::text " || restoreNode(t, f.BodyExpr) != "__PG_CONCAT(`b`, __PG_CAST(`a`, 'text'))" {
 		t.Errorf("body = %q %s", f.Body, restoreNode(t, f.BodyExpr))
 	}
 	f = parseAs[*CreateFunction](t, `CREATE OR REPLACE FUNCTION g(int, double precision) RETURNS int STRICT PARALLEL SAFE RETURN $1 + 1`)

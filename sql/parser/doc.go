@@ -99,6 +99,7 @@
 //	    IsLike false)
 //	a SIMILAR TO b [ESCAPE e]        __pg_similar(a, b[, e]); NOT SIMILAR TO
 //	    is NOT __pg_similar(...)
+//	a || b                           __pg_concat(a, b) (NULL if either is NULL; TiDB's pipes would be concat())
 //	a IS DISTINCT FROM b             __pg_distinct(a, b)
 //	a IS NOT DISTINCT FROM b         NOT __pg_distinct(a, b)
 //	a ISNULL, a NOTNULL              a IS NULL, a IS NOT NULL

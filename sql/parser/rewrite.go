@@ -1170,7 +1170,9 @@ func (r *rewriter) binop(op string, t token, l, rt expr) expr {
 	case "!=":
 		return bin("<>", levCmp)
 	case "||":
-		return bin("||", levConcat)
+		// Not TiDB's pipes: with PipesAsConcat they become concat(), which
+		// skips NULLs, while Postgres' || yields NULL.
+		return call("__pg_concat", t.pos, l.f, rt.f)
 	case "&":
 		return bin("&", levBitAnd)
 	case "|":

@@ -136,7 +136,7 @@ func TestRewriteSpecialFunctions(t *testing.T) {
 		{"substring", `SELECT substring(s FROM 2 FOR 3), substring(s FROM 2), substring(s FOR 3), substring(s, 1, 2), substring(s FOR 3 FROM 2) FROM t`,
 			"SELECT SUBSTRING(`s`, 2, 3),SUBSTRING(`s`, 2),SUBSTRING(`s`, 1, 3),SUBSTRING(`s`, 1, 2),SUBSTRING(`s`, 2, 3) FROM `t`"},
 		{"position", `SELECT position('a' IN s), position(x || 'b' IN s) FROM t`,
-			"SELECT __PG_POSITION('a', `s`),__PG_POSITION(CONCAT(`x`, 'b'), `s`) FROM `t`"},
+			"SELECT __PG_POSITION('a', `s`),__PG_POSITION(__PG_CONCAT(`x`, 'b'), `s`) FROM `t`"},
 		{"trim", `SELECT trim(both 'x' FROM s), trim(leading FROM s), trim(trailing 'y' FROM s), trim(s), trim('x' FROM s), trim(s, 'x'), trim(leading s, 'x') FROM t`,
 			"SELECT TRIM(BOTH 'x' FROM `s`),TRIM(LEADING ' ' FROM `s`),TRIM(TRAILING 'y' FROM `s`),TRIM(`s`),TRIM('x' FROM `s`),BTRIM(`s`, 'x'),LTRIM(`s`, 'x') FROM `t`"},
 		{"overlay", `SELECT overlay(s PLACING 'x' FROM 2 FOR 3) FROM t`, "SELECT __PG_OVERLAY(`s`, 'x', 2, 3) FROM `t`"},
@@ -200,13 +200,13 @@ func TestRewriteOperators(t *testing.T) {
 func TestRewritePrecedence(t *testing.T) {
 	runRewriteCases(t, []rewriteCase{
 		// || binds looser than + in Postgres but tighter in TiDB.
-		{"concat vs plus", `SELECT 'a' || 1 + 2, 'a' || 'b' || 'c'`, "SELECT CONCAT('a', (1+2)),CONCAT(CONCAT('a', 'b'), 'c')"},
-		{"concat in like", `SELECT a LIKE 'x' || 'y' FROM t`, "SELECT `a` LIKE (CONCAT('x', 'y')) FROM `t`"},
+		{"concat vs plus", `SELECT 'a' || 1 + 2, 'a' || 'b' || 'c'`, "SELECT __PG_CONCAT('a', 1+2),__PG_CONCAT(__PG_CONCAT('a', 'b'), 'c')"},
+		{"concat in like", `SELECT a LIKE 'x' || 'y' FROM t`, "SELECT `a` LIKE __PG_CONCAT('x', 'y') FROM `t`"},
 		{"not", `SELECT NOT a = b, NOT (a AND b), NOT a IS NULL FROM t`, "SELECT NOT `a`=`b`,NOT (`a` AND `b`),NOT `a` IS NULL FROM `t`"},
 		{"and or", `SELECT a OR b AND c, (a OR b) AND c FROM t`, "SELECT `a` OR `b` AND `c`,(`a` OR `b`) AND `c` FROM `t`"},
 		{"regex negation in comparison", `SELECT (a !~ 'x') = true FROM t`, "SELECT (NOT __PG_REGEX(`a`, 'x'))=TRUE FROM `t`"},
 		{"not regex compared", `SELECT a !~ 'x' = true FROM t`, "SELECT (NOT __PG_REGEX(`a`, 'x'))=TRUE FROM `t`"},
-		{"unary minus of concat", `SELECT -(a || b) FROM t`, "SELECT -(CONCAT(`a`, `b`)) FROM `t`"},
+		{"unary minus of concat", `SELECT -(a || b) FROM t`, "SELECT -(__PG_CONCAT(`a`, `b`)) FROM `t`"},
 		{"arith", `SELECT a - b - c, a - (b - c), a * b + c, a * (b + c) FROM t`, "SELECT `a`-`b`-`c`,`a`-(`b`-`c`),`a`*`b`+`c`,`a`*(`b`+`c`) FROM `t`"},
 		{"comparison of comparison", `SELECT a = b IS NULL FROM t`, "SELECT `a`=`b` IS NULL FROM `t`"},
 	})
@@ -228,7 +228,7 @@ func TestRewriteLiterals(t *testing.T) {
 			"SELECT 'it''s','it''s','back\\slash','a\tb\\c','dollar ''q''','x$$y','A','data','n'"},
 		{"escape newline", "SELECT E'a\\nb'", "SELECT 'a\nb'"},
 		{"continuation", "SELECT 'a'\n  'b'", "SELECT 'ab'"},
-		{"concat", `SELECT 'a' || 'b'`, "SELECT CONCAT('a', 'b')"},
+		{"concat", `SELECT 'a' || 'b'`, "SELECT __PG_CONCAT('a', 'b')"},
 		{"numbers", `SELECT 1.5, .5, 5., 1e10, 1E-3, 123456789012345678901234567890, 9223372036854775807, 18446744073709551615, 42`,
 			"SELECT 1.5,.5,(5.),1e+10,1e-03,123456789012345678901234567890,9223372036854775807,18446744073709551615,42"},
 		{"comments", "SELECT /* a /* nested */ comment */ 1 -- trailing\n + 2", "SELECT 1+2"},
