@@ -11,6 +11,14 @@
 //	  UNION ALL → Union
 //	  view root → Materialize (key = group key or primary key)
 //
+// Batch queries (SELECT) also have what a dataflow cannot run: subqueries
+// in expressions, correlated or not (spec.Subquery, each with its own plan,
+// run per outer row; subquery.go), set-returning functions in FROM
+// (spec.TableFunc; tablefunc.go), the aggregates that keep all their
+// inputs (string_agg, array_agg, bool_and, bool_or), and the oid types
+// resolved against the system relations (regclass, regnamespace, ...;
+// pgtypes.go). Materialized views reject them with 0A000.
+//
 // planner imports exec/spec, exec/eval (function resolution), planner/cat,
 // the TiDB parser's AST and the sql leaf packages.
 package planner

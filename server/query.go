@@ -49,6 +49,7 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 
 func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
 	p := s.plannerWith(ptypes)
+	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
 	ectx := s.evalCtx(params)
 	switch n := q.Node.(type) {

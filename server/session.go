@@ -142,27 +142,27 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 		if err := s.e.createTable(ctx, x); err != nil {
 			return err
 		}
-		return w.Complete("CREATE_TABLE")
+		return w.Complete("CREATE TABLE")
 	case *parser.CreateSource:
 		if err := s.e.createSource(ctx, x); err != nil {
 			return err
 		}
-		return w.Complete("CREATE_SOURCE")
+		return w.Complete("CREATE SOURCE")
 	case *parser.CreateMaterializedView:
 		if err := s.e.createMView(ctx, x); err != nil {
 			return err
 		}
-		return w.Complete("CREATE_MATERIALIZED_VIEW")
+		return w.Complete("CREATE MATERIALIZED VIEW")
 	case *parser.CreateView:
 		if err := s.e.createView(ctx, x); err != nil {
 			return err
 		}
-		return w.Complete("CREATE_VIEW")
+		return w.Complete("CREATE VIEW")
 	case *parser.Drop:
 		if err := s.e.drop(ctx, x); err != nil {
 			return err
 		}
-		return w.Complete("DROP_" + strings.ReplaceAll(x.Kind, " ", "_"))
+		return w.Complete("DROP " + strings.ToUpper(x.Kind))
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err

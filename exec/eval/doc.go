@@ -19,7 +19,12 @@
 // "__pg_not_regexi"; IS [NOT] DISTINCT FROM is "__pg_distinct" /
 // "__pg_not_distinct"; EXTRACT is "__pg_extract"(field, source);
 // POSITION(a IN b) is "__pg_position"(a, b); array subscripts are
-// "__pg_subscript"(array, index). The special forms:
+// "__pg_subscript"(array, index); ARRAY[...] is "__pg_array"(elements...);
+// x op ANY (array) and x op ALL (array) are "__pg_any"(x, 'op', array) and
+// "__pg_all"(x, 'op', array) (array.go). Subqueries (spec.Subquery) run
+// through Context.RunPlan (subquery.go); set-returning functions in FROM
+// are resolved and run by ResolveTableFunc and RunTableFunc (tablefunc.go).
+// The special forms:
 //
 //	"and", "or"        two or more boolean arguments, three-valued, lazy
 //	"not"              one boolean argument
