@@ -242,7 +242,8 @@ func (p *Planner) PlanDelete(s *ast.DeleteStmt) (*Delete, error) {
 }
 
 // KeyLookup returns, when pred pins every key column to a constant or
-// parameter (key = value AND …), the expression for each key column.
+// parameter, or to a correlated subquery's outer value (key = value AND …),
+// the expression for each key column.
 func KeyLookup(pred spec.Expr, key []int) []spec.Expr {
 	if pred == nil || len(key) == 0 {
 		return nil
@@ -262,7 +263,7 @@ func KeyLookup(pred spec.Expr, key []int) []spec.Expr {
 			continue
 		}
 		switch val.(type) {
-		case *spec.Const, *spec.Param:
+		case *spec.Const, *spec.Param, *spec.OuterRef: // fixed for one run of the plan
 		default:
 			continue
 		}

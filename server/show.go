@@ -149,6 +149,7 @@ func (s *session) explain(x *parser.Explain, w pgwire.ResultWriter) error {
 		text = q.Plan.Explain()
 	case *parser.Query:
 		p := s.e.newPlanner()
+		p.Cat, p.TableFuncs = s.catalogView(), st.TableFuncs
 		q, err := p.PlanQuery(st.Node)
 		if err != nil {
 			return err

@@ -173,6 +173,7 @@ type TableSource struct {
 	queue   chan TableChunk
 	backlog []TableChunk
 	pos     uint64
+	lastSeq uint64
 }
 
 // NewTableSource creates the change source of table tableID and loads the
@@ -199,16 +200,16 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 		t.backlog = append(t.backlog, TableChunk{Seq: seq, Batch: b})
 		return nil
 	})
+	t.lastSeq = t.pos
+	if n := len(t.backlog); n > 0 {
+		t.lastSeq = t.backlog[n-1].Seq
+	}
 	return t, err
 }
 
-// LastSeq returns the highest log sequence the source knows of.
-func (t *TableSource) LastSeq() uint64 {
-	if n := len(t.backlog); n > 0 {
-		return t.backlog[n-1].Seq
-	}
-	return t.pos
-}
+// LastSeq returns the highest log sequence found at startup: the next
+// DML statement takes the one after it.
+func (t *TableSource) LastSeq() uint64 { return t.lastSeq }
 
 // Push hands an acknowledged DML chunk to the source (blocking when the
 // queue is full).

@@ -269,14 +269,21 @@ func (r *rewriter) subQuery(lo, hi int) *Query {
 func (r *rewriter) tidbParse(rd rendered) ast.StmtNode {
 	p := tidbPool.Get().(*tidb.Parser)
 	stmts, _, err := p.ParseSQL(rd.text)
+	// The parser reuses its result slice: read it before the parser goes
+	// back to the pool.
+	var stmt ast.StmtNode
+	if err == nil && len(stmts) == 1 {
+		stmt = stmts[0]
+	}
+	n := len(stmts)
 	tidbPool.Put(p)
 	if err != nil {
 		r.fail(r.mapTiDBError(err, rd))
 	}
-	if len(stmts) != 1 {
+	if n != 1 {
 		r.fail(pgerror.New(pgcode.Syntax, "syntax error").WithPosition(charPos(r.src, r.toks[0].pos)))
 	}
-	return stmts[0]
+	return stmt
 }
 
 // exprNode parses a rewritten expression with TiDB.
