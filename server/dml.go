@@ -121,6 +121,10 @@ func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Con
 		for _, exprs := range ins.Rows {
 			r := make(types.Row, width)
 			for i, x := range exprs {
+				if c, ok := x.(*spec.Const); ok {
+					r[ins.Targets[i]] = c.D
+					continue
+				}
 				fn, err := eval.Compile(x, ectx)
 				if err != nil {
 					return 0, err
