@@ -202,6 +202,9 @@ func splitQualified(s string) (schema, name string) {
 // rel (its column nameCol, quoted where Postgres quotes identifiers), or
 // x's digits when there is none: the output of regclass and regnamespace.
 func (b *binder) oidName(x spec.Expr, rel, nameCol string) (spec.Expr, error) {
+	if b.p.Streaming {
+		return nil, pgerror.Unsupported("object names in materialized views")
+	}
 	r, idx, err := b.p.systemRel(rel, "oid", nameCol)
 	if err != nil {
 		return nil, err
@@ -323,16 +326,39 @@ type catalogFunc struct {
 }
 
 // catalogFuncs are the catalog functions answered from the system
-// relations (in batch queries; elsewhere exec/eval's fallbacks apply).
+// relations (in batch queries; elsewhere exec/eval's fallbacks apply), by
+// name and number of arguments.
 var catalogFuncs = map[string]catalogFunc{
 	// Visible: in a schema of the search path (pg_catalog, public).
-	"pg_table_is_visible": {[]types.T{types.TOid}, `SELECT c.relnamespace IN (11, 2200) FROM pg_catalog.pg_class c WHERE c.oid = __arg1`},
+	"pg_table_is_visible/1": {[]types.T{types.TOid},
+		`SELECT c.relnamespace IN (11, 2200) FROM pg_catalog.pg_class c WHERE c.oid = __arg1`},
+	"pg_get_indexdef/1": {[]types.T{types.TOid}, `SELECT i.indexdef FROM pg_catalog.pg_indexes i, pg_catalog.pg_class c
+		WHERE c.oid = __arg1 AND c.relkind = 'i' AND i.indexname = c.relname`},
+	// Column 0 is the whole definition, column n the n-th key column.
+	"pg_get_indexdef/3": {[]types.T{types.TOid, types.TInt4, types.TBool}, `SELECT CASE WHEN __arg2 = 0 THEN i.indexdef
+		ELSE (SELECT a.attname::text FROM pg_catalog.pg_attribute a WHERE a.attrelid = __arg1 AND a.attnum = __arg2) END
+		FROM pg_catalog.pg_indexes i, pg_catalog.pg_class c WHERE c.oid = __arg1 AND c.relkind = 'i' AND i.indexname = c.relname`},
+	// The defining query of a view or materialized view.
+	"pg_get_viewdef/1": {[]types.T{types.TOid}, viewDef},
+	"pg_get_viewdef/2": {[]types.T{types.TOid, types.TBool}, viewDef},
+	// Sluice's constraints are primary keys: PRIMARY KEY (columns).
+	"pg_get_constraintdef/1": {[]types.T{types.TOid}, pkeyConstraintDef},
+	"pg_get_constraintdef/2": {[]types.T{types.TOid, types.TBool}, pkeyConstraintDef},
 }
+
+const viewDef = `SELECT d.definition FROM pg_catalog.pg_class c,
+	(SELECT viewname AS name, definition FROM pg_catalog.pg_views WHERE schemaname = 'public'
+	 UNION ALL SELECT matviewname, definition FROM pg_catalog.pg_matviews) d
+	WHERE c.oid = __arg1 AND c.relnamespace = 2200 AND d.name = c.relname`
+
+const pkeyConstraintDef = `SELECT 'PRIMARY KEY ' || split_part(i.indexdef, ' USING btree ', 2)
+	FROM pg_catalog.pg_constraint k, pg_catalog.pg_class c, pg_catalog.pg_indexes i
+	WHERE k.oid = __arg1 AND k.contype = 'p' AND c.oid = k.conindid AND i.indexname = c.relname`
 
 // bindCatalogFunc binds a call of one of catalogFuncs; ok is false for
 // other functions.
 func (b *binder) bindCatalogFunc(name string, args []spec.Expr) (x spec.Expr, ok bool, err error) {
-	f, found := catalogFuncs[name]
+	f, found := catalogFuncs[name+"/"+itoa(len(args))]
 	if !found || b.p.Streaming || b.p.ParseQuery == nil || len(args) != len(f.params) {
 		return nil, false, nil
 	}

@@ -2,9 +2,12 @@ package server
 
 import (
 	"hash/fnv"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
+	"sluice/exec/eval"
 	"sluice/sql/types"
 	"sluice/storage"
 )
@@ -40,6 +43,37 @@ func userRels(env *sysEnv) []userRel {
 		out = append(out, userRel{e: e, oid: relOID(e), kind: kind})
 	}
 	return out
+}
+
+// pkey is a table's primary key as pg_class, pg_index, pg_constraint and
+// pg_indexes show it: a unique btree index NAME_pkey and its constraint.
+type pkey struct {
+	oid, conOID int64
+	name        string
+	attnums     []string // indkey, conkey
+	cols        []string
+}
+
+// pkeyOf returns the primary key of a table, if it has one.
+func pkeyOf(r userRel) (pkey, bool) {
+	if r.kind != "r" || len(r.e.Key) == 0 {
+		return pkey{}, false
+	}
+	k := pkey{oid: oidFirstPkey + int64(r.e.ID), conOID: oidFirstConstraint + int64(r.e.ID), name: r.e.Name + "_pkey"}
+	for _, c := range r.e.Key {
+		k.attnums = append(k.attnums, strconv.Itoa(c+1))
+		k.cols = append(k.cols, r.e.Columns[c].Name)
+	}
+	return k, true
+}
+
+// indexDef is pg_indexes.indexdef (and pg_get_indexdef) of a primary key.
+func (k pkey) indexDef(table string) string {
+	cols := make([]string, len(k.cols))
+	for i, c := range k.cols {
+		cols[i] = eval.QuoteIdent(c)
+	}
+	return "CREATE UNIQUE INDEX " + eval.QuoteIdent(k.name) + " ON public." + eval.QuoteIdent(table) + " USING btree (" + strings.Join(cols, ", ") + ")"
 }
 
 // nsOID returns the oid of a system relation's schema.
@@ -150,7 +184,11 @@ func init() {
 		"relispopulated:bool relreplident:char relispartition:bool relrewrite:oid relacl:text[] reloptions:text[] "+
 		"relpartbound:text", func(env *sysEnv) []types.Row {
 		row := func(oid int64, name string, ns int64, kind string, natts int, replident string) types.Row {
-			return mkRow(oid, name, ns, 0, 0, oidOwner, 0,
+			am := 0
+			if kind == "i" {
+				am = 403 // btree
+			}
+			return mkRow(oid, name, ns, 0, 0, oidOwner, am,
 				0, 0, 0, float64(-1), 0, 0,
 				false, false, "p", kind, natts, 0,
 				false, false, false, false, false,
@@ -166,7 +204,12 @@ func init() {
 			if r.kind == "v" || r.kind == "f" {
 				replident = "n"
 			}
-			out = append(out, row(r.oid, r.e.Name, oidPublic, r.kind, len(r.e.Columns), replident))
+			rel := row(r.oid, r.e.Name, oidPublic, r.kind, len(r.e.Columns), replident)
+			if k, ok := pkeyOf(r); ok {
+				rel[13] = types.NewBool(true) // relhasindex
+				out = append(out, row(k.oid, k.name, oidPublic, "i", len(k.cols), "n"))
+			}
+			out = append(out, rel)
 		}
 		return out
 	})
@@ -184,8 +227,15 @@ func init() {
 					ndims = 1
 				}
 				byval := t.Size() > 0 && t.Size() <= 8
+				storage := "p" // plain; variable-length types as in Postgres
+				switch {
+				case t.Fam == types.Numeric:
+					storage = "m"
+				case t.Size() < 0:
+					storage = "x"
+				}
 				return mkRow(rel, c.Name, int64(t.OID()), -1, t.Size(), i+1,
-					ndims, -1, t.Modifier(), byval, "i", "p", "",
+					ndims, -1, t.Modifier(), byval, "i", storage, "",
 					notNull, false, false, "", "", false,
 					true, 0, typCollation(t), nil, nil, nil)
 			}
@@ -197,6 +247,12 @@ func init() {
 			for _, r := range userRels(env) {
 				for i, c := range r.e.Columns {
 					out = append(out, col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull))
+				}
+				if k, ok := pkeyOf(r); ok {
+					for i, c := range r.e.Key {
+						cc := r.e.Columns[c]
+						out = append(out, col(k.oid, i, types.Column{Name: cc.Name, Type: cc.Type()}, false))
+					}
 				}
 			}
 			return out
@@ -234,11 +290,37 @@ func init() {
 	add("pg_index", 2610, 'r', "indexrelid:oid indrelid:oid indnatts:int2 indnkeyatts:int2 indisunique:bool "+
 		"indnullsnotdistinct:bool indisprimary:bool indisexclusion:bool indimmediate:bool indisclustered:bool "+
 		"indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:text[] "+
-		"indcollation:text[] indclass:text[] indoption:text[] indexprs:text indpred:text", none)
+		"indcollation:text[] indclass:text[] indoption:text[] indexprs:text indpred:text", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if k, ok := pkeyOf(r); ok {
+				zeros := make([]string, len(k.cols))
+				for i := range zeros {
+					zeros[i] = "0"
+				}
+				out = append(out, mkRow(k.oid, r.oid, len(k.cols), len(k.cols), true,
+					false, true, false, true, false,
+					true, false, true, true, false, k.attnums,
+					zeros, zeros, zeros, nil, nil))
+			}
+		}
+		return out
+	})
 	add("pg_constraint", 2606, 'r', "oid:oid conname:name connamespace:oid contype:char condeferrable:bool "+
 		"condeferred:bool convalidated:bool conrelid:oid contypid:oid conindid:oid conparentid:oid confrelid:oid "+
 		"confupdtype:char confdeltype:char confmatchtype:char conislocal:bool coninhcount:int4 connoinherit:bool "+
-		"conkey:text[] confkey:text[] conbin:text", none)
+		"conkey:text[] confkey:text[] conbin:text", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if k, ok := pkeyOf(r); ok {
+				out = append(out, mkRow(k.conOID, k.name, oidPublic, "p", false,
+					false, true, r.oid, 0, k.oid, 0, 0,
+					" ", " ", " ", true, 0, true,
+					k.attnums, nil, nil))
+			}
+		}
+		return out
+	})
 	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", none)
 	add("pg_collation", 3456, 'r', "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char "+
 		"collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text",
@@ -358,7 +440,17 @@ func init() {
 		}
 		for _, r := range userRels(env) {
 			if r.kind == "r" {
-				out = append(out, mkRow("public", r.e.Name, "sluice", nil, false, false, false, false))
+				_, hasIndex := pkeyOf(r)
+				out = append(out, mkRow("public", r.e.Name, "sluice", nil, hasIndex, false, false, false))
+			}
+		}
+		return out
+	})
+	add("pg_indexes", 0, 'v', "schemaname:name tablename:name indexname:name tablespace:name indexdef:text", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, r := range userRels(env) {
+			if k, ok := pkeyOf(r); ok {
+				out = append(out, mkRow("public", r.e.Name, k.name, nil, k.indexDef(r.e.Name)))
 			}
 		}
 		return out
@@ -390,15 +482,19 @@ func init() {
 }
 
 // viewDefinition is the defining query of a view or materialized view, as
-// pg_views and pg_matviews show it: the text after AS, with a semicolon.
+// pg_views and pg_matviews show it: the query as written, after a space and
+// with a semicolon.
 func viewDefinition(e *storage.CatalogEntry) string {
 	q := e.Query
 	if q == "" {
-		q = e.SQL
-		lower := strings.ToLower(q)
-		if i := strings.Index(lower, " as "); i >= 0 {
-			q = q[i+4:]
+		if m := viewQueryRE.FindStringSubmatch(e.SQL); m != nil {
+			q = m[1]
+		} else {
+			q = e.SQL
 		}
 	}
 	return " " + strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(q), ";")) + ";"
 }
+
+// viewQueryRE finds the query of a CREATE [MATERIALIZED] VIEW statement.
+var viewQueryRE = regexp.MustCompile(`(?is)^\s*create\s+(?:materialized\s+)?view\s+(?:if\s+not\s+exists\s+)?(?:"(?:[^"]|"")*"|\S+)\s+as\s+(.*)$`)

@@ -130,7 +130,13 @@ func TestCatalogQueries(t *testing.T) {
 			[]string{"integer|bigint|public|pg_catalog|sluice"}},
 		// System relations.
 		{`SELECT c.relname, c.relkind FROM pg_class c, pg_namespace n WHERE n.oid = c.relnamespace AND n.nspname = 'public' ORDER BY 1`,
-			"", []string{"big|v", "customers|r", "g|f", "orders|r", "revenue|m"}},
+			"", []string{"big|v", "customers|r", "customers_pkey|i", "g|f", "orders|r", "orders_pkey|i", "revenue|m"}},
+		{`SELECT c2.relname, i.indisprimary, pg_get_indexdef(i.indexrelid, 0, true), pg_get_indexdef(i.indexrelid, 1, true),
+			pg_get_constraintdef(con.oid, true), contype
+			FROM pg_catalog.pg_class c, pg_catalog.pg_class c2, pg_catalog.pg_index i
+			LEFT JOIN pg_catalog.pg_constraint con ON (conrelid = i.indrelid AND conindid = i.indexrelid AND contype IN ('p','u','x'))
+			WHERE c.oid = 'orders'::regclass AND c.oid = i.indrelid AND i.indexrelid = c2.oid`, "",
+			[]string{"orders_pkey|t|CREATE UNIQUE INDEX orders_pkey ON public.orders USING btree (id)|id|PRIMARY KEY (id)|p"}},
 		{`SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull FROM pg_attribute a
 			WHERE a.attrelid = 'orders'::regclass AND a.attnum > 0 ORDER BY a.attnum`, "",
 			[]string{"id|bigint|t", "customer|text|f", "amount|numeric(12,2)|f", "ts|timestamp without time zone|f"}},
@@ -181,9 +187,9 @@ func TestCatalogQueries(t *testing.T) {
 
 // TestPsqlMetaCommands runs psql 15's meta-commands against a server and
 // compares their output with what psql prints for PostgreSQL 15 given the
-// same objects. The differences are Sluice's own: the owner is "sluice",
-// the primary key has no index to list ("Indexes:"), and the source g,
-// which PostgreSQL cannot have, is a foreign table of server "datagen".
+// same objects. The differences are Sluice's own: the owner is "sluice", a
+// view's definition is its query as written (not deparsed), and the source
+// g, which PostgreSQL cannot have, is a foreign table of server "datagen".
 func TestPsqlMetaCommands(t *testing.T) {
 	const psql = "/usr/bin/psql"
 	if _, err := os.Stat(psql); err != nil {
@@ -272,6 +278,25 @@ func TestPsqlMetaCommands(t *testing.T) {
  customer | text                        |           |          | 
  amount   | numeric(12,2)               |           |          | 
  ts       | timestamp without time zone |           |          | 
+Indexes:
+    "orders_pkey" PRIMARY KEY, btree (id)
+
+`},
+		{`\d orders_pkey`, `
+     Index "public.orders_pkey"
+ Column |  Type  | Key? | Definition 
+--------+--------+------+------------
+ id     | bigint | yes  | id
+primary key, btree, for table "public.orders"
+
+`},
+		{`\di`, `
+                  List of relations
+ Schema |      Name      | Type  | Owner  |   Table   
+--------+----------------+-------+--------+-----------
+ public | customers_pkey | index | sluice | customers
+ public | orders_pkey    | index | sluice | orders
+(2 rows)
 
 `},
 		{`\d revenue`, `
@@ -289,6 +314,16 @@ func TestPsqlMetaCommands(t *testing.T) {
 --------+---------------+-----------+----------+---------
  id     | bigint        |           |          | 
  amount | numeric(12,2) |           |          | 
+
+`},
+		{`\d+ big`, `
+                                View "public.big"
+ Column |     Type      | Collation | Nullable | Default | Storage | Description 
+--------+---------------+-----------+----------+---------+---------+-------------
+ id     | bigint        |           |          |         | plain   | 
+ amount | numeric(12,2) |           |          |         | main    | 
+View definition:
+ SELECT id, amount FROM orders WHERE amount > 100;
 
 `},
 		{`\d g`, `
@@ -330,12 +365,40 @@ FDW options: ("datagen.rows.per.second" '10', "fields.id.kind" 'sequence', "fiel
 		cmd, stderr string
 		fails       bool
 	}{
-		{`\di`, "Did not find any relations.\n", false},
 		{`\ds`, "Did not find any relations.\n", false},
 		{`\d nosuch`, "Did not find any relation named \"nosuch\".\n", true},
 	} {
 		if out := run(c.cmd, c.stderr, c.fails); out != "" {
 			t.Errorf("psql -c %q printed %q", c.cmd, out)
+		}
+	}
+}
+
+// TestSystemRelationsShape checks that every system relation's rows have
+// its columns' number and kinds of values, and that each can be read.
+func TestSystemRelationsShape(t *testing.T) {
+	e, s := openCatalogTest(t)
+	kinds := map[types.Family]types.Kind{
+		types.Oid: types.KInt, types.Int2: types.KInt, types.Int4: types.KInt, types.Int8: types.KInt,
+		types.Name: types.KString, types.Char: types.KString, types.Text: types.KString, types.Varchar: types.KString,
+		types.Bool: types.KBool, types.Float4: types.KFloat, types.TextArray: types.KArray,
+		types.TimestampTZ: types.KTimestampTZ,
+	}
+	env := &sysEnv{db: "sluice", user: "other", settings: defaultSettings, entries: e.cat.list("")}
+	for _, st := range sortedSysTables() {
+		for _, r := range st.rows(env) {
+			if len(r) != len(st.cols) {
+				t.Errorf("%s: row of %d values for %d columns: %v", st.name, len(r), len(st.cols), r)
+				continue
+			}
+			for i, d := range r {
+				if !d.IsNull() && d.K != kinds[st.cols[i].Type.Fam] {
+					t.Errorf("%s.%s: value %v of kind %d for type %s", st.name, st.cols[i].Name, d, d.K, st.cols[i].Type)
+				}
+			}
+		}
+		if _, err := query(s, "SELECT * FROM "+st.schema+"."+st.name); err != nil {
+			t.Errorf("SELECT * FROM %s.%s: %v", st.schema, st.name, err)
 		}
 	}
 }

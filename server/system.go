@@ -20,6 +20,7 @@ import (
 //	materialized view   relkind 'm'  "materialized view"
 //	view                relkind 'v'  "view"
 //	source, sink        relkind 'f'  "foreign table"
+//	primary key         relkind 'i'  "index" NAME_pkey (pg_index, pg_constraint)
 //
 // A source or sink is data that lives in another system, reached through
 // a connector: what Postgres calls a foreign table. Each connector in use is
@@ -43,6 +44,10 @@ const (
 	oidFDW         = 14000 // foreign-data wrapper "sluice"
 	oidFirstServer = 14001 // foreign servers, one per connector
 	oidFirstUser   = 16384
+	// A table's primary key is a unique constraint backed by an index (the
+	// table's rows are stored in key order): each has its own oid range.
+	oidFirstPkey       = 1 << 30
+	oidFirstConstraint = 3 << 29
 )
 
 // relOID returns the oid of a catalog entry.

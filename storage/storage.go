@@ -109,7 +109,11 @@ type reader interface {
 }
 
 func scan(r reader, prefix []byte, f func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	return scanRange(r, prefix, PrefixEnd(prefix), f)
+}
+
+func scanRange(r reader, lo, hi []byte, f func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return pgerror.Wrap(err, pgcode.IOError, "scan")
 	}
@@ -296,15 +300,5 @@ func (s *Snapshot) Scan(prefix []byte, f func(k, v []byte) error) error {
 
 // ScanRange calls f for keys in [lo, hi).
 func (s *Snapshot) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
-	it, err := s.s.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "scan")
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := f(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	return it.Close()
+	return scanRange(s.s, lo, hi, f)
 }

@@ -302,17 +302,17 @@ func buildDecArith(b *bctx) (Fn, error) {
 	default:
 		return nil, pgerror.New(pgcode.Internal, "no numeric operator %s", b.name)
 	}
-	b.dfn = func(row types.Row) (int64, int32, bool, error) {
-		a, as, an, err := x(row)
+	b.dfn = func(row types.Row) (int64, int32, string, bool, error) {
+		a, as, ab, an, err := x(row)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, "", false, err
 		}
-		c, cs, cn, err := y(row)
+		c, cs, cb, cn, err := y(row)
 		if err != nil || an || cn {
-			return 0, 0, an || cn, err
+			return 0, 0, "", an || cn, err
 		}
-		r, err := op(decD(a, as), decD(c, cs))
-		return r.I, r.X, false, err
+		r, err := op(decD(a, as, ab), decD(c, cs, cb))
+		return r.I, r.X, r.S, false, err
 	}
 	return nil, nil
 }

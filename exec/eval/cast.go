@@ -77,9 +77,9 @@ func castArg(a arg, to types.T, mode castMode) (arg, error) {
 		out.ffn = a.floats()
 	case isIntFam(a.t.Fam) && to.Fam == types.Numeric && to.Prec == 0:
 		x := a.ints()
-		out.dfn = func(row types.Row) (int64, int32, bool, error) {
+		out.dfn = func(row types.Row) (int64, int32, string, bool, error) {
 			v, null, err := x(row)
-			return v, 0, null, err
+			return v, 0, "", null, err
 		}
 	}
 	if a.konst {

@@ -215,15 +215,15 @@ func buildCompare(b *bctx) (Fn, error) {
 	case l == types.Numeric && r == types.Numeric:
 		x, y := b.args[0].decs(), b.args[1].decs()
 		b.bfn = func(row types.Row) (bool, bool, error) {
-			a, as, an, err := x(row)
+			a, as, ab, an, err := x(row)
 			if err != nil {
 				return false, false, err
 			}
-			c, cs, cn, err := y(row)
+			c, cs, cb, cn, err := y(row)
 			if err != nil || an || cn {
 				return false, an || cn, err
 			}
-			return op.test(types.DecCmp(decD(a, as), decD(c, cs))), false, nil
+			return op.test(types.DecCmp(decD(a, as, ab), decD(c, cs, cb))), false, nil
 		}
 		return nil, nil
 	}

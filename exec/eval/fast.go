@@ -13,14 +13,16 @@ type (
 	intFn   func(row types.Row) (v int64, null bool, err error)
 	floatFn func(row types.Row) (v float64, null bool, err error)
 	boolFn  func(row types.Row) (v bool, null bool, err error)
-	// decFn evaluates a decimal as its coefficient and scale (Datum.I
-	// and Datum.X, which also encode NaN and the infinities).
-	decFn func(row types.Row) (coef int64, scale int32, null bool, err error)
+	// decFn evaluates a decimal as its Datum fields I, X and S: the
+	// coefficient and scale, or, when S is set, the sign and scale of a
+	// coefficient beyond the int64 range whose magnitude S holds (see
+	// sql/types). X also encodes NaN and the infinities.
+	decFn func(row types.Row) (coef int64, scale int32, big string, null bool, err error)
 )
 
 // decD rebuilds a decimal Datum.
-func decD(coef int64, scale int32) types.Datum {
-	return types.Datum{K: types.KDecimal, I: coef, X: scale}
+func decD(coef int64, scale int32, big string) types.Datum {
+	return types.Datum{K: types.KDecimal, I: coef, X: scale, S: big}
 }
 
 // intLike reports whether values of family f live in Datum.I.
@@ -63,9 +65,9 @@ func (a arg) decs() decFn {
 		return a.dfn
 	}
 	fn := a.fn
-	return func(row types.Row) (int64, int32, bool, error) {
+	return func(row types.Row) (int64, int32, string, bool, error) {
 		d, err := fn(row)
-		return d.I, d.X, d.K == types.KNull, err
+		return d.I, d.X, d.S, d.K == types.KNull, err
 	}
 }
 
@@ -95,12 +97,12 @@ func withFast(a arg) arg {
 			v := d.F
 			a.ffn = func(types.Row) (float64, bool, error) { return v, false, nil }
 		case d.K == types.KDecimal:
-			c, x := d.I, d.X
-			a.dfn = func(types.Row) (int64, int32, bool, error) { return c, x, false, nil }
+			c, x, s := d.I, d.X, d.S
+			a.dfn = func(types.Row) (int64, int32, string, bool, error) { return c, x, s, false, nil }
 		case null:
 			a.bfn = func(types.Row) (bool, bool, error) { return false, true, nil }
 			a.ffn = func(types.Row) (float64, bool, error) { return 0, true, nil }
-			a.dfn = func(types.Row) (int64, int32, bool, error) { return 0, 0, true, nil }
+			a.dfn = func(types.Row) (int64, int32, string, bool, error) { return 0, 0, "", true, nil }
 		}
 		if null || d.K == types.KInt || d.K == types.KBool || d.K == types.KDate || d.K == types.KTime ||
 			d.K == types.KTimestamp || d.K == types.KTimestampTZ {
@@ -144,12 +146,12 @@ func colArg(idx int, t types.T) arg {
 			return d.F, d.K == types.KNull, nil
 		}
 	case t.Fam == types.Numeric:
-		a.dfn = func(row types.Row) (int64, int32, bool, error) {
+		a.dfn = func(row types.Row) (int64, int32, string, bool, error) {
 			if idx >= len(row) {
-				return 0, 0, false, errColumn(idx, len(row))
+				return 0, 0, "", false, errColumn(idx, len(row))
 			}
 			d := &row[idx]
-			return d.I, d.X, d.K == types.KNull, nil
+			return d.I, d.X, d.S, d.K == types.KNull, nil
 		}
 	}
 	return a
@@ -157,11 +159,11 @@ func colArg(idx int, t types.T) arg {
 
 func datumFromDec(f decFn) Fn {
 	return func(row types.Row) (types.Datum, error) {
-		c, x, null, err := f(row)
+		c, x, s, null, err := f(row)
 		if err != nil || null {
 			return types.Null, err
 		}
-		return decD(c, x), nil
+		return decD(c, x, s), nil
 	}
 }
 

@@ -184,7 +184,7 @@ func resolveIsNull(name string, args []types.T) (*resolution, error) {
 			isNull = func(row types.Row) (bool, error) { _, n, err := f(row); return n, err }
 		case a.dfn != nil:
 			f := a.dfn
-			isNull = func(row types.Row) (bool, error) { _, _, n, err := f(row); return n, err }
+			isNull = func(row types.Row) (bool, error) { _, _, _, n, err := f(row); return n, err }
 		}
 		if isNull != nil {
 			b.bfn = func(row types.Row) (bool, bool, error) {

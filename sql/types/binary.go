@@ -3,6 +3,8 @@ package types
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
+	"strconv"
 	"unicode/utf8"
 
 	"sluice/sql/pgcode"
@@ -198,39 +200,36 @@ func appendNumericBinary(buf []byte, d Datum) []byte {
 	case decNegInf:
 		return append(buf, 0, 0, 0, 0, 0xF0, 0, 0, 0x20)
 	}
-	u := uabs(d.I)
-	if u == 0 {
+	if d.I == 0 {
 		buf = append(buf, 0, 0, 0, 0, 0, 0)
 		return binary.BigEndian.AppendUint16(buf, uint16(d.X))
 	}
 	var dsBuf [20]byte
-	n := 0
-	for v := u; v > 0; v /= 10 {
-		n++
+	var ds []byte
+	if d.S != "" {
+		ds = bigCoefDigits(d)
+	} else {
+		ds = strconv.AppendUint(dsBuf[:0], uabs(d.I), 10)
 	}
-	for k, v := n-1, u; k >= 0; k-- {
-		dsBuf[k] = byte(v % 10)
-		v /= 10
-	}
-	ds := dsBuf[:n]
+	n := len(ds)
 	intLen := n - int(d.X)
 	p := int(floorMod(int64(-intLen), 4)) // zeros to prepend
 	weight := (intLen+p)/4 - 1
 	// Groups over the padded digits.
-	var groups [8]uint16
-	ng := 0
+	var groupBuf [8]uint16
+	groups := groupBuf[:0]
 	total := p + n
 	for start := 0; start < total; start += 4 {
 		var g uint16
 		for k := start; k < start+4; k++ {
 			g *= 10
 			if idx := k - p; idx >= 0 && idx < n {
-				g += uint16(ds[idx])
+				g += uint16(ds[idx] - '0')
 			}
 		}
-		groups[ng] = g
-		ng++
+		groups = append(groups, g)
 	}
+	ng := len(groups)
 	for ng > 0 && groups[ng-1] == 0 {
 		ng--
 	}
@@ -512,11 +511,11 @@ func decodeNumericBinary(b []byte) (Datum, error) {
 	if len(b) < 8 {
 		return Datum{}, errBinary("insufficient data for type numeric: %d bytes", len(b))
 	}
-	ndigits := int(int16(binary.BigEndian.Uint16(b)))
+	ndigits := int(binary.BigEndian.Uint16(b))
 	weight := int(int16(binary.BigEndian.Uint16(b[2:])))
 	sign := binary.BigEndian.Uint16(b[4:])
 	dscale := int(binary.BigEndian.Uint16(b[6:]))
-	if ndigits < 0 || len(b) != 8+2*ndigits {
+	if len(b) != 8+2*ndigits {
 		return Datum{}, errBinary("invalid length in external \"numeric\" value")
 	}
 	switch sign {
@@ -533,79 +532,47 @@ func decodeNumericBinary(b []byte) (Datum, error) {
 	if dscale > MaxDecScale {
 		return Datum{}, errBinary("invalid scale in external \"numeric\" value")
 	}
-	var u uint64
-	lastExp := 0
-	started := false
-	overflow := false
 	for i := 0; i < ndigits; i++ {
-		g := binary.BigEndian.Uint16(b[8+2*i:])
-		if g >= 10000 {
+		if binary.BigEndian.Uint16(b[8+2*i:]) >= 10000 {
 			return Datum{}, errBinary("invalid digit in external \"numeric\" value")
 		}
-		if overflow {
+	}
+	// The decimal digits from exponent top (the first group's first
+	// digit) down to -dscale, leading zeros skipped.
+	top := 4*weight + 3
+	var stack [40]byte
+	ds := stack[:0]
+	for e := top; e >= -dscale; e-- {
+		i := weight - int(floorDiv(int64(e), 4)) // group of exponent e
+		if i >= ndigits {
+			if len(ds) == 0 {
+				break // all zeros from here
+			}
+			ds = append(ds, '0')
 			continue
 		}
-		w := weight - i
-		for k := 3; k >= 0; k-- {
-			e := 4*w + k
-			if e < -dscale {
-				break
-			}
-			v := uint64(g / uint16(pow10u[k]) % 10)
-			if !started {
-				if v == 0 {
-					continue
-				}
-				started = true
-			} else {
-				// Scale up by the gap since the last digit (always 1 here).
-				for gap := lastExp - e; gap > 0; gap-- {
-					hi, lo := mul10(u)
-					if hi {
-						overflow = true
-						break
-					}
-					u = lo
-				}
-			}
-			if overflow {
-				break
-			}
-			nu := u + v
-			if nu < u {
-				overflow = true
-				break
-			}
-			u = nu
-			lastExp = e
+		v := binary.BigEndian.Uint16(b[8+2*i:]) / uint16(pow10u[floorMod(int64(e), 4)]) % 10
+		if v == 0 && len(ds) == 0 {
+			continue
 		}
+		ds = append(ds, '0'+byte(v))
 	}
-	if overflow {
-		return Datum{}, errNumericFormatOverflow()
+	if len(ds) == 0 {
+		return NewDecimal(0, int32(dscale)), nil
 	}
-	if started {
-		// Scale up from the last digit's exponent to -dscale.
-		for gap := lastExp + dscale; gap > 0; gap-- {
-			hi, lo := mul10(u)
-			if hi {
-				return Datum{}, errNumericFormatOverflow()
-			}
-			u = lo
+	neg := sign == numericNeg
+	if len(ds) <= 19 {
+		var u uint64
+		for _, c := range ds {
+			u = u*10 + uint64(c-'0')
 		}
+		return decMake128(neg, 0, u, int32(dscale)), nil
 	}
-	c, ok := fromMag(sign == numericNeg, u)
-	if !ok {
-		return Datum{}, errNumericFormatOverflow()
+	c, _ := new(big.Int).SetString(string(ds), 10)
+	if neg {
+		c.Neg(c)
 	}
-	return NewDecimal(c, int32(dscale)), nil
-}
-
-// mul10 returns u*10 and whether it overflowed.
-func mul10(u uint64) (bool, uint64) {
-	if u > math.MaxUint64/10 {
-		return true, 0
-	}
-	return false, u * 10
+	return decMake(c, int32(dscale))
 }
 
 // decodeArrayBinary decodes array_recv's layout for text[].

@@ -59,7 +59,9 @@ func kindClass(k Kind) int {
 //   - bools false < true; arrays element by element, then by length.
 //
 // It does not allocate except when comparing a float with a decimal of
-// scale above 27 that rounds to the same float.
+// scale above 27 that rounds to the same float, or a decimal whose
+// coefficient does not fit an int64 (the big form) with a number it is
+// close to.
 func Compare(a, b Datum) int {
 	if a.K == b.K {
 		switch a.K {
@@ -197,6 +199,9 @@ func cmpDecInt(d Datum, i int64) int {
 	if r := decRank(d); r != 1 {
 		return cmpInt64(int64(r), 1)
 	}
+	if d.S != "" {
+		return decCmpBig(d, NewDecimal(i, 0))
+	}
 	return decCmpFinite(d.I, d.X, i, 0)
 }
 
@@ -222,7 +227,12 @@ func cmpDecFloat(d Datum, f float64) int {
 	if sd == 0 {
 		return 0
 	}
-	c := cmpMagDecFloat(uabs(d.I), d.X, math.Abs(f))
+	var c int
+	if d.S != "" {
+		c = cmpBigDecFloat(new(big.Int).SetBytes([]byte(d.S)), d.X, math.Abs(f))
+	} else {
+		c = cmpMagDecFloat(uabs(d.I), d.X, math.Abs(f))
+	}
 	if sd < 0 {
 		return -c
 	}
@@ -248,16 +258,7 @@ func cmpMagDecFloat(u uint64, s int32, f float64) int {
 	}
 	if s > 27 {
 		// Rare: exact comparison with big integers.
-		// u * 10^-s <=> m * 2^e  <=>  u * 2^-e <=> m * 10^s
-		l := new(big.Int).SetUint64(u)
-		r := new(big.Int).SetUint64(m)
-		r.Mul(r, bigPow10(int(s)))
-		if e < 0 {
-			l.Lsh(l, uint(-e))
-		} else {
-			r.Lsh(r, uint(e))
-		}
-		return l.Cmp(r)
+		return cmpBigDecFloat(new(big.Int).SetUint64(u), s, f)
 	}
 	// Compare u with M * 2^k where M = m*5^s and k = e+s.
 	mhi, mlo := bits.Mul64(m, pow5u[s])
@@ -276,6 +277,25 @@ func cmpMagDecFloat(u uint64, s int32, f float64) int {
 	}
 	uhi, ulo := shl128(0, u, uint(j))
 	return cmp128(uhi, ulo, mhi, mlo)
+}
+
+// cmpBigDecFloat compares u*10^-s (u >= 0, modified) with the positive
+// finite float f exactly.
+func cmpBigDecFloat(u *big.Int, s int32, f float64) int {
+	fr, exp := math.Frexp(f) // f = fr * 2^exp, fr in [0.5, 1)
+	m := uint64(fr * (1 << 53))
+	e := exp - 53 // f = m * 2^e
+	// u * 10^-s <=> m * 2^e  <=>  u * 2^-e <=> m * 10^s
+	r := new(big.Int).SetUint64(m)
+	if s > 0 {
+		r.Mul(r, bigPow10(int(s)))
+	}
+	if e < 0 {
+		u.Lsh(u, uint(-e))
+	} else {
+		r.Lsh(r, uint(e))
+	}
+	return u.Cmp(r)
 }
 
 func bitLen128(hi, lo uint64) int {
@@ -428,11 +448,12 @@ func hashStr(h uint64, s string) uint64 {
 }
 
 // Hash folds d into the hash h and returns the result. It is consistent
-// with Equal: equal numbers hash equal whatever their kinds (integral
-// values hash as integers, other exactly representable binary fractions
-// as floats, anything else as the normalised decimal), dates hash as
-// their midnight timestamps, intervals by total duration. It does not
-// allocate.
+// with Equal: equal numbers hash equal whatever their kinds and forms
+// (integral values in the int64 range hash as integers, other exactly
+// representable binary fractions as floats, anything else as the
+// normalised decimal), dates hash as their midnight timestamps, intervals
+// by total duration. It does not allocate, except for decimals in the big
+// form.
 func Hash(h uint64, d Datum) uint64 {
 	switch d.K {
 	case KNull:
@@ -499,6 +520,9 @@ func hashDecimal(h uint64, d Datum) uint64 {
 	case decNegInf:
 		return hashFloatVal(h, math.Inf(-1))
 	}
+	if d.S != "" {
+		return hashBigDecimal(h, d)
+	}
 	c, s := d.I, d.X
 	for s > 0 && c%10 == 0 {
 		c /= 10
@@ -516,4 +540,66 @@ func hashDecimal(h uint64, d Datum) uint64 {
 		}
 	}
 	return mix(mix(mix(h, hashDec), uint64(c)), uint64(s))
+}
+
+// hashBigDecimal hashes a big-form decimal. Stripped of trailing
+// fraction zeros it may fit an int64 again (1.000...000), and then hashes
+// as that decimal does; else it hashes as a float when a float64 holds it
+// exactly, or by its digits and scale.
+func hashBigDecimal(h uint64, d Datum) uint64 {
+	ds := bigCoefDigits(d)
+	s := int(d.X)
+	n := len(ds)
+	for s > 0 && ds[n-1] == '0' {
+		n--
+		s--
+	}
+	ds = ds[:n]
+	neg := d.I < 0
+	if n <= 19 {
+		var u uint64
+		for _, c := range ds {
+			u = u*10 + uint64(c-'0')
+		}
+		if c, ok := fromMag(neg, u); ok {
+			return hashDecimal(h, NewDecimal(c, int32(s)))
+		}
+	}
+	if f, ok := bigDecExactFloat(ds, s); ok {
+		if neg {
+			f = -f
+		}
+		return hashFloatVal(h, f)
+	}
+	h = mix(h, hashDec)
+	if neg {
+		h = mix(h, 1)
+	}
+	return mix(hashStr(h, string(ds)), uint64(s))
+}
+
+// bigDecExactFloat returns the float64 equal to the decimal with digits ds
+// (no trailing zero when s > 0) and scale s, if there is one.
+func bigDecExactFloat(ds []byte, s int) (float64, bool) {
+	c, _ := new(big.Int).SetString(string(ds), 10)
+	if s > 0 {
+		// c*10^-s with c not a multiple of 10 is a binary fraction only
+		// if 5^s divides c, and then c/5^s must fit the mantissa.
+		if float64(c.BitLen()) > 54+float64(s)*2.321928094887362 {
+			return 0, false
+		}
+		p := new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(s)), nil)
+		var r big.Int
+		c.QuoRem(c, p, &r)
+		if r.Sign() != 0 {
+			return 0, false
+		}
+	}
+	f := new(big.Float).SetInt(c)
+	f.SetMantExp(f, -s)
+	v, acc := f.Float64()
+	if acc != big.Exact || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }

@@ -1,10 +1,12 @@
 package types
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"math/rand"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -165,7 +167,7 @@ func TestCompareNumbersRandom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d2 := NewDecimal(d.I*100, d.X+2)
+		d2 := decRaiseScale(d, d.X+2+int32(rng.Intn(30)))
 		if Compare(NewFloat(f), d) != 0 || Compare(d, d2) != 0 || Hash(0, NewFloat(f)) != Hash(0, d) || Hash(0, d) != Hash(0, d2) {
 			t.Fatalf("float %v and decimal %s disagree", f, DecString(d))
 		}
@@ -232,12 +234,91 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}
 	d1, d2 := NewDecimal(123456789, 4), NewDecimal(-987, 2)
-	for name, f := range map[string]func(a, b Datum) (Datum, error){"add": DecAdd, "sub": DecSub, "mul": DecMul, "div": DecDiv, "mod": DecMod} {
+	for name, f := range map[string]func(a, b Datum) (Datum, error){"add": DecAdd, "sub": DecSub, "mul": DecMul, "mod": DecMod} {
 		if n := testing.AllocsPerRun(100, func() { f(d1, d2) }); n != 0 {
 			t.Errorf("Dec %s allocates %v", name, n)
 		}
 	}
+	// A quotient has at least 16 significant digits (12345.6789 / -9.87
+	// has 20, beyond an int64); one that fits does not allocate.
+	if n := testing.AllocsPerRun(100, func() { DecDiv(NewDecimal(1000, 1), NewDecimal(-4, 0)) }); n != 0 {
+		t.Errorf("DecDiv allocates %v", n)
+	}
 	if n := testing.AllocsPerRun(100, func() { DecRound(d1, 1); DecCmp(d1, d2) }); n != 0 {
 		t.Errorf("DecRound/DecCmp allocate %v", n)
+	}
+}
+
+// TestDecimalFormsAgree checks that equal decimals in the int64 and big
+// forms (and floats equal to big decimals) compare, hash and encode alike,
+// and that keys of big values order as the values do.
+func TestDecimalFormsAgree(t *testing.T) {
+	rng := rand.New(rand.NewSource(33))
+	for i := 0; i < 20000; i++ {
+		a := randDecimal(rng)
+		b := decRaiseScale(a, a.X+int32(rng.Intn(40)))
+		if Compare(a, b) != 0 || Hash(7, a) != Hash(7, b) || !bytes.Equal(AppendKey(nil, a), AppendKey(nil, b)) {
+			t.Fatalf("%+v and %+v disagree", a, b)
+		}
+		if k, _, err := DecodeKey(AppendKey(nil, b)); err != nil || Compare(k, a) != 0 {
+			t.Fatalf("DecodeKey(AppendKey(%+v)) = %+v, %v", b, k, err)
+		}
+	}
+	// Floats equal to decimals beyond the int64 range: integers >= 2^63
+	// and binary fractions with long expansions.
+	for i := 0; i < 20000; i++ {
+		f := math.Ldexp(float64(rng.Int63n(1<<53)|1), rng.Intn(400)-200)
+		if rng.Intn(2) == 0 {
+			f = -f
+		}
+		txt := new(big.Float).SetFloat64(f).Text('f', 1100)
+		txt = strings.TrimRight(strings.TrimRight(txt, "0"), ".")
+		d, err := DecFromString(txt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Compare(NewFloat(f), d) != 0 || Hash(3, NewFloat(f)) != Hash(3, d) {
+			t.Fatalf("float %v and decimal %s disagree", f, txt)
+		}
+		// One unit more in the last place is larger than the float.
+		up, _ := DecAdd(d, NewDecimal(1, d.X+1))
+		if Compare(NewFloat(f), up) != -1 || Compare(up, NewFloat(f)) != 1 {
+			t.Fatalf("float %v vs decimal %s", f, DecString(up))
+		}
+	}
+	// Key order of big values across the exponent escape.
+	var vals []Datum
+	for _, s := range []string{"-9e131071", "-1e40000", "-1e32767", "-9.99e32765", "-1e32765", "-123456789012345678901234567890",
+		"-9223372036854775809", "-9223372036854775808", "-1", "-1e-16383", "0", "1e-16383", "0.1234567890123456789012345",
+		"1", "9223372036854775807", "9223372036854775808", "1e30", "1e32765", "9.99e32765", "1e32766", "1e32767", "1.5e32767", "1e40000", "9e131071"} {
+		vals = append(vals, mustDec(t, s))
+	}
+	for i := range vals {
+		for j := range vals {
+			want := cmpInt64(int64(i), int64(j))
+			if got := Compare(vals[i], vals[j]); got != want {
+				t.Fatalf("Compare(%s, %s) = %d", DecString(vals[i])[:10], DecString(vals[j])[:10], got)
+			}
+			if got := bytes.Compare(AppendKey(nil, vals[i]), AppendKey(nil, vals[j])); got != want {
+				t.Fatalf("key order of %.10s, %.10s = %d", DecString(vals[i]), DecString(vals[j]), got)
+			}
+			if got := bytes.Compare(AppendKeyDesc(nil, vals[i]), AppendKeyDesc(nil, vals[j])); got != -want {
+				t.Fatalf("desc key order of %.10s, %.10s = %d", DecString(vals[i]), DecString(vals[j]), got)
+			}
+		}
+		for _, desc := range []bool{false, true} {
+			enc, dec := AppendKey, DecodeKey
+			if desc {
+				enc, dec = AppendKeyDesc, DecodeKeyDesc
+			}
+			back, rest, err := dec(enc(nil, vals[i]))
+			if err != nil || len(rest) != 0 || Compare(back, vals[i]) != 0 {
+				t.Fatalf("key round trip of %.20s: %v", DecString(vals[i]), err)
+			}
+		}
+		v, rest, err := DecodeValue(AppendValue(nil, vals[i]))
+		if err != nil || len(rest) != 0 || !sameDatum(v, vals[i]) {
+			t.Fatalf("value round trip of %.20s: %v", DecString(vals[i]), err)
+		}
 	}
 }

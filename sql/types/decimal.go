@@ -1,6 +1,7 @@
 package types
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 	"math/bits"
@@ -10,14 +11,31 @@ import (
 	"sluice/sql/pgerror"
 )
 
-// Decimals are KDecimal datums holding the exact value I * 10^-X with a
-// non-negative scale X and an int64 coefficient I. The scale is the
-// display scale: NewDecimal(1050, 2) is 10.50 and prints so.
+// Decimals are KDecimal datums holding the exact value c * 10^-X, where
+// X >= 0 is the display scale and c, the coefficient, is an integer of any
+// size: NewDecimal(1050, 2) is 10.50 and prints so. As in PostgreSQL's
+// NUMERIC, a decimal has fewer than 131072 digits before the decimal
+// point (|value| < 10^131072) and at most MaxDecScale after it.
+//
+// The coefficient has two representations:
+//
+//   - the int64 form, S == "": c = I. Every coefficient that fits an int64
+//     uses it, and arithmetic, comparison and encoding of such values do
+//     not allocate;
+//   - the big form, S != "": S holds |c| as big-endian magnitude bytes
+//     without leading zero bytes (math/big's Int.Bytes) and I is +1 or -1,
+//     the sign of c. Only coefficients outside the int64 range use it.
+//
+// So a value at a given scale has exactly one representation (every Dec*
+// function normalises its result), and in both forms I has the sign of
+// the value: d.I < 0, d.I == 0 and d.I > 0 test a finite decimal's sign
+// whatever its form. Code outside this file should not read I as the
+// coefficient; DecCoef returns it for either form.
 //
 // PostgreSQL's NUMERIC also has the special values NaN, Infinity and
 // -Infinity. They are KDecimal datums with a negative X (see DecNaN and
-// DecInf); I is zero for them. All Dec* functions handle them as
-// PostgreSQL does.
+// DecInf); I is zero and S empty for them. All Dec* functions handle them
+// as PostgreSQL does.
 
 // Negative scales mark the special values.
 const (
@@ -31,10 +49,12 @@ const (
 const MaxDecScale = 16383
 
 const (
-	decMaxDisplayScale = 1000 // NUMERIC_MAX_DISPLAY_SCALE: cap on division scales
-	decMaxResultScale  = 2000 // NUMERIC_MAX_RESULT_SCALE: cap on round/trunc scales
-	decMinSigDigits    = 16   // NUMERIC_MIN_SIG_DIGITS
-	decMaxExponent     = 1000 // largest |exponent| accepted in input
+	decMaxDisplayScale = 1000   // NUMERIC_MAX_DISPLAY_SCALE: cap on division scales
+	decMinSigDigits    = 16     // NUMERIC_MIN_SIG_DIGITS
+	decMaxIntDigits    = 131072 // (NUMERIC_WEIGHT_MAX+1) * DEC_DIGITS: |value| < 10^decMaxIntDigits
+	decMaxExponent     = math.MaxInt32 / 2
+	log2of10           = 3.321928094887362
+	log10of2           = 0.30102999566398120
 )
 
 // pow10u[k] = 10^k for k <= 19 (10^19 is the largest power of ten in a uint64).
@@ -81,6 +101,124 @@ func DecIsInf(d Datum) int {
 
 // DecIsFinite reports whether d is a decimal other than NaN and ±Infinity.
 func DecIsFinite(d Datum) bool { return d.K == KDecimal && d.X >= 0 }
+
+// DecIsBig reports whether the finite decimal d holds its coefficient in
+// the big form (outside the int64 range).
+func DecIsBig(d Datum) bool { return d.K == KDecimal && d.S != "" }
+
+// DecCoef returns the coefficient c of the finite decimal d = c * 10^-d.X
+// as a new big.Int, whichever form d uses (0 for the special values).
+func DecCoef(d Datum) *big.Int {
+	if d.X < 0 {
+		return new(big.Int)
+	}
+	return decCoef(d)
+}
+
+// decCoef returns the coefficient of finite d as a new big.Int.
+func decCoef(d Datum) *big.Int {
+	if d.S == "" {
+		return big.NewInt(d.I)
+	}
+	c := new(big.Int).SetBytes([]byte(d.S))
+	if d.I < 0 {
+		c.Neg(c)
+	}
+	return c
+}
+
+// DecFromBig returns the decimal c * 10^-scale. A negative scale multiplies
+// c out to scale 0; a scale above MaxDecScale is rounded (half away from
+// zero) to MaxDecScale. Values of 10^131072 or more give 22003 "value
+// overflows numeric format". c is not modified.
+func DecFromBig(c *big.Int, scale int) (Datum, error) {
+	switch {
+	case c.Sign() == 0:
+		return NewDecimal(0, int32(min(max(scale, 0), MaxDecScale))), nil
+	case scale < 0:
+		if -scale > decMaxIntDigits {
+			return Datum{}, errNumericFormatOverflow()
+		}
+		c = new(big.Int).Mul(c, bigPow10(-scale))
+		scale = 0
+	case scale > MaxDecScale:
+		c = bigRoundMode(c, scale-MaxDecScale, roundHalfAway)
+		scale = MaxDecScale
+	}
+	return decMake(c, int32(scale))
+}
+
+// decBigForm returns the big-form decimal with sign neg, magnitude bytes
+// mag (no leading zero byte, too large for an int64) and scale.
+func decBigForm(neg bool, mag []byte, scale int32) Datum {
+	sg := int64(1)
+	if neg {
+		sg = -1
+	}
+	return Datum{K: KDecimal, I: sg, X: scale, S: string(mag)}
+}
+
+// decMake returns c * 10^-scale (0 <= scale <= MaxDecScale) in canonical
+// form, or 22003 when |value| >= 10^131072. c is not modified.
+func decMake(c *big.Int, scale int32) (Datum, error) {
+	if c.IsInt64() {
+		return NewDecimal(c.Int64(), scale), nil
+	}
+	if decTooLarge(c, scale) {
+		return Datum{}, errNumericFormatOverflow()
+	}
+	return decBigForm(c.Sign() < 0, c.Bytes(), scale), nil
+}
+
+// decMake128 returns the decimal with sign neg, 128-bit magnitude hi:lo and
+// scale in canonical form (39 digits never overflow the format).
+func decMake128(neg bool, hi, lo uint64, scale int32) Datum {
+	if hi == 0 {
+		if c, ok := fromMag(neg, lo); ok {
+			return NewDecimal(c, scale)
+		}
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
+	i := 0
+	for b[i] == 0 {
+		i++
+	}
+	return decBigForm(neg, b[i:], scale)
+}
+
+// decTooLarge reports whether |c| * 10^-scale >= 10^decMaxIntDigits, the
+// limit of PostgreSQL's numeric format.
+func decTooLarge(c *big.Int, scale int32) bool {
+	lim := decMaxIntDigits + int(scale) // |c| must stay below 10^lim
+	bl := c.BitLen()
+	x := float64(lim) * log2of10
+	switch {
+	case float64(bl) < x-1: // |c| < 2^bl < 10^lim
+		return false
+	case float64(bl-1) > x+1: // |c| >= 2^(bl-1) > 10^lim
+		return true
+	}
+	var a big.Int
+	return a.Abs(c).Cmp(bigPow10(lim)) >= 0
+}
+
+// decBitLen returns the bit length of |coefficient| of finite d.
+func decBitLen(d Datum) int {
+	if d.S == "" {
+		return bits.Len64(uabs(d.I))
+	}
+	return 8*(len(d.S)-1) + bits.Len8(d.S[0])
+}
+
+// bigCoefDigits returns the decimal digits (ASCII) of |coefficient| of a
+// big-form decimal.
+func bigCoefDigits(d Datum) []byte {
+	var m big.Int
+	m.SetBytes([]byte(d.S))
+	return m.Append(nil, 10)
+}
 
 // uabs returns |i| as a uint64 (correct for math.MinInt64).
 func uabs(i int64) uint64 {
@@ -178,15 +316,16 @@ func equalFold(s, w string) bool {
 // surrounding whitespace, an optional sign, digits with an optional decimal
 // point, an optional exponent, or NaN / Infinity / inf. The scale of the
 // result is the number of fraction digits written (after the exponent is
-// applied). Junk gives 22P02; values whose significant digits do not fit
-// the int64 coefficient give 22003.
+// applied). Junk gives 22P02; a value of 10^131072 or more, a scale above
+// MaxDecScale or an exponent beyond ±(2^31-1)/2 gives 22003.
 func DecFromString(s string) (Datum, error) {
 	return decParse(s, -1)
 }
 
-// decParse parses s; when round >= 0 the value is first rounded (half away
+// decParse parses s; when round >= 0 the value is then rounded (half away
 // from zero) to that many fraction digits, as a NUMERIC(p,round) column
-// would, so that long inputs can still fit.
+// would. As in PostgreSQL, the limits of the numeric format apply to the
+// value before that rounding.
 func decParse(s string, round int) (Datum, error) {
 	t := trimSpace(s)
 	syntax := func() (Datum, error) {
@@ -207,7 +346,7 @@ func decParse(s string, round int) (Datum, error) {
 		neg = t[i] == '-'
 		i++
 	}
-	var stack [48]byte
+	var stack [64]byte
 	digs := stack[:0]
 	nDigits, nFrac := 0, 0
 	for i < len(t) && '0' <= t[i] && t[i] <= '9' {
@@ -239,12 +378,12 @@ func decParse(s string, round int) (Datum, error) {
 			return syntax()
 		}
 		for i < len(t) && '0' <= t[i] && t[i] <= '9' {
-			if exp <= decMaxExponent {
+			if exp < decMaxExponent {
 				exp = exp*10 + int(t[i]-'0')
 			}
 			i++
 		}
-		if exp > decMaxExponent {
+		if exp >= decMaxExponent {
 			return Datum{}, errNumericFormatOverflow()
 		}
 		if eneg {
@@ -261,51 +400,36 @@ func decParse(s string, round int) (Datum, error) {
 		j++
 	}
 	sig := digs[j:]
-	if scale < 0 {
-		if len(sig) > 0 {
-			for k := 0; k < -scale; k++ {
-				sig = append(sig, '0')
-			}
-		}
-		scale = 0
+	if scale > MaxDecScale || len(sig) > 0 && len(sig)-scale > decMaxIntDigits {
+		return Datum{}, errNumericFormatOverflow()
 	}
 	if round >= 0 && scale > round {
 		sig = roundDigits(sig, scale-round)
 		scale = round
 	}
 	if len(sig) == 0 {
-		if scale > MaxDecScale {
-			return Datum{}, errNumericFormatOverflow()
+		return NewDecimal(0, int32(max(scale, 0))), nil
+	}
+	zeros := 0
+	if scale < 0 {
+		zeros, scale = -scale, 0
+	}
+	if len(sig)+zeros <= 19 {
+		var u uint64
+		for _, c := range sig {
+			u = u*10 + uint64(c-'0')
 		}
-		return NewDecimal(0, int32(scale)), nil
+		u *= pow10u[zeros]
+		return decMake128(neg, 0, u, int32(scale)), nil
 	}
-	// Drop trailing zeros of the fraction while the coefficient is too long.
-	for len(sig) > 19 && scale > 0 && sig[len(sig)-1] == '0' {
-		sig = sig[:len(sig)-1]
-		scale--
+	c, _ := new(big.Int).SetString(string(sig), 10)
+	if zeros > 0 {
+		c.Mul(c, bigPow10(zeros))
 	}
-	if len(sig) > 19 {
-		return Datum{}, errNumericFormatOverflow()
+	if neg {
+		c.Neg(c)
 	}
-	var u uint64
-	for _, c := range sig {
-		hi, lo := bits.Mul64(u, 10)
-		lo, carry := bits.Add64(lo, uint64(c-'0'), 0)
-		if hi != 0 || carry != 0 {
-			return Datum{}, errNumericFormatOverflow()
-		}
-		u = lo
-	}
-	c, ok := fromMag(neg, u)
-	for !ok && scale > 0 && u%10 == 0 {
-		u /= 10
-		scale--
-		c, ok = fromMag(neg, u)
-	}
-	if !ok || scale > MaxDecScale {
-		return Datum{}, errNumericFormatOverflow()
-	}
-	return NewDecimal(c, int32(scale)), nil
+	return decMake(c, int32(scale))
 }
 
 // roundDigits drops the last n digits of the significant digit string sig
@@ -352,12 +476,19 @@ func appendDecimal(b []byte, d Datum) []byte {
 	case decNegInf:
 		return append(b, "-Infinity"...)
 	}
+	if d.S != "" {
+		return appendDecText(b, d.I < 0, bigCoefDigits(d), int(d.X))
+	}
 	var tmp [20]byte
-	ds := strconv.AppendUint(tmp[:0], uabs(d.I), 10)
-	if d.I < 0 {
+	return appendDecText(b, d.I < 0, strconv.AppendUint(tmp[:0], uabs(d.I), 10), int(d.X))
+}
+
+// appendDecText appends the text of the decimal with sign neg, coefficient
+// digits ds (no leading zeros, "0" for zero) and scale sc.
+func appendDecText(b []byte, neg bool, ds []byte, sc int) []byte {
+	if neg {
 		b = append(b, '-')
 	}
-	sc := int(d.X)
 	if sc <= 0 {
 		return append(b, ds...)
 	}
@@ -378,7 +509,7 @@ func DecFromInt(i int64) Datum { return NewDecimal(i, 0) }
 
 // DecFromFloat converts f as PostgreSQL's float8 -> numeric cast does: the
 // value is first rounded to 15 significant digits. NaN and ±Inf give the
-// numeric specials; values too large for the coefficient give 22003.
+// numeric specials.
 func DecFromFloat(f float64) (Datum, error) {
 	return decFromFloatDigits(f, 15)
 }
@@ -412,7 +543,8 @@ func decFromFloatDigits(f float64, digits int) (Datum, error) {
 	return decParse(string(b), -1)
 }
 
-// DecToFloat returns the float64 nearest to d (NaN and ±Inf for the specials).
+// DecToFloat returns the float64 nearest to d (NaN and ±Inf for the
+// specials; ±Inf or 0 when a finite d is beyond the float64 range).
 func DecToFloat(d Datum) float64 {
 	switch d.X {
 	case decNaN:
@@ -421,6 +553,10 @@ func DecToFloat(d Datum) float64 {
 		return math.Inf(1)
 	case decNegInf:
 		return math.Inf(-1)
+	}
+	if d.S != "" {
+		f, _ := strconv.ParseFloat(DecString(d), 64)
+		return f
 	}
 	if d.X == 0 {
 		return float64(d.I)
@@ -450,40 +586,13 @@ func DecToInt(d Datum) (int64, error) {
 		return 0, pgerror.New(pgcode.FeatureNotSupported, "cannot convert infinity to bigint")
 	}
 	r, err := decRoundMode(d, 0, roundHalfAway)
-	if err != nil {
+	if err != nil || r.S != "" {
 		return 0, pgerror.New(pgcode.NumericValueOutOfRange, "bigint out of range")
 	}
 	return r.I, nil
 }
 
-// decFromBig returns c * 10^-scale, rounding away fraction digits (half
-// away from zero) as far as needed for the coefficient to fit an int64 and
-// the scale to stay within MaxDecScale. It fails with 22003 when even the
-// integer part does not fit.
-func decFromBig(c *big.Int, scale int32) (Datum, error) {
-	if scale > MaxDecScale {
-		c = roundBig(c, int(scale-MaxDecScale))
-		scale = MaxDecScale
-	}
-	if c.IsInt64() {
-		return NewDecimal(c.Int64(), scale), nil
-	}
-	var abs big.Int
-	abs.Abs(c)
-	k := len(abs.Text(10)) - 19
-	if k < 1 {
-		k = 1
-	}
-	for ; k <= int(scale); k++ {
-		r := roundBig(c, k)
-		if r.IsInt64() {
-			return NewDecimal(r.Int64(), scale-int32(k)), nil
-		}
-	}
-	return Datum{}, errNumericOverflow()
-}
-
-// bigPow10 returns 10^k.
+// bigPow10 returns 10^k as a new big.Int.
 func bigPow10(k int) *big.Int {
 	if k < len(pow10u) {
 		return new(big.Int).SetUint64(pow10u[k])
@@ -491,29 +600,46 @@ func bigPow10(k int) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
 }
 
-// roundBig returns c / 10^k rounded half away from zero.
-func roundBig(c *big.Int, k int) *big.Int {
+var bigOne = big.NewInt(1)
+
+// bigRoundMode returns c / 10^k (k >= 0) rounded as mode says, as a new
+// big.Int.
+func bigRoundMode(c *big.Int, k int, mode decRounding) *big.Int {
 	if k <= 0 {
 		return new(big.Int).Set(c)
 	}
 	p := bigPow10(k)
 	var q, r big.Int
 	q.QuoRem(c, p, &r) // truncated: r has c's sign
-	r.Abs(&r)
-	r.Lsh(&r, 1)
-	if r.Cmp(p) >= 0 {
-		if c.Sign() < 0 {
-			q.Sub(&q, big.NewInt(1))
+	if r.Sign() == 0 {
+		return &q
+	}
+	neg := c.Sign() < 0
+	up := false
+	switch mode {
+	case roundHalfAway:
+		r.Abs(&r)
+		r.Lsh(&r, 1)
+		up = r.Cmp(p) >= 0
+	case roundFloor:
+		up = neg
+	case roundCeil:
+		up = !neg
+	}
+	if up {
+		if neg {
+			q.Sub(&q, bigOne)
 		} else {
-			q.Add(&q, big.NewInt(1))
+			q.Add(&q, bigOne)
 		}
 	}
 	return &q
 }
 
-// bigScaled returns c * 10^k as a big.Int.
-func bigScaled(c int64, k int32) *big.Int {
-	b := big.NewInt(c)
+// decScaled returns the coefficient of finite d times 10^k (k >= 0) as a
+// new big.Int.
+func decScaled(d Datum, k int32) *big.Int {
+	b := decCoef(d)
 	if k > 0 {
 		b.Mul(b, bigPow10(int(k)))
 	}
@@ -531,31 +657,35 @@ func decSign(d Datum) int {
 	case decNegInf:
 		return -1
 	}
-	switch {
-	case d.I < 0:
-		return -1
-	case d.I > 0:
-		return 1
-	}
-	return 0
+	return sign64(d.I)
 }
 
-// DecAdd returns a + b with the larger of the two scales (reduced by
-// rounding when the coefficient would not fit). 22003 on overflow.
+// DecAdd returns a + b with the larger of the two scales. 22003 when the
+// sum is too large for the numeric format.
 func DecAdd(a, b Datum) (Datum, error) {
 	if a.X < 0 || b.X < 0 {
 		return decAddSpecial(a, DecIsInf(b), b.X == decNaN), nil
 	}
-	return decAddFinite(a.I, a.X, b.I, b.X, false)
+	if a.S == "" && b.S == "" {
+		if d, ok := decAddSmall(a.I, a.X, b.I, b.X, false); ok {
+			return d, nil
+		}
+	}
+	return decAddBig(a, b, false)
 }
 
-// DecSub returns a - b with the larger of the two scales (reduced by
-// rounding when the coefficient would not fit). 22003 on overflow.
+// DecSub returns a - b with the larger of the two scales. 22003 when the
+// difference is too large for the numeric format.
 func DecSub(a, b Datum) (Datum, error) {
 	if a.X < 0 || b.X < 0 {
 		return decAddSpecial(a, -DecIsInf(b), b.X == decNaN), nil
 	}
-	return decAddFinite(a.I, a.X, b.I, b.X, true)
+	if a.S == "" && b.S == "" {
+		if d, ok := decAddSmall(a.I, a.X, b.I, b.X, true); ok {
+			return d, nil
+		}
+	}
+	return decAddBig(a, b, true)
 }
 
 // decAddSpecial adds a to a b that is infinite with sign binf or NaN
@@ -577,36 +707,49 @@ func decAddSpecial(a Datum, binf int, bnan bool) Datum {
 	return DecInf(binf < 0)
 }
 
-func decAddFinite(ca int64, sa int32, cb int64, sb int32, sub bool) (Datum, error) {
+// decAddSmall adds (or subtracts) two int64-form coefficients without
+// allocating, except for a result that needs the big form; ok is false
+// when aligning the scales overflows.
+func decAddSmall(ca int64, sa int32, cb int64, sb int32, sub bool) (Datum, bool) {
 	s := max(sa, sb)
 	xa, ok1 := scaleUp(ca, s-sa)
 	xb, ok2 := scaleUp(cb, s-sb)
-	if ok1 && ok2 {
-		var r int64
-		var ovf bool
-		if sub {
-			r = xa - xb
-			ovf = (xa >= 0) != (xb >= 0) && (r >= 0) != (xa >= 0)
-		} else {
-			r = xa + xb
-			ovf = (xa >= 0) == (xb >= 0) && (r >= 0) != (xa >= 0)
-		}
-		if !ovf {
-			return NewDecimal(r, s), nil
-		}
+	if !ok1 || !ok2 {
+		return Datum{}, false
 	}
-	A := bigScaled(ca, s-sa)
-	B := bigScaled(cb, s-sb)
+	var r int64
+	var ovf bool
+	if sub {
+		r = xa - xb
+		ovf = (xa >= 0) != (xb >= 0) && (r >= 0) != (xa >= 0)
+	} else {
+		r = xa + xb
+		ovf = (xa >= 0) == (xb >= 0) && (r >= 0) != (xa >= 0)
+	}
+	if !ovf {
+		return NewDecimal(r, s), true
+	}
+	// Overflow means both terms push the same way: the magnitude is the
+	// sum of the magnitudes, with xa's sign.
+	lo, hi := bits.Add64(uabs(xa), uabs(xb), 0)
+	return decMake128(xa < 0, hi, lo, s), true
+}
+
+func decAddBig(a, b Datum, sub bool) (Datum, error) {
+	s := max(a.X, b.X)
+	A := decScaled(a, s-a.X)
+	B := decScaled(b, s-b.X)
 	if sub {
 		A.Sub(A, B)
 	} else {
 		A.Add(A, B)
 	}
-	return decFromBig(A, s)
+	return decMake(A, s)
 }
 
-// DecMul returns a * b with the sum of the scales (reduced by rounding when
-// the coefficient would not fit). 22003 on overflow.
+// DecMul returns a * b with the sum of the scales (rounded half away from
+// zero to MaxDecScale when that is larger). 22003 when the product is too
+// large for the numeric format.
 func DecMul(a, b Datum) (Datum, error) {
 	if a.X < 0 || b.X < 0 {
 		if a.X == decNaN || b.X == decNaN {
@@ -619,50 +762,42 @@ func DecMul(a, b Datum) (Datum, error) {
 		return DecInf(sa*sb < 0), nil
 	}
 	s := a.X + b.X
-	hi, lo := bits.Mul64(uabs(a.I), uabs(b.I))
-	if s <= MaxDecScale {
-		if d, ok := decReduce128((a.I < 0) != (b.I < 0), hi, lo, s); ok {
-			return d, nil
-		}
+	if a.S == "" && b.S == "" && s <= MaxDecScale {
+		hi, lo := bits.Mul64(uabs(a.I), uabs(b.I))
+		return decMake128((a.I < 0) != (b.I < 0), hi, lo, s), nil
 	}
-	A := big.NewInt(a.I)
-	A.Mul(A, big.NewInt(b.I))
-	return decFromBig(A, s)
-}
-
-// decReduce128 returns the 128-bit magnitude hi:lo with sign neg at scale
-// s, rounded half away from zero to the largest scale (dropping at most 19
-// digits) at which it fits; ok is false when that is not possible here.
-func decReduce128(neg bool, hi, lo uint64, s int32) (Datum, bool) {
-	if hi == 0 {
-		if c, ok := fromMag(neg, lo); ok {
-			return NewDecimal(c, s), true
-		}
+	A := decCoef(a)
+	A.Mul(A, decCoef(b))
+	if s > MaxDecScale {
+		A = bigRoundMode(A, int(s-MaxDecScale), roundHalfAway)
+		s = MaxDecScale
 	}
-	for k := int32(1); k <= 19 && k <= s; k++ {
-		p := pow10u[k]
-		qh, rh := hi/p, hi%p
-		if qh != 0 {
-			continue
-		}
-		q, r := bits.Div64(rh, lo, p)
-		if r >= p-r {
-			if q == math.MaxUint64 {
-				continue
-			}
-			q++
-		}
-		if c, ok := fromMag(neg, q); ok {
-			return NewDecimal(c, s-k), true
-		}
-	}
-	return Datum{}, false
+	return decMake(A, s)
 }
 
 // decWeightFirst returns the base-10000 weight and the first base-10000
-// digit of c * 10^-s, as PostgreSQL's NumericVar would hold them (0, 0 for
+// digit of finite d, as PostgreSQL's NumericVar would hold them (0, 0 for
 // zero).
-func decWeightFirst(c int64, s int32) (weight int, first uint64) {
+func decWeightFirst(d Datum) (weight int, first uint64) {
+	if d.S == "" {
+		return decWeightFirstSmall(d.I, d.X)
+	}
+	ds := bigCoefDigits(d)
+	n := len(ds)
+	e10 := n - 1 - int(d.X)
+	w := int(floorDiv(int64(e10), 4))
+	for k := 0; k < e10-4*w+1; k++ { // the first group's 1 to 4 digits
+		first *= 10
+		if k < n {
+			first += uint64(ds[k] - '0')
+		}
+	}
+	return w, first
+}
+
+// decWeightFirstSmall is decWeightFirst for an int64 coefficient c at
+// scale s.
+func decWeightFirstSmall(c int64, s int32) (weight int, first uint64) {
 	if c == 0 {
 		return 0, 0
 	}
@@ -700,8 +835,8 @@ func floorMod(a, b int64) int64 {
 // decDivScale returns the result scale PostgreSQL's select_div_scale
 // chooses for a / b.
 func decDivScale(a, b Datum) int32 {
-	w1, f1 := decWeightFirst(a.I, a.X)
-	w2, f2 := decWeightFirst(b.I, b.X)
+	w1, f1 := decWeightFirst(a)
+	w2, f2 := decWeightFirst(b)
 	qweight := w1 - w2
 	if f1 <= f2 {
 		qweight--
@@ -713,9 +848,9 @@ func decDivScale(a, b Datum) int32 {
 }
 
 // DecDiv returns a / b rounded half away from zero to the scale
-// PostgreSQL's select_div_scale picks (at least 16 significant digits and
-// at least the scales of a and b), reduced so that the coefficient fits.
-// Division by zero gives 22012; overflow 22003.
+// PostgreSQL's select_div_scale picks: at least 16 significant digits and
+// at least the scales of a and b, at most 1000. Division by zero gives
+// 22012; a quotient too large for the numeric format 22003.
 func DecDiv(a, b Datum) (Datum, error) {
 	if a.X < 0 || b.X < 0 {
 		if a.X == decNaN || b.X == decNaN {
@@ -737,54 +872,25 @@ func DecDiv(a, b Datum) (Datum, error) {
 		return Datum{}, errDivByZero()
 	}
 	rscale := decDivScale(a, b)
-	neg := (a.I < 0) != (b.I < 0)
-	ua, ub := uabs(a.I), uabs(b.I)
 	e := rscale - a.X + b.X // >= 0
-	// Fast path: a 128-bit numerator; each step drops one digit of scale.
-	for k := int32(0); k <= 2 && k <= rscale && k <= e && e-k <= 19; k++ {
-		hi, lo := bits.Mul64(ua, pow10u[e-k])
-		if hi >= ub {
-			continue
-		}
-		q, r := bits.Div64(hi, lo, ub)
-		if r >= ub-r {
-			if q == math.MaxUint64 {
-				continue
+	if a.S == "" && b.S == "" && e <= 19 {
+		// Fast path: a 128-bit numerator and a 64-bit quotient.
+		neg := (a.I < 0) != (b.I < 0)
+		ua, ub := uabs(a.I), uabs(b.I)
+		hi, lo := bits.Mul64(ua, pow10u[e])
+		if hi < ub {
+			q, r := bits.Div64(hi, lo, ub)
+			if r >= ub-r {
+				q++
+				if q == 0 {
+					return decMake128(neg, 1, 0, rscale), nil
+				}
 			}
-			q++
-		}
-		if c, ok := fromMag(neg, q); ok {
-			return NewDecimal(c, rscale-k), nil
+			return decMake128(neg, 0, q, rscale), nil
 		}
 	}
-	num := bigScaled(a.I, e)
-	den := big.NewInt(b.I)
-	q := bigDivRound(num, den)
-	if q.IsInt64() {
-		return NewDecimal(q.Int64(), rscale), nil
-	}
-	var abs big.Int
-	abs.Abs(q)
-	k := len(abs.Text(10)) - 19
-	if k < 1 {
-		k = 1
-	}
-	for ; k <= int(rscale); k++ {
-		// Recompute from the exact quotient at the smaller scale to round once.
-		n2 := bigScaled(a.I, e-int32(k))
-		var d2 *big.Int
-		if e-int32(k) < 0 {
-			n2 = big.NewInt(a.I)
-			d2 = new(big.Int).Mul(den, bigPow10(int(int32(k)-e)))
-		} else {
-			d2 = den
-		}
-		r := bigDivRound(n2, d2)
-		if r.IsInt64() {
-			return NewDecimal(r.Int64(), rscale-int32(k)), nil
-		}
-	}
-	return Datum{}, errNumericOverflow()
+	q := bigDivRound(decScaled(a, e), decCoef(b))
+	return decMake(q, rscale)
 }
 
 // bigDivRound returns n / d rounded half away from zero.
@@ -798,9 +904,9 @@ func bigDivRound(n, d *big.Int) *big.Int {
 		ad.Abs(d)
 		if r.Cmp(&ad) >= 0 {
 			if (n.Sign() < 0) != (d.Sign() < 0) {
-				q.Sub(&q, big.NewInt(1))
+				q.Sub(&q, bigOne)
 			} else {
-				q.Add(&q, big.NewInt(1))
+				q.Add(&q, bigOne)
 			}
 		}
 	}
@@ -827,17 +933,22 @@ func DecMod(a, b Datum) (Datum, error) {
 		return Datum{}, errDivByZero()
 	}
 	s := max(a.X, b.X)
-	xa, ok1 := scaleUp(a.I, s-a.X)
-	xb, ok2 := scaleUp(b.I, s-b.X)
-	if ok1 && ok2 {
-		return NewDecimal(xa%xb, s), nil
+	if a.S == "" && b.S == "" {
+		xa, ok1 := scaleUp(a.I, s-a.X)
+		xb, ok2 := scaleUp(b.I, s-b.X)
+		if ok1 && ok2 {
+			return NewDecimal(xa%xb, s), nil
+		}
 	}
-	A := bigScaled(a.I, s-a.X)
-	A.Rem(A, bigScaled(b.I, s-b.X))
-	return decFromBig(A, s)
+	A := decScaled(a, s-a.X)
+	A.Rem(A, decScaled(b, s-b.X))
+	return decMake(A, s)
 }
 
-// DecNeg returns -d. Negating the coefficient math.MinInt64 overflows (22003).
+// mag2p63 is the big-form magnitude of 2^63 (-2^63 is math.MinInt64).
+const mag2p63 = "\x80\x00\x00\x00\x00\x00\x00\x00"
+
+// DecNeg returns -d.
 func DecNeg(d Datum) (Datum, error) {
 	switch d.X {
 	case decNaN:
@@ -847,10 +958,17 @@ func DecNeg(d Datum) (Datum, error) {
 	case decNegInf:
 		return DecInf(false), nil
 	}
-	if d.I == math.MinInt64 {
-		return Datum{}, errNumericOverflow()
+	if d.S == "" {
+		if d.I == math.MinInt64 {
+			return decMake128(false, 0, 1<<63, d.X), nil
+		}
+		return NewDecimal(-d.I, d.X), nil
 	}
-	return NewDecimal(-d.I, d.X), nil
+	if d.I > 0 && d.S == mag2p63 {
+		return NewDecimal(math.MinInt64, d.X), nil
+	}
+	d.I = -d.I
+	return d, nil
 }
 
 // DecAbs returns |d|, keeping the scale.
@@ -875,9 +993,9 @@ const (
 
 // DecRound rounds d half away from zero to scale fraction digits, as
 // PostgreSQL's round(numeric, int): a negative scale rounds to the left of
-// the decimal point (round(1234.5, -1) = 1230). The result scale is
-// max(scale, 0); a scale larger than d's pads with zeros as far as the
-// coefficient allows.
+// the decimal point (round(1234.5, -1) = 1230). scale is first clamped to
+// [-131073, MaxDecScale] as in PostgreSQL; the result scale is
+// max(scale, 0), padding with zeros when that is larger than d's.
 func DecRound(d Datum, scale int32) (Datum, error) {
 	return decRoundMode(d, scale, roundHalfAway)
 }
@@ -898,72 +1016,70 @@ func decRoundMode(d Datum, scale int32, mode decRounding) (Datum, error) {
 	if d.X < 0 {
 		return d, nil
 	}
-	scale = max(min(scale, decMaxResultScale), -decMaxResultScale)
+	scale = max(min(scale, MaxDecScale), -decMaxIntDigits-1)
 	rs := max(scale, 0)
 	if scale >= d.X {
 		return decRaiseScale(d, rs), nil
 	}
 	k := d.X - scale
-	u := uabs(d.I)
-	neg := d.I < 0
-	var q uint64
-	up := false
-	if k > 19 {
-		q = 0
-		switch mode {
-		case roundFloor:
-			up = neg && u != 0
-		case roundCeil:
-			up = !neg && u != 0
+	if d.S == "" && (scale >= 0 || -scale <= 19) {
+		u := uabs(d.I)
+		neg := d.I < 0
+		var q uint64
+		up := false
+		if k > 19 {
+			switch mode {
+			case roundFloor:
+				up = neg && u != 0
+			case roundCeil:
+				up = !neg && u != 0
+			}
+		} else {
+			p := pow10u[k]
+			q = u / p
+			r := u % p
+			switch mode {
+			case roundHalfAway:
+				up = r >= p-r
+			case roundFloor:
+				up = neg && r != 0
+			case roundCeil:
+				up = !neg && r != 0
+			}
 		}
-	} else {
-		p := pow10u[k]
-		q = u / p
-		r := u % p
-		switch mode {
-		case roundHalfAway:
-			up = r >= p-r
-		case roundFloor:
-			up = neg && r != 0
-		case roundCeil:
-			up = !neg && r != 0
+		if up {
+			q++ // q < 2^63 here: no wrap
 		}
-	}
-	if up {
-		q++
-	}
-	if scale < 0 && q != 0 {
-		if -scale > 19 {
-			return Datum{}, errNumericOverflow()
+		var hi uint64
+		if scale < 0 {
+			hi, q = bits.Mul64(q, pow10u[-scale])
 		}
-		hi, lo := bits.Mul64(q, pow10u[-scale])
-		if hi != 0 {
-			return Datum{}, errNumericOverflow()
-		}
-		q = lo
+		return decMake128(neg, hi, q, rs), nil
 	}
-	c, ok := fromMag(neg, q)
-	if !ok {
-		return Datum{}, errNumericOverflow()
+	q := bigRoundMode(decCoef(d), int(k), mode)
+	if scale < 0 && q.Sign() != 0 {
+		q.Mul(q, bigPow10(int(-scale)))
 	}
-	return NewDecimal(c, rs), nil
+	return decMake(q, rs)
 }
 
-// decRaiseScale pads d with trailing zeros up to scale target, stopping
-// early when the coefficient would no longer fit.
+// decRaiseScale pads d with trailing zeros up to scale target.
 func decRaiseScale(d Datum, target int32) Datum {
-	if target <= d.X {
+	k := target - d.X
+	if k <= 0 {
 		return d
 	}
-	if d.I == 0 {
-		return NewDecimal(0, target)
-	}
-	for k := min(target-d.X, 19); k > 0; k-- {
-		if c, ok := scaleUp(d.I, k); ok {
-			return NewDecimal(c, d.X+k)
+	if d.S == "" {
+		if d.I == 0 {
+			return NewDecimal(0, target)
+		}
+		if k <= 19 {
+			hi, lo := bits.Mul64(uabs(d.I), pow10u[k])
+			return decMake128(d.I < 0, hi, lo, target)
 		}
 	}
-	return d
+	r, _ := decMake(decScaled(d, k), target) // same value: cannot overflow
+	return r
 }
 
 // DecCmp compares the values of two decimals across scales: -1, 0 or +1.
@@ -980,7 +1096,40 @@ func DecCmp(a, b Datum) int {
 	if ra != 1 {
 		return 0
 	}
-	return decCmpFinite(a.I, a.X, b.I, b.X)
+	if a.S == "" && b.S == "" {
+		return decCmpFinite(a.I, a.X, b.I, b.X)
+	}
+	return decCmpBig(a, b)
+}
+
+// decCmpBig compares two finite decimals of which one at least has the
+// big form.
+func decCmpBig(a, b Datum) int {
+	sga, sgb := sign64(a.I), sign64(b.I)
+	if sga != sgb {
+		return cmpInt64(int64(sga), int64(sgb))
+	}
+	if sga == 0 {
+		return 0
+	}
+	// log10 of the magnitude lies in [(bits-1)*log10(2) - scale,
+	// bits*log10(2) - scale): decide by the bit lengths when the ranges
+	// are apart.
+	la, lb := decBitLen(a), decBitLen(b)
+	loA, hiA := float64(la-1)*log10of2-float64(a.X), float64(la)*log10of2-float64(a.X)
+	loB, hiB := float64(lb-1)*log10of2-float64(b.X), float64(lb)*log10of2-float64(b.X)
+	c := 0
+	switch {
+	case hiA < loB-1e-9:
+		c = -1
+	case hiB < loA-1e-9:
+		c = 1
+	default:
+		s := max(a.X, b.X)
+		A, B := decScaled(a, s-a.X), decScaled(b, s-b.X)
+		return A.Cmp(B)
+	}
+	return c * sga
 }
 
 // decRank orders the decimal classes: -Inf 0, finite 1, +Inf 2, NaN 3.
@@ -1099,9 +1248,19 @@ func DecCoerce(d Datum, prec, scale int16) (Datum, error) {
 	if r.I == 0 {
 		return r, nil
 	}
-	e := maxdigits + int(r.X)
-	if e < 0 || (e <= 19 && uabs(r.I) >= pow10u[e]) {
+	e := maxdigits + int(r.X) // |coefficient| must stay below 10^e
+	switch {
+	case e < 0:
 		return Datum{}, overflow()
+	case r.S == "":
+		if e <= 19 && uabs(r.I) >= pow10u[e] {
+			return Datum{}, overflow()
+		}
+	default:
+		c := decCoef(r)
+		if c.Abs(c).Cmp(bigPow10(e)) >= 0 {
+			return Datum{}, overflow()
+		}
 	}
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"encoding/hex"
 	"math"
 	"math/big"
 	"math/rand"
@@ -22,8 +23,25 @@ func mustDec(t testing.TB, s string) Datum {
 
 // ratOf returns the exact value of a finite decimal.
 func ratOf(d Datum) *big.Rat {
-	r := new(big.Rat).SetInt64(d.I)
+	r := new(big.Rat).SetInt(decCoef(d))
 	return r.Quo(r, new(big.Rat).SetInt(bigPow10(int(d.X))))
+}
+
+// checkCanonical fails unless d is a finite decimal in its canonical form:
+// the int64 form exactly when the coefficient fits, the big form with a
+// ±1 sign and no leading zero byte otherwise.
+func checkCanonical(t testing.TB, what string, d Datum) {
+	t.Helper()
+	if d.K != KDecimal || d.X < 0 {
+		return
+	}
+	if d.S == "" {
+		return
+	}
+	c := decCoef(d)
+	if (d.I != 1 && d.I != -1) || d.S[0] == 0 || c.IsInt64() {
+		t.Fatalf("%s: non-canonical decimal %+v", what, d)
+	}
 }
 
 // roundRat rounds r half away from zero to scale fraction digits and
@@ -39,16 +57,6 @@ func roundRat(r *big.Rat, scale int32) *big.Int {
 		q.Neg(q)
 	}
 	return q
-}
-
-func fitsInt64(b *big.Int) bool { return b.IsInt64() }
-
-// textFits reports whether the numeric text s, with all its digits kept,
-// has a coefficient that fits an int64.
-func textFits(s string) bool {
-	digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(s), "0")
-	c, ok := new(big.Int).SetString("0"+digits, 10)
-	return ok && c.IsInt64()
 }
 
 func TestDecFromStringAndString(t *testing.T) {
@@ -74,7 +82,6 @@ func TestDecFromStringAndString(t *testing.T) {
 		{"9223372036854775807", math.MaxInt64, 0, "9223372036854775807"},
 		{"-9223372036854775808", math.MinInt64, 0, "-9223372036854775808"},
 		{"0.9223372036854775807", math.MaxInt64, 19, "0.9223372036854775807"},
-		{"1.0000000000000000000000", 1000000000000000000, 18, "1.000000000000000000"},
 		{"1e-30", 1, 30, "0.000000000000000000000000000001"},
 		{"12.3e1", 123, 0, "123"},
 		{"12.34e1", 1234, 1, "123.4"},
@@ -85,7 +92,7 @@ func TestDecFromStringAndString(t *testing.T) {
 			t.Errorf("DecFromString(%q): %v", tc.in, err)
 			continue
 		}
-		if d.K != KDecimal || d.I != tc.coef || d.X != tc.sc {
+		if d.K != KDecimal || d.I != tc.coef || d.X != tc.sc || d.S != "" {
 			t.Errorf("DecFromString(%q) = %d e-%d, want %d e-%d", tc.in, d.I, d.X, tc.coef, tc.sc)
 		}
 		if got := DecString(d); got != tc.out {
@@ -98,11 +105,47 @@ func TestDecFromStringAndString(t *testing.T) {
 			t.Errorf("DecFromString(%q) = %+v, %v", s, d, err)
 		}
 	}
+	// Coefficients beyond the int64 range take the big form.
+	bigs := []struct{ in, coef, out string }{
+		{"9223372036854775808", "9223372036854775808", "9223372036854775808"},
+		{"-9223372036854775809", "-9223372036854775809", "-9223372036854775809"},
+		{"1.0000000000000000000000", "10000000000000000000000", "1.0000000000000000000000"},
+		{"1e19", "10000000000000000000", "10000000000000000000"},
+		{"-0.12345678901234567891", "-12345678901234567891", "-0.12345678901234567891"},
+		{"  123456789012345678901234567890.123456789  ", "123456789012345678901234567890123456789", "123456789012345678901234567890.123456789"},
+		{"1e100", "1" + strings.Repeat("0", 100), "1" + strings.Repeat("0", 100)},
+		{"-1.5e-40", "-15", "-0.00000000000000000000000000000000000000015"},
+		{"00012345678901234567890e-5", "12345678901234567890", "123456789012345.67890"},
+	}
+	for _, tc := range bigs {
+		d, err := DecFromString(tc.in)
+		if err != nil {
+			t.Errorf("DecFromString(%q): %v", tc.in, err)
+			continue
+		}
+		checkCanonical(t, tc.in, d)
+		if got := decCoef(d).String(); got != tc.coef {
+			t.Errorf("DecFromString(%q) coefficient %s, want %s", tc.in, got, tc.coef)
+		}
+		if got := DecString(d); got != tc.out {
+			t.Errorf("DecString(%q) = %q, want %q", tc.in, got, tc.out)
+		}
+	}
+	// The format's limits: fewer than 131072 integer digits, at most
+	// 16383 fraction digits, exponents below (2^31-1)/2.
+	for in, want := range map[string]int{"1e131071": 131072, "-9.99e131071": 131073, "1e-16383": 16385, "0e-16383": 16385,
+		"0e1000000000": 1, "5" + strings.Repeat("0", 131071): 131072} {
+		d, err := DecFromString(in)
+		if err != nil || len(DecString(d)) != want {
+			t.Errorf("DecFromString(%.20q) = %d chars, %v; want %d", in, len(DecString(d)), err, want)
+		}
+	}
 	bad := map[string]string{
 		"": "22P02", "abc": "22P02", "1e": "22P02", "-": "22P02", ".": "22P02", "1.2.3": "22P02", "1 2": "22P02",
 		"0x10": "22P02", "+-1": "22P02", "1e+": "22P02", "--1": "22P02",
-		"9223372036854775808": "22003", "12345678901234567890": "22003", "1e19": "22003", "1e1001": "22003",
-		"0.12345678901234567891": "22003",
+		"1e131072": "22003", "-10e131071": "22003", "1e-16384": "22003", "0e-16384": "22003", "1e1073741823": "22003",
+		"0e-1073741823": "22003", "1e99999999999999999999": "22003", "1e1073741823x": "22003", "1e5x": "22P02",
+		"1" + strings.Repeat("0", 131072): "22003", "0." + strings.Repeat("0", 16384): "22003",
 	}
 	for s, code := range bad {
 		if _, err := DecFromString(s); errCode(err) != code {
@@ -126,10 +169,13 @@ func TestDecStringRoundTripRandom(t *testing.T) {
 	}
 }
 
-// randDecimal returns a random finite decimal with varied magnitudes.
+// randDecimal returns a random finite decimal with varied magnitudes,
+// in either coefficient form.
 func randDecimal(rng *rand.Rand) Datum {
 	var c int64
-	switch rng.Intn(4) {
+	switch rng.Intn(6) {
+	case 4, 5:
+		return randBigDecimal(rng)
 	case 0:
 		c = int64(rng.Uint64())
 	case 1:
@@ -142,46 +188,82 @@ func randDecimal(rng *rand.Rand) Datum {
 	return NewDecimal(c, int32(rng.Intn(22)))
 }
 
+// randBigDecimal returns a random decimal of 1 to 60 digits (mostly more
+// than an int64 holds) at a scale of 0 to 40, sometimes with trailing
+// zeros.
+func randBigDecimal(rng *rand.Rand) Datum {
+	n := 1 + rng.Intn(60)
+	if rng.Intn(4) != 0 {
+		n = 19 + rng.Intn(42)
+	}
+	ds := make([]byte, n)
+	for i := range ds {
+		ds[i] = byte('0' + rng.Intn(10))
+	}
+	if rng.Intn(5) == 0 {
+		for i := n - 1 - rng.Intn(n); i < n; i++ {
+			ds[i] = '0'
+		}
+	}
+	c, _ := new(big.Int).SetString(string(ds), 10)
+	if rng.Intn(2) == 0 {
+		c.Neg(c)
+	}
+	d, err := decMake(c, int32(rng.Intn(41)))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
 func TestDecPostgresBinaryVectors(t *testing.T) {
-	for _, v := range pgDecBinVectors {
-		a, b := mustDec(t, v.a), mustDec(t, v.b)
-		var got Datum
-		var err error
-		switch v.op {
-		case "+":
-			got, err = DecAdd(a, b)
-		case "-":
-			got, err = DecSub(a, b)
-		case "*":
-			got, err = DecMul(a, b)
-		case "/":
-			got, err = DecDiv(a, b)
-		case "%":
-			got, err = DecMod(a, b)
+	n := 0
+	for _, vs := range [][]struct{ a, op, b, want, code, msg string }{pgDecBinVectors, pgDecBigBinVectors} {
+		for _, v := range vs {
+			checkDecBinVector(t, v.a, v.op, v.b, v.want, v.code, v.msg)
+			n++
 		}
-		desc := v.a + " " + v.op + " " + v.b
-		if v.code != "" {
-			if errCode(err) != v.code || err.Error() != v.msg {
-				t.Errorf("%s: got %v %v, want error %s %s", desc, got, err, v.code, v.msg)
-			}
-			continue
+	}
+	t.Logf("%d vectors", n)
+}
+
+func decBinOp(op string) func(a, b Datum) (Datum, error) {
+	switch op {
+	case "+":
+		return DecAdd
+	case "-":
+		return DecSub
+	case "*":
+		return DecMul
+	case "/":
+		return DecDiv
+	}
+	return DecMod
+}
+
+// checkDecBinVector checks a op b against PostgreSQL's answer want (or
+// error code and message).
+func checkDecBinVector(t *testing.T, as, op, bs, want, code, msg string) {
+	t.Helper()
+	a, b := mustDec(t, as), mustDec(t, bs)
+	got, err := decBinOp(op)(a, b)
+	desc := as + " " + op + " " + bs
+	if len(desc) > 200 {
+		desc = desc[:200] + "..."
+	}
+	if code != "" {
+		if errCode(err) != code || err.Error() != msg {
+			t.Errorf("%s: got %.100s %v, want error %s %s", desc, DecString(got), err, code, msg)
 		}
-		if err != nil {
-			if errCode(err) != "22003" || fitsInt64(roundRat(exactOp(a, b, v.op), 0)) {
-				t.Errorf("%s: error %v, want %s", desc, err, v.want)
-			}
-			continue
-		}
-		if DecString(got) == v.want {
-			continue
-		}
-		// PostgreSQL's result has more digits than an int64 holds: Sluice
-		// must round the exact result at the largest scale that fits.
-		if textFits(v.want) {
-			t.Errorf("%s = %s, want %s", desc, DecString(got), v.want)
-			continue
-		}
-		checkReducedScale(t, desc, got, exactOp(a, b, v.op))
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: error %v, want %.100s", desc, err, want)
+		return
+	}
+	checkCanonical(t, desc, got)
+	if DecString(got) != want {
+		t.Errorf("%s = %.200s, want %.200s", desc, DecString(got), want)
 	}
 }
 
@@ -198,74 +280,49 @@ func exactOp(a, b Datum, op string) *big.Rat {
 	return ra.Quo(ra, rb)
 }
 
-// checkReducedScale checks that got is exact rounded at got's scale and
-// that one more digit would not fit.
-func checkReducedScale(t *testing.T, desc string, got Datum, exact *big.Rat) {
-	t.Helper()
-	if want := roundRat(exact, got.X); want.Cmp(big.NewInt(got.I)) != 0 {
-		t.Errorf("%s = %s, want coefficient %s at scale %d", desc, DecString(got), want, got.X)
-	}
-	if fitsInt64(roundRat(exact, got.X+1)) {
-		t.Errorf("%s = %s: scale %d would also fit", desc, DecString(got), got.X+1)
-	}
-}
-
 func TestDecPostgresUnaryVectors(t *testing.T) {
-	for _, v := range pgDecUnaryVectors {
-		a := mustDec(t, v.a)
-		var got Datum
-		var err error
-		arg := int32(0)
-		if v.arg != "" {
-			n, _ := strconv.Atoi(v.arg)
-			arg = int32(n)
-		}
-		switch v.fn {
-		case "round":
-			got, err = DecRound(a, arg)
-		case "trunc":
-			got, err = DecTrunc(a, arg)
-		case "floor":
-			got, err = DecFloor(a)
-		case "ceil":
-			got, err = DecCeil(a)
-		case "abs":
-			got, err = DecAbs(a)
-		case "-":
-			got, err = DecNeg(a)
-		}
-		desc := v.fn + "(" + v.a + "," + v.arg + ")"
-		if v.code != "" {
-			if errCode(err) != v.code {
-				t.Errorf("%s: got %v %v, want error %s", desc, got, err, v.code)
+	n := 0
+	for _, vs := range [][]struct{ a, fn, arg, want, code, msg string }{pgDecUnaryVectors, pgDecBigUnaryVectors} {
+		for _, v := range vs {
+			a := mustDec(t, v.a)
+			var got Datum
+			var err error
+			arg := int32(0)
+			if v.arg != "" {
+				n, _ := strconv.Atoi(v.arg)
+				arg = int32(n)
 			}
-			continue
-		}
-		if err == nil && DecString(got) == v.want {
-			continue
-		}
-		if textFits(v.want) {
+			switch v.fn {
+			case "round":
+				got, err = DecRound(a, arg)
+			case "trunc":
+				got, err = DecTrunc(a, arg)
+			case "floor":
+				got, err = DecFloor(a)
+			case "ceil":
+				got, err = DecCeil(a)
+			case "abs":
+				got, err = DecAbs(a)
+			case "-":
+				got, err = DecNeg(a)
+			default:
+				t.Fatalf("unknown function %s", v.fn)
+			}
+			n++
+			desc := v.fn + "(" + v.a + "," + v.arg + ")"
+			if v.code != "" {
+				if errCode(err) != v.code || err.Error() != v.msg {
+					t.Errorf("%s: got %v %v, want error %s %s", desc, got, err, v.code, v.msg)
+				}
+				continue
+			}
+			checkCanonical(t, desc, got)
 			if err != nil || DecString(got) != v.want {
-				t.Errorf("%s = %s, %v; want %s", desc, DecString(got), err, v.want)
+				t.Errorf("%s = %.200s, %v; want %.200s", desc, DecString(got), err, v.want)
 			}
-			continue
-		}
-		// Not representable: an overflow error, or the same value at a
-		// smaller scale.
-		wr, ok := new(big.Rat).SetString(v.want)
-		if !ok {
-			t.Fatalf("bad vector %q", v.want)
-		}
-		if err != nil {
-			if errCode(err) != "22003" || wr.IsInt() && fitsInt64(wr.Num()) {
-				t.Errorf("%s: error %v, want %s", desc, err, v.want)
-			}
-			continue
-		}
-		if ratOf(got).Cmp(wr) != 0 {
-			t.Errorf("%s = %s, want %s", desc, DecString(got), v.want)
 		}
 	}
+	t.Logf("%d vectors", n)
 }
 
 func TestDecArithmeticRandom(t *testing.T) {
@@ -273,67 +330,69 @@ func TestDecArithmeticRandom(t *testing.T) {
 	for i := 0; i < 15000; i++ {
 		a, b := randDecimal(rng), randDecimal(rng)
 		for _, op := range []string{"+", "-", "*", "/", "%"} {
-			var got Datum
-			var err error
+			desc := DecString(a) + " " + op + " " + DecString(b)
+			got, err := decBinOp(op)(a, b)
+			if b.I == 0 && (op == "/" || op == "%") {
+				if errCode(err) != "22012" {
+					t.Fatalf("%s: %v", desc, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: unexpected error %v", desc, err)
+			}
+			checkCanonical(t, desc, got)
 			var scale int32
+			var want *big.Rat
 			switch op {
-			case "+":
-				got, err = DecAdd(a, b)
+			case "+", "-", "*":
 				scale = max(a.X, b.X)
-			case "-":
-				got, err = DecSub(a, b)
-				scale = max(a.X, b.X)
-			case "*":
-				got, err = DecMul(a, b)
-				scale = a.X + b.X
+				if op == "*" {
+					scale = a.X + b.X
+				}
+				want = exactOp(a, b, op)
 			case "/":
-				if b.I == 0 {
-					if _, err = DecDiv(a, b); errCode(err) != "22012" {
-						t.Fatalf("%v / 0: %v", a, err)
-					}
-					continue
-				}
-				got, err = DecDiv(a, b)
 				scale = decDivScale(a, b)
+				want = new(big.Rat).SetFrac(roundRat(exactOp(a, b, op), scale), bigPow10(int(scale)))
 			case "%":
-				if b.I == 0 {
-					if _, err = DecMod(a, b); errCode(err) != "22012" {
-						t.Fatalf("%v %% 0: %v", a, err)
-					}
-					continue
-				}
-				got, err = DecMod(a, b)
-				if err != nil {
-					t.Fatalf("%s %% %s: %v", DecString(a), DecString(b), err)
-				}
 				// a - trunc(a/b)*b
+				scale = max(a.X, b.X)
 				ra, rb := ratOf(a), ratOf(b)
 				q := new(big.Rat).Quo(ra, rb)
 				qi := new(big.Int).Quo(q.Num(), q.Denom())
-				want := ra.Sub(ra, rb.Mul(rb, new(big.Rat).SetInt(qi)))
-				if ratOf(got).Cmp(want) != 0 || got.X != max(a.X, b.X) {
-					t.Fatalf("%s %% %s = %s, want %s", DecString(a), DecString(b), DecString(got), want.FloatString(int(max(a.X, b.X))))
+				want = ra.Sub(ra, rb.Mul(rb, new(big.Rat).SetInt(qi)))
+			}
+			if got.X != scale || ratOf(got).Cmp(want) != 0 {
+				t.Fatalf("%s = %s, want %s", desc, DecString(got), want.FloatString(int(scale)))
+			}
+			// Both forms compare, hash and encode alike.
+			if op == "*" && b.X == 0 && b.I != 0 {
+				back, err := DecDiv(got, b)
+				if err != nil || DecCmp(back, a) != 0 || Hash(0, back) != Hash(0, a) || string(AppendKey(nil, back)) != string(AppendKey(nil, a)) {
+					t.Fatalf("(%s) / %s = %s, %v", desc, DecString(b), DecString(back), err)
 				}
-				continue
 			}
-			desc := DecString(a) + " " + op + " " + DecString(b)
-			exact := exactOp(a, b, op)
-			if err != nil {
-				if errCode(err) != "22003" || fitsInt64(roundRat(exact, 0)) {
-					t.Fatalf("%s: unexpected error %v", desc, err)
-				}
-				continue
-			}
-			if got.X == scale {
-				if roundRat(exact, scale).Cmp(big.NewInt(got.I)) != 0 {
-					t.Fatalf("%s = %s, want %s", desc, DecString(got), exact.FloatString(int(scale)))
-				}
-				continue
-			}
-			if got.X > scale {
-				t.Fatalf("%s = %s: scale above %d", desc, DecString(got), scale)
-			}
-			checkReducedScale(t, desc, got, exact)
+		}
+	}
+}
+
+// TestDecDivScale checks select_div_scale's choices for quotients that
+// need more digits than an int64 holds (PostgreSQL's answers).
+func TestDecDivScale(t *testing.T) {
+	tests := []struct{ a, b, want string }{
+		{"2.50", "4", "0.62500000000000000000"},
+		{"1", "3", "0.33333333333333333333"},
+		{"2", "3", "0.66666666666666666667"},
+		{"10", "4.0", "2.5000000000000000"},
+		{"1", "9223372036854775807", "0.000000000000000000108420217248550443"},
+		{"-9223372036854775808", "-1", "9223372036854775808"},
+		{"12345.6789", "-9.87", "-1250.8286626139817629"},
+		{"1.5", "7", "0.21428571428571428571"},
+	}
+	for _, tc := range tests {
+		got, err := DecDiv(mustDec(t, tc.a), mustDec(t, tc.b))
+		if err != nil || DecString(got) != tc.want {
+			t.Errorf("%s / %s = %s, %v; want %s", tc.a, tc.b, DecString(got), err, tc.want)
 		}
 	}
 }
@@ -360,10 +419,8 @@ func TestDecCmp(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		a, b := randDecimal(rng), randDecimal(rng)
 		if rng.Intn(4) == 0 {
-			b = NewDecimal(a.I*10, a.X+1)
-			if b.I/10 != a.I || b.X > 25 {
-				continue
-			}
+			// The same value at a larger scale, perhaps in the other form.
+			b = decRaiseScale(a, a.X+int32(rng.Intn(25)))
 		}
 		if got, want := DecCmp(a, b), ratOf(a).Cmp(ratOf(b)); got != want {
 			t.Fatalf("DecCmp(%s, %s) = %d, want %d", DecString(a), DecString(b), got, want)
@@ -391,7 +448,14 @@ func TestDecCoerce(t *testing.T) {
 		{"Infinity", 5, 2, "", "22003"},
 		{"12345.6789", 0, 0, "12345.6789", ""},
 		{"1.5", 10, -1, "2", ""},
-		{"1e9", 30, 20, "1000000000.000000000", ""},
+		{"1e9", 30, 20, "1000000000.00000000000000000000", ""},
+		{"123456789012345678901234567890.5", 30, 0, "123456789012345678901234567891", ""},
+		{"123456789012345678901234567890.5", 31, 1, "123456789012345678901234567890.5", ""},
+		{"123456789012345678901234567890.5", 30, 1, "", "22003"},
+		{"-99999999999999999999.995", 22, 2, "", "22003"},
+		{"-99999999999999999999.994", 22, 2, "-99999999999999999999.99", ""},
+		{"0.000000000000000000000000000005", 30, 30, "0.000000000000000000000000000005", ""},
+		{"0.0000000000000000000000000000005", 30, 30, "0.000000000000000000000000000001", ""},
 		{"1e10", 30, 20, "", "22003"},
 		{"0", 30, 25, "0.0000000000000000000000000", ""},
 		{"0.0009", 2, 5, "0.00090", ""},
@@ -433,7 +497,9 @@ func TestDecConversions(t *testing.T) {
 		{"2.5", 3, ""}, {"-2.5", -3, ""}, {"2.4999", 2, ""}, {"0.5", 1, ""}, {"-0.4", 0, ""},
 		{"9223372036854775807", math.MaxInt64, ""}, {"-9223372036854775808", math.MinInt64, ""},
 		{"9223372036854775.75", 9223372036854776, ""}, {"0.9223372036854775807", 1, ""},
-		{"NaN", 0, "0A000"}, {"Infinity", 0, "0A000"},
+		{"NaN", 0, "0A000"}, {"Infinity", 0, "0A000"}, {"9223372036854775807.5", 0, "22003"},
+		{"-9223372036854775808.4999999999", math.MinInt64, ""}, {"-9223372036854775808.5", 0, "22003"},
+		{"1e30", 0, "22003"}, {"0.5000000000000000000001", 1, ""},
 	}
 	for _, tc := range ints {
 		got, err := DecToInt(mustDec(t, tc.in))
@@ -451,7 +517,8 @@ func TestDecConversions(t *testing.T) {
 	}{
 		{0.1, "0.1", ""}, {1.0 / 3, "0.333333333333333", ""}, {-2.5, "-2.5", ""}, {1e15, "1000000000000000", ""},
 		{123456789.123456789, "123456789.123457", ""}, {1e-20, "0.00000000000000000001", ""}, {0, "0", ""},
-		{math.Copysign(0, -1), "0", ""}, {math.NaN(), "NaN", ""}, {math.Inf(-1), "-Infinity", ""}, {1e20, "", "22003"},
+		{math.Copysign(0, -1), "0", ""}, {math.NaN(), "NaN", ""}, {math.Inf(-1), "-Infinity", ""}, {1e20, "100000000000000000000", ""},
+		{-1.7976931348623157e308, "-179769313486232" + strings.Repeat("0", 294), ""}, {1e-300, "0." + strings.Repeat("0", 299) + "1", ""},
 	}
 	for _, tc := range floats {
 		got, err := DecFromFloat(tc.f)
@@ -467,6 +534,12 @@ func TestDecConversions(t *testing.T) {
 	}
 	if f := DecToFloat(NewDecimal(1, 400)); f != 0 {
 		t.Errorf("DecToFloat(1e-400) = %v", f)
+	}
+	for s, want := range map[string]float64{"1e400": math.Inf(1), "-1e400": math.Inf(-1), "123456789012345678901234567890": 1.2345678901234568e29,
+		"1e-30": 1e-30, "-9223372036854775809": -9223372036854775809, "0.12345678901234567890123": 0.12345678901234568} {
+		if f := DecToFloat(mustDec(t, s)); f != want {
+			t.Errorf("DecToFloat(%s) = %v, want %v", s, f, want)
+		}
 	}
 	if !DecIsNaN(DecNaN()) || DecIsInf(DecInf(false)) != 1 || DecIsInf(DecInf(true)) != -1 || DecIsFinite(DecNaN()) || !DecIsFinite(NewDecimal(1, 1)) {
 		t.Error("special predicates")
@@ -500,13 +573,19 @@ func TestDecSpecialArithmetic(t *testing.T) {
 		{"mod", DecMod, pinf, one, "NaN", ""},
 		{"mod", DecMod, pinf, zero, "", "22012"},
 		{"mod", DecMod, NewDecimal(math.MinInt64, 0), NewDecimal(-1, 0), "0", ""},
-		{"add", DecAdd, NewDecimal(math.MaxInt64, 0), one, "", "22003"},
-		{"sub", DecSub, NewDecimal(math.MinInt64, 0), one, "", "22003"},
-		{"add", DecAdd, NewDecimal(math.MaxInt64, 1), NewDecimal(1, 1), "922337203685477581", ""},
-		{"mul", DecMul, NewDecimal(math.MaxInt64, 0), NewDecimal(2, 0), "", "22003"},
+		{"add", DecAdd, NewDecimal(math.MaxInt64, 0), one, "9223372036854775808", ""},
+		{"sub", DecSub, NewDecimal(math.MinInt64, 0), one, "-9223372036854775809", ""},
+		{"sub", DecSub, NewDecimal(math.MaxInt64, 0), NewDecimal(math.MinInt64, 0), "18446744073709551615", ""},
+		{"add", DecAdd, NewDecimal(math.MaxInt64, 1), NewDecimal(1, 1), "922337203685477580.8", ""},
+		{"mul", DecMul, NewDecimal(math.MaxInt64, 0), NewDecimal(2, 0), "18446744073709551614", ""},
 		{"mul", DecMul, NewDecimal(math.MinInt64, 0), NewDecimal(1, 0), "-9223372036854775808", ""},
-		{"div", DecDiv, NewDecimal(math.MinInt64, 0), NewDecimal(-1, 0), "", "22003"},
+		{"mul", DecMul, NewDecimal(math.MinInt64, 0), NewDecimal(math.MinInt64, 0), "85070591730234615865843651857942052864", ""},
+		{"div", DecDiv, NewDecimal(math.MinInt64, 0), NewDecimal(-1, 0), "9223372036854775808", ""},
+		{"mod", DecMod, NewDecimal(math.MinInt64, 0), NewDecimal(7, 1), "-0.3", ""},
 		{"div", DecDiv, NewDecimal(1, 0), NewDecimal(math.MaxInt64, 0), "0.000000000000000000108420217248550443", ""},
+		{"mul", DecMul, mustDec(t, "1e70000"), mustDec(t, "1e70000"), "", "22003"},
+		{"add", DecAdd, mustDec(t, "9.9e131071"), mustDec(t, "1e131071"), "", "22003"},
+		{"div", DecDiv, mustDec(t, "1e131071"), mustDec(t, "0.1"), "", "22003"},
 	}
 	for _, tc := range tests {
 		got, err := tc.f(tc.a, tc.b)
@@ -514,8 +593,14 @@ func TestDecSpecialArithmetic(t *testing.T) {
 			t.Errorf("%s(%s, %s) = %s, %v; want %s %s", tc.name, DecString(tc.a), DecString(tc.b), DecString(got), err, tc.want, tc.code)
 		}
 	}
-	if _, err := DecNeg(NewDecimal(math.MinInt64, 3)); errCode(err) != "22003" {
-		t.Errorf("DecNeg(MinInt64) = %v", err)
+	if d, err := DecNeg(NewDecimal(math.MinInt64, 3)); err != nil || DecString(d) != "9223372036854775.808" || d.S == "" {
+		t.Errorf("DecNeg(MinInt64) = %+v, %v", d, err)
+	}
+	if d, err := DecNeg(mustDec(t, "9223372036854775.808")); err != nil || d.I != math.MinInt64 || d.X != 3 || d.S != "" {
+		t.Errorf("DecNeg(2^63) = %+v, %v", d, err)
+	}
+	if d, err := DecAbs(mustDec(t, "-1e30")); err != nil || DecString(d) != "1000000000000000000000000000000" {
+		t.Errorf("DecAbs(-1e30) = %+v, %v", d, err)
 	}
 	if d, _ := DecNeg(pinf); DecIsInf(d) != -1 {
 		t.Error("DecNeg(Inf)")
@@ -526,14 +611,17 @@ func TestDecSpecialArithmetic(t *testing.T) {
 	if d, _ := DecRound(nan, 2); !DecIsNaN(d) {
 		t.Error("DecRound(NaN)")
 	}
-	if d, err := DecRound(NewDecimal(5, 0), 3000); err != nil || d.X != 18 || d.I != 5e18 {
+	if d, err := DecRound(NewDecimal(5, 0), 3000); err != nil || d.X != 3000 || DecCmp(d, NewDecimal(5, 0)) != 0 {
 		t.Errorf("DecRound(5, 3000) = %+v, %v", d, err)
 	}
-	if d, err := DecRound(NewDecimal(0, 0), 3000); err != nil || d.X != decMaxResultScale {
-		t.Errorf("DecRound(0, 3000) = %+v, %v", d, err)
+	if d, err := DecRound(NewDecimal(0, 0), 30000); err != nil || d.X != MaxDecScale {
+		t.Errorf("DecRound(0, 30000) = %+v, %v", d, err)
 	}
 	if d, err := DecRound(NewDecimal(5, 0), -3000); err != nil || d.I != 0 || d.X != 0 {
 		t.Errorf("DecRound(5, -3000) = %+v, %v", d, err)
+	}
+	if _, err := DecRound(mustDec(t, "9.5e131071"), -131072); errCode(err) != "22003" {
+		t.Errorf("DecRound(9.5e131071, -131072) = %v", err)
 	}
 	if d, err := DecFloor(NewDecimal(-1, 25)); err != nil || d.I != -1 {
 		t.Errorf("DecFloor(-1e-25) = %+v, %v", d, err)
@@ -548,4 +636,85 @@ func detailOf(err error) string {
 		return e.Detail
 	}
 	return ""
+}
+
+func repeatStrings(s string, n int) []string {
+	r := make([]string, n)
+	for i := range r {
+		r[i] = s
+	}
+	return r
+}
+
+// TestDecPostgresSums folds DecAdd over many large values as sum(numeric)
+// does and checks the sum and avg (sum / count) against PostgreSQL.
+func TestDecPostgresSums(t *testing.T) {
+	for i, v := range pgDecSumVectors {
+		sum := NewDecimal(0, 0)
+		for _, s := range v.vals {
+			var err error
+			if sum, err = DecAdd(sum, mustDec(t, s)); err != nil {
+				t.Fatalf("set %d: %v", i, err)
+			}
+			checkCanonical(t, "sum", sum)
+		}
+		if got := DecString(sum); got != v.sum {
+			t.Errorf("set %d: sum = %s, want %s", i, got, v.sum)
+		}
+		avg, err := DecDiv(sum, DecFromInt(int64(len(v.vals))))
+		if err != nil || DecString(avg) != v.avg {
+			t.Errorf("set %d: avg = %s, %v; want %s", i, DecString(avg), err, v.avg)
+		}
+		// Subtracting everything again (a retraction) gives zero.
+		for _, s := range v.vals {
+			if sum, err = DecSub(sum, mustDec(t, s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if sum.I != 0 || sum.S != "" {
+			t.Errorf("set %d: sum - values = %s", i, DecString(sum))
+		}
+	}
+}
+
+// TestDecPostgresBigBinary checks numeric_send's layout for big values
+// both ways.
+func TestDecPostgresBigBinary(t *testing.T) {
+	for _, v := range pgDecBigBinaryVectors {
+		d := mustDec(t, v.in)
+		got, err := EncodeBinary(nil, d, TNumeric)
+		if err != nil || hex.EncodeToString(got) != v.hex {
+			t.Errorf("EncodeBinary(%s) = %x, %v; want %s", v.in, got, err, v.hex)
+		}
+		b, _ := hex.DecodeString(v.hex)
+		back, err := DecodeBinary(b, TNumeric)
+		if err != nil || !sameDatum(back, d) || DecString(back) != v.text {
+			t.Errorf("DecodeBinary(%s) = %s, %v; want %s", v.hex, DecString(back), err, v.text)
+		}
+		checkCanonical(t, v.in, back)
+	}
+	t.Logf("%d vectors", len(pgDecBigBinaryVectors))
+}
+
+// TestDecPostgresBigCasts checks casts from and to big numerics.
+func TestDecPostgresBigCasts(t *testing.T) {
+	for _, v := range pgDecBigCastVectors {
+		d, err := ParseText(v.in, v.from)
+		if err != nil {
+			t.Errorf("ParseText(%q, %s): %v", v.in, v.from, err)
+			continue
+		}
+		r, err := Cast(d, v.from, v.to)
+		if v.code != "" {
+			if errCode(err) != v.code || err.Error() != v.msg {
+				t.Errorf("Cast(%q::%s, %s) = %.100s, %.200v; want %s %.200s", v.in, v.from, v.to, FormatText(r, v.to), err, v.code, v.msg)
+			}
+			continue
+		}
+		if err != nil || FormatText(r, v.to) != v.want {
+			t.Errorf("Cast(%q::%s, %s) = %.200s, %v; want %.200s", v.in, v.from, v.to, FormatText(r, v.to), err, v.want)
+		}
+		checkCanonical(t, v.in, r)
+	}
+	t.Logf("%d vectors", len(pgDecBigCastVectors))
 }

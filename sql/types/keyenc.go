@@ -3,7 +3,9 @@ package types
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
 	"math/bits"
+	"strconv"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -152,11 +154,13 @@ func appendKeyString(buf []byte, s string) []byte {
 	return append(buf, keyEscape, keyTerminator)
 }
 
-// appendKeyDecimal encodes a decimal as tag (by sign class), a 2-byte
-// exponent E and base-100 digit bytes, where the value is 0.d1d2... * 10^E
-// with trailing zeros stripped. Digit pairs are bytes 1..100 and a 0 ends
-// them, so a shorter digit string sorts first. Negative values complement
-// everything after the tag.
+// appendKeyDecimal encodes a decimal as tag (by sign class), an exponent
+// E and base-100 digit bytes, where the value is 0.d1d2... * 10^E with
+// trailing zeros stripped. E takes 2 bytes, E+0x8000, when that is below
+// 0xFFFF, else 0xFFFF and 4 bytes of E (which sorts after every 2-byte
+// exponent). Digit pairs are bytes 1..100 and a 0 ends them, so a shorter
+// digit string sorts first. Negative values complement everything after
+// the tag. Both coefficient forms encode alike.
 func appendKeyDecimal(buf []byte, d Datum) []byte {
 	switch d.X {
 	case decNaN:
@@ -170,20 +174,18 @@ func appendKeyDecimal(buf []byte, d Datum) []byte {
 		return append(buf, keyDecZero)
 	}
 	neg := d.I < 0
-	u := uabs(d.I)
+	var tmp [20]byte
+	var ds []byte
+	if d.S != "" {
+		ds = bigCoefDigits(d)
+	} else {
+		ds = strconv.AppendUint(tmp[:0], uabs(d.I), 10)
+	}
 	s := int(d.X)
-	for u%10 == 0 {
-		u /= 10
+	n := len(ds)
+	for ds[n-1] == '0' {
+		n--
 		s--
-	}
-	var ds [20]byte
-	n := 0
-	for v := u; v > 0; v /= 10 {
-		n++
-	}
-	for k, v := n-1, u; k >= 0; k-- {
-		ds[k] = byte(v % 10)
-		v /= 10
 	}
 	e := n - s
 	if neg {
@@ -192,13 +194,17 @@ func appendKeyDecimal(buf []byte, d Datum) []byte {
 		buf = append(buf, keyDecPos)
 	}
 	start := len(buf)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(e+0x8000))
+	if e+0x8000 < 0xFFFF {
+		buf = binary.BigEndian.AppendUint16(buf, uint16(e+0x8000))
+	} else {
+		buf = binary.BigEndian.AppendUint32(append(buf, 0xFF, 0xFF), uint32(e))
+	}
 	for k := 0; k < n; k += 2 {
 		lo := byte(0)
 		if k+1 < n {
-			lo = ds[k+1]
+			lo = ds[k+1] - '0'
 		}
-		buf = append(buf, ds[k]*10+lo+1)
+		buf = append(buf, (ds[k]-'0')*10+lo+1)
 	}
 	buf = append(buf, 0)
 	if neg {
@@ -403,10 +409,25 @@ func (r *keyReader) decimal(neg bool) (Datum, error) {
 	if len(r.b)-r.i < 2 {
 		return Datum{}, errCorruptKey("truncated decimal")
 	}
-	e := int(uint16(r.b[r.i]^m)<<8|uint16(r.b[r.i+1]^m)) - 0x8000
+	ev := int(uint16(r.b[r.i]^m)<<8 | uint16(r.b[r.i+1]^m))
 	r.i += 2
-	var ds [20]byte
-	n := 0
+	e := ev - 0x8000
+	if ev == 0xFFFF {
+		if len(r.b)-r.i < 4 {
+			return Datum{}, errCorruptKey("truncated decimal")
+		}
+		var x [4]byte
+		for k := range x {
+			x[k] = r.b[r.i+k] ^ m
+		}
+		r.i += 4
+		e = int(int32(binary.BigEndian.Uint32(x[:])))
+		if e+0x8000 < 0xFFFF {
+			return Datum{}, errCorruptKey("bad decimal exponent")
+		}
+	}
+	var stack [40]byte
+	ds := stack[:0]
 	for {
 		if r.i >= len(r.b) {
 			return Datum{}, errCorruptKey("truncated decimal")
@@ -416,46 +437,46 @@ func (r *keyReader) decimal(neg bool) (Datum, error) {
 		if c == 0 {
 			break
 		}
-		if c > 100 || n >= 20 {
+		if c > 100 {
 			return Datum{}, errCorruptKey("bad decimal digits")
 		}
-		ds[n], ds[n+1] = (c-1)/10, (c-1)%10
-		n += 2
+		ds = append(ds, '0'+(c-1)/10, '0'+(c-1)%10)
 	}
-	for n > 0 && ds[n-1] == 0 {
+	n := len(ds)
+	for n > 0 && ds[n-1] == '0' {
 		n--
 	}
-	if n == 0 || ds[0] == 0 {
+	if n == 0 || ds[0] == '0' {
 		return Datum{}, errCorruptKey("bad decimal digits")
 	}
-	var u uint64
-	for _, dg := range ds[:n] {
-		hi, lo := bits.Mul64(u, 10)
-		lo, carry := bits.Add64(lo, uint64(dg), 0)
-		if hi != 0 || carry != 0 {
-			return Datum{}, errCorruptKey("decimal out of range")
-		}
-		u = lo
-	}
+	ds = ds[:n]
 	s := n - e
+	if s > MaxDecScale || e > decMaxIntDigits {
+		return Datum{}, errCorruptKey("decimal out of range")
+	}
+	zeros := 0
 	if s < 0 {
-		if -s > 19 {
-			return Datum{}, errCorruptKey("decimal out of range")
-		}
-		hi, lo := bits.Mul64(u, pow10u[-s])
-		if hi != 0 {
-			return Datum{}, errCorruptKey("decimal out of range")
-		}
-		u, s = lo, 0
+		zeros, s = -s, 0
 	}
-	if s > MaxDecScale {
+	if n+zeros <= 19 {
+		var u uint64
+		for _, c := range ds {
+			u = u*10 + uint64(c-'0')
+		}
+		return decMake128(neg, 0, u*pow10u[zeros], int32(s)), nil
+	}
+	c, _ := new(big.Int).SetString(string(ds), 10)
+	if zeros > 0 {
+		c.Mul(c, bigPow10(zeros))
+	}
+	if neg {
+		c.Neg(c)
+	}
+	d, err := decMake(c, int32(s))
+	if err != nil {
 		return Datum{}, errCorruptKey("decimal out of range")
 	}
-	c, ok := fromMag(neg, u)
-	if !ok {
-		return Datum{}, errCorruptKey("decimal out of range")
-	}
-	return NewDecimal(c, int32(s)), nil
+	return d, nil
 }
 
 // intervalFromTotal rebuilds an interval from its total microseconds:

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -43,6 +44,17 @@ func randKeyDatum(rng *rand.Rand, k Kind) Datum {
 			return NewDecimal(c, int32(rng.Intn(4)))
 		case 2:
 			return NewDecimal(rng.Int63n(100)-50, int32(rng.Intn(40)))
+		case 3:
+			// Exponents around the 2-byte limit of the key encoding.
+			d, err := DecFromString(strconv.Itoa(rng.Intn(20)-10) + "e" + strconv.Itoa([]int{32750 + rng.Intn(30), 33000, -rng.Intn(16000)}[rng.Intn(3)]))
+			if err != nil {
+				panic(err)
+			}
+			return d
+		case 4:
+			// An equal value at a larger scale, perhaps in the other form.
+			d := randDecimal(rng)
+			return decRaiseScale(d, d.X+int32(rng.Intn(30)))
 		}
 		return randDecimal(rng)
 	case KString, KBytes, KJSON:
@@ -96,10 +108,14 @@ func TestKeyOrderMatchesCompare(t *testing.T) {
 			vals[i] = randKeyDatum(rng, k)
 		}
 		vals = append(vals, Null) // NULL sorts first among any kind
+		keys, descs := make([][]byte, len(vals)), make([][]byte, len(vals))
+		for i, v := range vals {
+			keys[i], descs[i] = AppendKey(nil, v), AppendKeyDesc(nil, v)
+		}
 		for i, a := range vals {
-			ka, kd := AppendKey(nil, a), AppendKeyDesc(nil, a)
-			for _, b := range vals[i:] {
-				kb, kbd := AppendKey(nil, b), AppendKeyDesc(nil, b)
+			ka, kd := keys[i], descs[i]
+			for j, b := range vals[i:] {
+				kb, kbd := keys[i+j], descs[i+j]
 				c := Compare(a, b)
 				if got := bytes.Compare(ka, kb); got != c {
 					t.Fatalf("kind %d: Compare(%+v, %+v) = %d but keys %x, %x compare %d", k, a, b, c, ka, kb, got)

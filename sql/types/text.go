@@ -735,7 +735,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 			// quote it.
 			f = DecToFloat(d)
 			f32 := float32(f)
-			if d.X >= 0 && (f == 0 && d.I != 0 || to.Fam == Float4 && (math.IsInf(float64(f32), 0) || f32 == 0 && d.I != 0)) {
+			if d.X >= 0 && (f == 0 && d.I != 0 || math.IsInf(f, 0) || to.Fam == Float4 && (math.IsInf(float64(f32), 0) || f32 == 0 && d.I != 0)) {
 				typ := "double precision"
 				if to.Fam == Float4 {
 					typ = "real"

@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -11,8 +12,9 @@ import (
 // Value encoding: a compact, non-ordered encoding for storage. Each value
 // is a tag byte followed by varints or length-prefixed bytes. It round-trips
 // every field a datum of its kind uses: decimal scale, interval months,
-// days and microseconds, float bits (including -0 and NaN payloads), and
-// the difference between a nil and an empty array.
+// days and microseconds, float bits (including -0 and NaN payloads),
+// decimal coefficients of any size, and the difference between a nil and
+// an empty array.
 const (
 	valNull        = 0
 	valFalse       = 1
@@ -30,6 +32,7 @@ const (
 	valJSON        = 13
 	valArray       = 14
 	valArrayNil    = 15
+	valDecimalBig  = 16 // scale, sign (±1), magnitude bytes: a decimal in the big form
 )
 
 // maxValueDepth bounds array nesting when decoding.
@@ -51,6 +54,11 @@ func AppendValue(buf []byte, d Datum) []byte {
 	case KFloat:
 		return binary.LittleEndian.AppendUint64(append(buf, valFloat), math.Float64bits(d.F))
 	case KDecimal:
+		if d.S != "" {
+			buf = binary.AppendVarint(append(buf, valDecimalBig), int64(d.X))
+			buf = binary.AppendVarint(buf, d.I)
+			return appendValueBytes(buf, d.S)
+		}
 		buf = binary.AppendVarint(append(buf, valDecimal), int64(d.X))
 		return binary.AppendVarint(buf, d.I)
 	case KString:
@@ -157,6 +165,29 @@ func decodeValue(buf []byte, depth int) (Datum, []byte, error) {
 			return Datum{}, nil, errCorruptValue("bad decimal scale %d", x)
 		}
 		return NewDecimal(c, int32(x)), b, nil
+	case valDecimalBig:
+		x, ok1 := varint()
+		sg, ok2 := varint()
+		if !ok1 || !ok2 {
+			return short()
+		}
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return short()
+		}
+		mag := b[k : k+int(n)]
+		b = b[k+int(n):]
+		if x < 0 || x > MaxDecScale || (sg != 1 && sg != -1) || n == 0 || mag[0] == 0 {
+			return Datum{}, nil, errCorruptValue("bad big decimal")
+		}
+		c := new(big.Int).SetBytes(mag)
+		if sg < 0 {
+			c.Neg(c)
+		}
+		if c.IsInt64() || decTooLarge(c, int32(x)) {
+			return Datum{}, nil, errCorruptValue("bad big decimal")
+		}
+		return decBigForm(sg < 0, mag, int32(x)), b, nil
 	case valString, valBytes, valJSON:
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {

@@ -22,6 +22,10 @@ func randAnyDatum(rng *rand.Rand, depth int) Datum {
 		if rng.Intn(5) == 0 {
 			return []Datum{DecNaN(), DecInf(false), DecInf(true)}[rng.Intn(3)]
 		}
+		if rng.Intn(3) == 0 {
+			d := randBigDecimal(rng)
+			return decRaiseScale(d, int32(rng.Intn(MaxDecScale+1)))
+		}
 		return NewDecimal(int64(rng.Uint64()), int32(rng.Intn(MaxDecScale+1)))
 	case KInterval:
 		return NewInterval(int32(rng.Uint32()), int32(rng.Uint32()), int64(rng.Uint64()))
