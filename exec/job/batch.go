@@ -60,25 +60,18 @@ func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, e
 		case spec.SourceRead:
 			err = pgerror.Unsupported("cannot read source %q directly", n.Source.Name).
 				WithHint("create a materialized view over it and query the view")
-		case spec.Filter:
-			op, err = ops.NewFilter(n.Pred, ectx, errs)
-		case spec.Project:
-			op, err = ops.NewProject(n.Exprs, ectx, errs)
-		case spec.Agg:
-			op, err = newAggOp(n)
 		case spec.TableFunc:
 			c := make(chan flow.Msg)
 			close(c)
 			inputs = []chan flow.Msg{c}
 			op, err = tableFuncOp(n, ectx)
-		case spec.Join:
-			op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), 0, nil, ectx, errs)
-		case spec.Union:
-			op = ops.Union{}
 		case spec.TopN:
 			op = ops.NewTopN(n)
 		default:
-			err = pgerror.Unsupported("%s in a query", n.Kind)
+			var ok bool
+			if op, ok, err = newOp(plan, n, 0, nil, ectx, errs); !ok && err == nil {
+				err = pgerror.Unsupported("%s in a query", n.Kind)
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -241,23 +241,16 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 				s.Backfill = backfillFrom(snap, n.Rel)
 			}
 			op = s
-		case spec.Filter:
-			op, err = ops.NewFilter(n.Pred, ectx, &j.Errors)
-		case spec.Project:
-			op, err = ops.NewProject(n.Exprs, ectx, &j.Errors)
-		case spec.Agg:
-			op, err = ops.NewAgg(n, opID, r.db)
-		case spec.Join:
-			op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, r.db, ectx, &j.Errors)
-		case spec.Union:
-			op = ops.Union{}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			op, err = m, err2
 			j.Mat = m
 			stream = outs[n.Inputs[0]]
 		default:
-			err = pgerror.Unsupported("%s in a streaming job", n.Kind)
+			var ok bool
+			if op, ok, err = newOp(plan, n, opID, r.db, ectx, &j.Errors); !ok && err == nil {
+				err = pgerror.Unsupported("%s in a streaming job", n.Kind)
+			}
 		}
 		if err != nil {
 			return fail(err)
@@ -368,4 +361,29 @@ func DecodeLogBatch(v []byte) (*types.Batch, error) {
 		b.Add(row, r[i].I)
 	}
 	return b, nil
+}
+
+// newOp builds the operators that streaming jobs and batch queries share;
+// db is nil for a batch query (no saved state). ok is false for kinds it
+// does not build.
+func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eval.Context, errs *ops.ErrorSink) (op flow.Operator, ok bool, err error) {
+	switch n.Kind {
+	case spec.Filter:
+		op, err = ops.NewFilter(n.Pred, ectx, errs)
+	case spec.Project:
+		op, err = ops.NewProject(n.Exprs, ectx, errs)
+	case spec.Agg:
+		if db == nil {
+			op, err = newAggOp(n)
+		} else {
+			op, err = ops.NewAgg(n, opID, db)
+		}
+	case spec.Join:
+		op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, db, ectx, errs)
+	case spec.Union:
+		op = ops.Union{}
+	default:
+		return nil, false, nil
+	}
+	return op, true, err
 }
