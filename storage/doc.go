@@ -6,7 +6,7 @@
 // Key layout (every key starts with a one-byte space tag):
 //
 //	'm' meta:      m/epoch                       -> last committed epoch (uvarint)
-//	               m/seq                         -> id allocator
+//	               m/nextid                      -> catalog id allocator
 //	'c' catalog:   c/<id:8>                      -> catalog entry (JSON)
 //	's' state:     s/<op:8>/<key>                -> operator state
 //	'p' position:  p/<op:8>                      -> source read position

@@ -114,6 +114,18 @@ func parse(cfg connector.SourceConfig) (*config, error) {
 		if f.min > f.max {
 			return nil, connector.OptionError("datagen", p+"min", "min %v is above max %v", f.min, f.max)
 		}
+		// Generated integers must fit the column: nothing downstream checks
+		// them again (a smallint would wrap on the wire).
+		if lo, hi, ok := intRange(col.Type.Fam); ok {
+			switch {
+			case f.sequence && (f.start < lo || f.start > hi):
+				return nil, connector.OptionError("datagen", p+"start", "%d is out of range for type %s", f.start, col.Type)
+			case f.sequence && f.end != math.MaxInt64 && f.end > hi:
+				return nil, connector.OptionError("datagen", p+"end", "%d is out of range for type %s", f.end, col.Type)
+			case !f.sequence && (f.min < float64(lo) || f.max > float64(hi)):
+				return nil, connector.OptionError("datagen", p+"min", "[%v, %v] is out of range for type %s", f.min, f.max, col.Type)
+			}
+		}
 		if f.sequence {
 			if f.end < f.start {
 				return nil, connector.OptionError("datagen", p+"end", "end %d is below start %d", f.end, f.start)
@@ -223,8 +235,12 @@ func (f *field) value(idx int64) types.Datum {
 	case types.Bool:
 		return types.NewBool(h&1 == 1)
 	case types.Int2, types.Int4, types.Int8:
-		lo, hi := int64(f.min), int64(f.max)
-		return types.NewInt(lo + int64(h%uint64(hi-lo+1)))
+		lo, hi := toInt(f.min), toInt(f.max)
+		span := uint64(hi-lo) + 1
+		if span == 0 { // the whole int64 range
+			return types.NewInt(int64(h))
+		}
+		return types.NewInt(lo + int64(h%span))
 	case types.Float4, types.Float8:
 		return types.NewFloat(f.min + u*(f.max-f.min))
 	case types.Numeric:
@@ -268,3 +284,28 @@ func (r *reader) Seek(pos []byte) error {
 
 // Close implements connector.Source.
 func (r *reader) Close() error { return nil }
+
+// intRange returns the range of the integer family f.
+func intRange(f types.Family) (lo, hi int64, ok bool) {
+	switch f {
+	case types.Int2:
+		return math.MinInt16, math.MaxInt16, true
+	case types.Int4:
+		return math.MinInt32, math.MaxInt32, true
+	case types.Int8:
+		return math.MinInt64, math.MaxInt64, true
+	}
+	return 0, 0, false
+}
+
+// toInt converts a bound to int64, saturating: float64 cannot hold
+// math.MaxInt64, so '9223372036854775807' parses as 2^63.
+func toInt(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}

@@ -780,13 +780,15 @@ func buildExtract(b *bctx) (Fn, error) {
 			return types.NewFloat(r.f), nil
 		}
 		if u == uJulian && st.Fam != types.Date {
-			// julian with a time of day: jd + tod/86400e6 to the scale
-			// the decimal representation allows.
+			// julian with a time of day: jd + tod/86400e6 in numeric
+			// arithmetic, as Postgres computes it.
 			tm := ts2tm(d.I)
 			tod := ((int64(tm.hour)*60+int64(tm.min))*60+int64(tm.sec))*usPerSec + tm.fsec
-			v := newFloat().Quo(newFloat().SetInt64(tod), newFloat().SetInt64(usPerDay))
-			v.Add(v, newFloat().SetInt64(r.coef))
-			return decFromBig(v, 20)
+			frac, err := types.DecDiv(types.DecFromInt(tod), types.DecFromInt(usPerDay))
+			if err != nil {
+				return types.Null, err
+			}
+			return types.DecAdd(types.DecFromInt(r.coef), frac)
 		}
 		return types.NewDecimal(r.coef, r.scale), nil
 	}

@@ -3,7 +3,7 @@ package eval
 import (
 	"math"
 	"math/big"
-	"strconv"
+	"strings"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -12,7 +12,9 @@ import (
 
 // This file adapts sql/types' decimal arithmetic and adds what numeric
 // functions need beyond it: conversions to and from math/big for the
-// transcendental functions, and Postgres' result-scale rules.
+// transcendental functions, and Postgres' result-scale rules. Decimals
+// are arbitrary precision; the functions here read their coefficients
+// through types.DecCoef and build results with types.DecFromBig.
 
 func decNeg(d types.Datum) (types.Datum, error)   { return types.DecNeg(d) }
 func decAbs(d types.Datum) (types.Datum, error)   { return types.DecAbs(d) }
@@ -22,7 +24,8 @@ func decCeil(d types.Datum) (types.Datum, error)  { return types.DecCeil(d) }
 func decRound(d types.Datum, scale int32) (types.Datum, error) { return types.DecRound(d, scale) }
 func decTrunc(d types.Datum, scale int32) (types.Datum, error) { return types.DecTrunc(d, scale) }
 
-// decSign returns -1, 0 or 1 for a decimal.
+// decSign returns -1, 0 or 1 for a finite decimal (the sign of Datum.I in
+// either coefficient form).
 func decSign(d types.Datum) int {
 	switch {
 	case d.I < 0:
@@ -33,81 +36,95 @@ func decSign(d types.Datum) int {
 	return 0
 }
 
-// numericPrec is the working precision of the transcendental functions,
-// in bits: far more than the 19 digits a decimal coefficient holds.
+// numericPrec is the least working precision of the transcendental
+// functions, in bits; precFor raises it for results with more digits.
 const numericPrec = 320
 
 func newFloat() *big.Float { return new(big.Float).SetPrec(numericPrec) }
+
+// newFloatP returns a zero big.Float of precision prec.
+func newFloatP(prec uint) *big.Float { return new(big.Float).SetPrec(prec) }
+
+// precFor returns a working precision, in bits, for results accurate to
+// digits significant decimal digits, with guard bits.
+func precFor(digits int) uint {
+	return max(numericPrec, uint(float64(max(digits, 0))*3.33)+96)
+}
 
 // pow10Int returns 10^n as a big.Int.
 func pow10Int(n int64) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(n), nil)
 }
 
-// decToBig returns d as a big.Float.
+// decToBig returns d as a big.Float holding its coefficient exactly (and
+// at least numericPrec bits).
 func decToBig(d types.Datum) *big.Float {
-	f := newFloat().SetInt64(d.I)
-	switch {
-	case d.X > 0:
-		f.Quo(f, newFloat().SetInt(pow10Int(int64(d.X))))
-	case d.X < 0:
-		f.Mul(f, newFloat().SetInt(pow10Int(int64(-d.X))))
+	c := types.DecCoef(d)
+	return decToBigP(d, max(numericPrec, uint(c.BitLen())+64))
+}
+
+// decToBigP returns d as a big.Float of precision prec.
+func decToBigP(d types.Datum, prec uint) *big.Float {
+	f := newFloatP(prec).SetInt(types.DecCoef(d))
+	if d.X > 0 {
+		f.Quo(f, newFloatP(prec).SetInt(pow10Int(int64(d.X))))
 	}
 	return f
 }
 
-// decFromBig rounds v half away from zero to rscale decimal places. When
-// the coefficient does not fit the decimal representation, the scale is
-// reduced (trailing digits dropped) until it does; a value whose integer
-// part does not fit is 22003.
+// decFromBig rounds v half away from zero to rscale decimal places; a
+// value too large for the numeric format is 22003.
 func decFromBig(v *big.Float, rscale int) (types.Datum, error) {
 	if v.IsInf() {
 		return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
 	}
-	for {
-		if rscale < 0 {
-			rscale = 0
-		}
-		scaled := newFloat().Mul(v, newFloat().SetInt(pow10Int(int64(rscale))))
-		coef := roundHalfAway(scaled)
-		if coef.IsInt64() {
-			return types.NewDecimal(coef.Int64(), int32(rscale)), nil
-		}
-		if rscale == 0 {
-			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
-		}
-		// Drop as many digits as needed at once.
-		excess := len(new(big.Int).Abs(coef).String()) - 19
-		if excess < 1 {
-			excess = 1
-		}
-		rscale -= excess
+	rscale = max(rscale, 0)
+	p := pow10Int(int64(rscale))
+	scaled := newFloatP(v.Prec() + uint(p.BitLen()) + 1).SetInt(p)
+	scaled.Mul(scaled, v) // exact
+	return types.DecFromBig(roundHalfAway(scaled), rscale)
+}
+
+// decFromRat rounds r half away from zero to rscale decimal places.
+func decFromRat(r *big.Rat, rscale int) (types.Datum, error) {
+	rscale = max(rscale, 0)
+	num := new(big.Int).Mul(r.Num(), pow10Int(int64(rscale)))
+	num.Abs(num)
+	q, m := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
+	if m.Lsh(m, 1).Cmp(r.Denom()) >= 0 {
+		q.Add(q, big.NewInt(1))
 	}
+	if r.Sign() < 0 {
+		q.Neg(q)
+	}
+	return types.DecFromBig(q, rscale)
 }
 
 // roundHalfAway rounds v to an integer, halves away from zero.
 func roundHalfAway(v *big.Float) *big.Int {
-	half := newFloat().SetFloat64(0.5)
-	t := newFloat()
-	if v.Sign() < 0 {
-		t.Sub(v, half)
-	} else {
-		t.Add(v, half)
+	i, acc := v.Int(nil) // truncated toward zero
+	if acc == big.Exact {
+		return i
 	}
-	i, _ := t.Int(nil)
+	frac := newFloatP(v.Prec()).Sub(v, new(big.Float).SetInt(i)) // exact
+	frac.Abs(frac)
+	if frac.Cmp(big.NewFloat(0.5)) >= 0 {
+		if v.Sign() < 0 {
+			i.Sub(i, big.NewInt(1))
+		} else {
+			i.Add(i, big.NewInt(1))
+		}
+	}
 	return i
 }
 
-// decDigits returns the number of decimal digits of |d.I| (0 for zero).
+// decDigits returns the number of decimal digits of d's coefficient (0
+// for zero).
 func decDigits(d types.Datum) int {
 	if d.I == 0 {
 		return 0
 	}
-	u := uint64(d.I)
-	if d.I < 0 {
-		u = uint64(-d.I)
-	}
-	return len(strconv.FormatUint(u, 10))
+	return len(types.DecCoef(d).Text(10)) - max(0, -decSign(d))
 }
 
 // decExp10 returns floor(log10(|d|)) for non-zero d.
@@ -115,54 +132,53 @@ func decExp10(d types.Datum) int {
 	return decDigits(d) - 1 - int(d.X)
 }
 
+// decLog10 returns an approximation of log10(|d|) for non-zero finite d,
+// good for any magnitude.
+func decLog10(d types.Datum) float64 {
+	s := types.DecCoef(d).Text(10)
+	s = strings.TrimPrefix(s, "-")
+	lead := s
+	if len(lead) > 17 {
+		lead = lead[:17]
+	}
+	var f float64
+	for _, c := range lead {
+		f = f*10 + float64(c-'0')
+	}
+	return math.Log10(f) + float64(len(s)-len(lead)) - float64(d.X)
+}
+
 // nbaseDigits returns Postgres' base-10000 view of a non-zero decimal: the
 // weight of its first digit group and its first groups (up to max), with
 // trailing zero groups dropped.
 func nbaseDigits(d types.Datum, max int) (weight int, groups []int) {
-	u := uint64(d.I)
-	if d.I < 0 {
-		u = uint64(-d.I)
-	}
-	s := strconv.FormatUint(u, 10)
-	scale := int(d.X)
-	// Split into integer and fraction digits.
-	var ip, fp string
-	switch {
-	case scale <= 0:
-		ip = s
-		for i := 0; i < -scale; i++ {
-			ip += "0"
-		}
-	case scale >= len(s):
-		fp = s
-		for len(fp) < scale {
-			fp = "0" + fp
-		}
-	default:
-		ip, fp = s[:len(s)-scale], s[len(s)-scale:]
-	}
-	for len(ip)%4 != 0 {
-		ip = "0" + ip
-	}
-	for len(fp)%4 != 0 {
-		fp += "0"
-	}
-	all := ip + fp
-	w := len(ip)/4 - 1
+	s := strings.TrimPrefix(types.DecCoef(d).Text(10), "-")
+	// Pad to whole groups: the decimal point sits scale digits from the
+	// right, so the integer part needs a multiple of four digits.
+	intLen := len(s) - int(d.X)
+	pad := ((-intLen)%4 + 4) % 4
+	w := (intLen+pad)/4 - 1
+	s = strings.Repeat("0", pad) + s
 	var gs []int
-	for i := 0; i < len(all); i += 4 {
-		g, _ := strconv.Atoi(all[i : i+4])
+	for i := 0; i < len(s) && len(gs) < max+1; i += 4 {
+		g := 0
+		for k := i; k < i+4; k++ {
+			g *= 10
+			if k < len(s) {
+				g += int(s[k] - '0')
+			}
+		}
+		if len(gs) == 0 && g == 0 {
+			w--
+			continue
+		}
 		gs = append(gs, g)
-	}
-	for len(gs) > 0 && gs[0] == 0 {
-		gs = gs[1:]
-		w--
-	}
-	for len(gs) > 0 && gs[len(gs)-1] == 0 {
-		gs = gs[:len(gs)-1]
 	}
 	if len(gs) > max {
 		gs = gs[:max]
+	}
+	for len(gs) > 0 && gs[len(gs)-1] == 0 {
+		gs = gs[:len(gs)-1]
 	}
 	return w, gs
 }
@@ -213,63 +229,66 @@ func maxInt(a, b int) int {
 	return b
 }
 
-// bigExp computes e^x.
+// bigExp computes e^x to about x.Prec() bits.
 func bigExp(x *big.Float) *big.Float {
-	// Reduce: e^x = (e^(x/2^k))^(2^k) with |x/2^k| < 1/2.
-	k := 0
-	r := newFloat().Set(x)
-	half := newFloat().SetFloat64(0.5)
-	for newFloat().Abs(r).Cmp(half) > 0 {
-		r.Quo(r, newFloat().SetInt64(2))
-		k++
-	}
-	sum := newFloat().SetInt64(1)
-	term := newFloat().SetInt64(1)
-	eps := newFloat().SetMantExp(newFloat().SetInt64(1), -numericPrec)
-	for n := int64(1); n < 1000; n++ {
+	// Reduce: e^x = (e^(x/2^k))^(2^k) with |x/2^k| < 1/2; each squaring
+	// doubles the relative error, so work with k more bits.
+	mant := newFloat()
+	e := x.MantExp(mant)
+	k := max(e+1, 0)
+	prec := x.Prec() + uint(k) + 32
+	nf := func() *big.Float { return newFloatP(prec) }
+	r := nf().SetMantExp(nf().Set(x), -k)
+	sum := nf().SetInt64(1)
+	term := nf().SetInt64(1)
+	eps := nf().SetMantExp(nf().SetInt64(1), -int(prec))
+	for n := int64(1); n < 100000; n++ {
 		term.Mul(term, r)
-		term.Quo(term, newFloat().SetInt64(n))
+		term.Quo(term, nf().SetInt64(n))
 		sum.Add(sum, term)
-		if newFloat().Abs(term).Cmp(eps) < 0 {
+		if nf().Abs(term).Cmp(eps) < 0 {
 			break
 		}
 	}
 	for ; k > 0; k-- {
 		sum.Mul(sum, sum)
 	}
-	return sum
+	return newFloatP(x.Prec()).Set(sum)
 }
 
-// bigLn computes ln(x) for x > 0.
+// bigLn computes ln(x) for x > 0, to about x.Prec() bits.
 func bigLn(x *big.Float) *big.Float {
 	// x = m * 2^e with m in [0.5, 1): ln x = ln m + e ln 2.
-	m := newFloat()
+	prec := x.Prec() + 32
+	m := newFloatP(prec)
 	e := x.MantExp(m)
 	res := atanhSeries(m)
 	if e != 0 {
-		ln2 := atanhSeries(newFloat().SetInt64(2))
-		res.Add(res, ln2.Mul(ln2, newFloat().SetInt64(int64(e))))
+		ln2 := atanhSeries(newFloatP(prec).SetInt64(2))
+		res.Add(res, ln2.Mul(ln2, newFloatP(prec).SetInt64(int64(e))))
 	}
-	return res
+	return newFloatP(x.Prec()).Set(res)
 }
 
-// atanhSeries returns ln(m) = 2 atanh((m-1)/(m+1)).
+// atanhSeries returns ln(m) = 2 atanh((m-1)/(m+1)) at m's precision.
 func atanhSeries(m *big.Float) *big.Float {
-	one := newFloat().SetInt64(1)
-	z := newFloat().Quo(newFloat().Sub(m, one), newFloat().Add(m, one))
-	z2 := newFloat().Mul(z, z)
-	sum := newFloat().Set(z)
-	pow := newFloat().Set(z)
-	eps := newFloat().SetMantExp(one, -numericPrec)
-	for n := int64(3); n < 10000; n += 2 {
+	prec := m.Prec()
+	nf := func() *big.Float { return newFloatP(prec) }
+	one := nf().SetInt64(1)
+	z := nf().Quo(nf().Sub(m, one), nf().Add(m, one))
+	z2 := nf().Mul(z, z)
+	sum := nf().Set(z)
+	pow := nf().Set(z)
+	eps := nf().SetMantExp(one, -int(prec))
+	for n := int64(3); n < 1000000; n += 2 {
 		pow.Mul(pow, z2)
-		t := newFloat().Quo(pow, newFloat().SetInt64(n))
+		t := nf().Quo(pow, nf().SetInt64(n))
 		sum.Add(sum, t)
-		if t.Sign() == 0 || newFloat().Abs(t).Cmp(eps) < 0 {
+		if t.Sign() == 0 || nf().Abs(t).Cmp(eps) < 0 {
 			break
 		}
 	}
-	return sum.Mul(sum, newFloat().SetInt64(2))
+	return sum.Mul(sum, nf().SetInt64(2))
 }
 
 // decSpecial reports whether d is NaN or an infinity.
@@ -288,7 +307,8 @@ func floatToDecSpecial(f float64) (types.Datum, error) {
 	return types.DecFromFloat(f)
 }
 
-// numericSqrt is sqrt(numeric) with Postgres' result scale.
+// numericSqrt is sqrt(numeric) with Postgres' result scale, exactly
+// rounded.
 func numericSqrt(d types.Datum) (types.Datum, error) {
 	if types.DecIsNaN(d) || types.DecIsInf(d) > 0 {
 		return d, nil
@@ -302,8 +322,14 @@ func numericSqrt(d types.Datum) (types.Datum, error) {
 	w, _ := nbaseDigits(d, 1)
 	sweight := (w+1)*4/2 - 1
 	rscale := clampScale(maxInt(16-sweight, int(d.X)))
-	v := newFloat().Sqrt(decToBig(d))
-	return decFromBig(v, rscale)
+	// floor(sqrt(c * 10^-X) * 10^(rscale+1)) = isqrt(c * 10^(2*rscale+2-X)),
+	// then round half away from zero at the last digit.
+	n := types.DecCoef(d)
+	n.Mul(n, pow10Int(int64(2*rscale+2-int(d.X))))
+	r := new(big.Int).Sqrt(n)
+	r.Add(r, big.NewInt(5))
+	r.Quo(r, big.NewInt(10))
+	return types.DecFromBig(r, rscale)
 }
 
 // numericExp is exp(numeric) with Postgres' result scale.
@@ -314,14 +340,17 @@ func numericExp(d types.Datum) (types.Datum, error) {
 	case types.DecIsInf(d) < 0:
 		return types.NewDecimal(0, 0), nil
 	}
-	val := types.DecToFloat(d) * 0.434294481903252
-	if val > 19 {
-		// Beyond what a decimal coefficient can hold.
-		return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
-	}
-	val = math.Max(val, -2000)
+	x := types.DecToFloat(d)
+	val := math.Max(math.Min(x*0.434294481903252, 2000), -2000)
 	rscale := clampScale(maxInt(16-int(val), int(d.X)))
-	return decFromBig(bigExp(decToBig(d)), rscale)
+	if math.Abs(x) >= 6000 { // exp_var's limit
+		if x > 0 {
+			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
+		}
+		return types.NewDecimal(0, int32(rscale)), nil
+	}
+	prec := precFor(int(math.Max(val, 0)) + rscale + 10)
+	return decFromBig(bigExp(decToBigP(d, prec)), rscale)
 }
 
 // numericLn is ln(numeric) with Postgres' result scale.
@@ -333,7 +362,7 @@ func numericLn(d types.Datum) (types.Datum, error) {
 		return d, nil
 	}
 	rscale := clampScale(maxInt(16-estimateLnDweight(d), int(d.X)))
-	return decFromBig(bigLn(decToBig(d)), rscale)
+	return decFromBig(bigLn(decToBigP(d, precFor(rscale+16))), rscale)
 }
 
 // numericLog is log(base, num) with Postgres' result scale.
@@ -347,13 +376,23 @@ func numericLog(base, num types.Datum) (types.Datum, error) {
 	if decSpecial(base) || decSpecial(num) {
 		return floatToDecSpecial(math.Log(types.DecToFloat(num)) / math.Log(types.DecToFloat(base)))
 	}
-	lb := bigLn(decToBig(base))
+	rw := estimateLnDweight(num) - estimateLnDweight(base)
+	rscale := clampScale(maxInt(maxInt(16-rw, int(base.X)), int(num.X)))
+	// ln(base) may be tiny (base near 1): give it the digits the quotient
+	// needs on top of its own weight.
+	prec := precFor(rscale + 16 + maxInt(rw, 0) - minInt(estimateLnDweight(base), 0))
+	lb := bigLn(decToBigP(base, prec))
 	if lb.Sign() == 0 {
 		return types.Null, errDivZero()
 	}
-	rw := estimateLnDweight(num) - estimateLnDweight(base)
-	rscale := clampScale(maxInt(maxInt(16-rw, int(base.X)), int(num.X)))
-	return decFromBig(newFloat().Quo(bigLn(decToBig(num)), lb), rscale)
+	return decFromBig(newFloatP(prec).Quo(bigLn(decToBigP(num, prec)), lb), rscale)
+}
+
+func minInt(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 func checkLogArg(d types.Datum) error {
@@ -396,84 +435,104 @@ func numericPower(base, exp types.Datum) (types.Datum, error) {
 	if base.I < 0 && !isInt {
 		return types.Null, pgerror.New(codeInvalidPower, "a negative number raised to a non-integer power yields a complex result")
 	}
-	if isInt && expInt >= math.MinInt32 && expInt <= math.MaxInt32 {
-		rscale := clampScale(maxInt(16, int(base.X)))
-		if expInt == 0 {
-			return decFromBig(newFloat().SetInt64(1), rscale)
-		}
-		e := expInt
-		if e < 0 {
-			e = -e
-		}
-		if base.I != 0 && float64(expInt)*math.Log10(math.Abs(types.DecToFloat(base))) > 40 {
-			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
-		}
-		// Exact rational power when its size stays small, else through
-		// logarithms at high precision.
-		if int64(decDigits(base)+int(base.X)+1)*e <= 20000 {
-			num := new(big.Rat).SetFrac(big.NewInt(base.I), pow10Int(int64(base.X)))
-			if expInt < 0 {
-				num.Inv(num)
-			}
-			res := new(big.Rat).SetInt64(1)
-			p := new(big.Rat).Set(num)
-			for e > 0 {
-				if e&1 == 1 {
-					res.Mul(res, p)
-				}
-				e >>= 1
-				if e > 0 {
-					p.Mul(p, p)
-				}
-			}
-			return decFromBig(newFloat().SetRat(res), rscale)
-		}
-		if base.I == 0 {
-			return types.NewDecimal(0, int32(rscale)), nil
-		}
-		v := bigExp(newFloat().Mul(bigLn(newFloat().Abs(decToBig(base))), newFloat().SetInt64(expInt)))
-		if base.I < 0 && expInt%2 != 0 {
-			v.Neg(v)
-		}
-		return decFromBig(v, rscale)
+	if isInt && expInt.IsInt64() && expInt.Int64() >= math.MinInt32 && expInt.Int64() <= math.MaxInt32 {
+		return numericPowerInt(base, expInt.Int64())
 	}
 	if base.I == 0 {
 		return types.NewDecimal(0, 16), nil
 	}
-	lnBase := bigLn(decToBig(base))
-	ln := newFloat().Mul(lnBase, decToBig(exp))
-	lnf, _ := ln.Float64()
+	// e^(exp * ln|base|), negated for a negative base and an odd exponent.
+	absBase, _ := types.DecAbs(base)
+	lnf := types.DecToFloat(exp) * decLog10(absBase) * math.Ln10
+	if math.IsNaN(lnf) { // |base| = 1 and a huge exponent
+		lnf = 0
+	}
+	if math.Abs(lnf) > 2000*3.01 {
+		if lnf > 0 {
+			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
+		}
+		return types.NewDecimal(0, 1000), nil
+	}
 	val := lnf * 0.434294481903252
-	if val > 40 {
+	rscale := clampScale(maxInt(maxInt(16-int(val), int(base.X)), int(exp.X)))
+	if math.Abs(lnf) >= 6000 {
+		if lnf > 0 {
+			return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
+		}
+		return types.NewDecimal(0, int32(rscale)), nil
+	}
+	// ln|base| * exp must be accurate to the result's significant digits.
+	sig := maxInt(rscale+int(val), 0)
+	prec := precFor(sig + 16 + maxInt(int(math.Log10(math.Abs(lnf)+1)), 0) + decDigits(exp))
+	ln := bigLn(decToBigP(absBase, prec))
+	ln.Mul(ln, decToBigP(exp, prec))
+	v := bigExp(ln)
+	if base.I < 0 && isInt && expInt.Bit(0) == 1 {
+		v.Neg(v)
+	}
+	return decFromBig(v, rscale)
+}
+
+// numericPowerInt is power(base, e) for a finite base and an int32
+// exponent, as Postgres 15's power_var_int.
+func numericPowerInt(base types.Datum, e int64) (types.Datum, error) {
+	rscale := clampScale(maxInt(16, int(base.X)))
+	if e == 0 {
+		return types.DecRound(types.NewDecimal(1, 0), int32(rscale))
+	}
+	if base.I == 0 {
+		return types.NewDecimal(0, int32(rscale)), nil
+	}
+	// log10(|result|), to tell overflow and underflow early.
+	f := float64(e) * decLog10(base)
+	if f > 131072+1 {
 		return types.Null, pgerror.New(pgcode.NumericValueOutOfRange, "value overflows numeric format")
 	}
-	rscale := clampScale(maxInt(maxInt(16-int(val), int(base.X)), int(exp.X)))
-	return decFromBig(bigExp(ln), rscale)
+	if f+1 < -float64(rscale) {
+		return types.NewDecimal(0, int32(rscale)), nil
+	}
+	ae := e
+	if ae < 0 {
+		ae = -ae
+	}
+	// Exact rational power when its size stays moderate, else through
+	// logarithms at the precision the result needs.
+	if int64(decDigits(base)+int(base.X)+1)*ae <= 200000 {
+		num := new(big.Rat).SetFrac(types.DecCoef(base), pow10Int(int64(base.X)))
+		res := new(big.Rat).SetInt64(1)
+		p := new(big.Rat).Set(num)
+		for n := ae; n > 0; {
+			if n&1 == 1 {
+				res.Mul(res, p)
+			}
+			n >>= 1
+			if n > 0 {
+				p.Mul(p, p)
+			}
+		}
+		if e < 0 {
+			res.Inv(res)
+		}
+		return decFromRat(res, rscale)
+	}
+	absBase, _ := types.DecAbs(base)
+	prec := precFor(maxInt(int(f), 0) + rscale + 32)
+	ln := bigLn(decToBigP(absBase, prec))
+	v := bigExp(ln.Mul(ln, newFloatP(prec).SetInt64(e)))
+	if base.I < 0 && e%2 != 0 {
+		v.Neg(v)
+	}
+	return decFromBig(v, rscale)
 }
 
 // decIntegral reports whether d is a whole number and returns it.
-func decIntegral(d types.Datum) (int64, bool) {
+func decIntegral(d types.Datum) (*big.Int, bool) {
+	c := types.DecCoef(d)
 	if d.X <= 0 {
-		v := d.I
-		for i := int32(0); i < -d.X; i++ {
-			if v > math.MaxInt64/10 || v < math.MinInt64/10 {
-				return 0, false
-			}
-			v *= 10
-		}
-		return v, true
+		return c, true
 	}
-	p := int64(1)
-	for i := int32(0); i < d.X; i++ {
-		if p > math.MaxInt64/10 {
-			return 0, d.I == 0
-		}
-		p *= 10
-	}
-	if d.I%p != 0 {
-		return 0, false
-	}
-	return d.I / p, true
+	q, r := new(big.Int).QuoRem(c, pow10Int(int64(d.X)), new(big.Int))
+	return q, r.Sign() == 0
 }
 
 const (

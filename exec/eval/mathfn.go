@@ -107,13 +107,8 @@ func trigArg(f func(float64) float64, lo, hi float64) func(float64) (float64, er
 
 func decScaleArg(f func(types.Datum, int32) (types.Datum, error)) builder {
 	return build2(func(a, c types.Datum) (types.Datum, error) {
-		s := c.I
-		if s > 2000 {
-			s = 2000
-		} else if s < -2000 {
-			s = -2000
-		}
-		return f(a, int32(s))
+		// sql/types clamps the scale to what a numeric can hold.
+		return f(a, int32(max(min(c.I, math.MaxInt32), math.MinInt32)))
 	})
 }
 

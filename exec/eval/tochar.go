@@ -2,7 +2,6 @@ package eval
 
 import (
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -600,7 +599,7 @@ func absU(i int64) uint64 {
 
 // decPlain formats |d| with exactly scale decimals.
 func decPlain(d types.Datum, scale int) string {
-	coef := new(big.Int).SetInt64(d.I)
+	coef := types.DecCoef(d)
 	coef.Abs(coef)
 	x := int(d.X)
 	switch {

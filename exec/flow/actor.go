@@ -116,6 +116,11 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				if err := a.barrier(ctx, pending, out); err != nil {
 					return err
 				}
+				// The inputs that were waiting at the barrier are read again.
+				for i := range blocked {
+					blocked[i] = false
+				}
+				nblocked = 0
 				pending = nil
 			}
 		}

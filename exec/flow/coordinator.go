@@ -187,14 +187,20 @@ func (c *Coordinator) committer(ctx context.Context) {
 		case e := <-c.commitCh:
 			c.mu.Lock()
 			st := c.mu.inflight[e]
+			failed := c.mu.err != nil
 			c.mu.Unlock()
-			err := c.db.Commit(st.w, e)
+			// After a failed epoch no later one may commit: operators wrote
+			// only their changes since the failed barrier.
+			var err error
+			if !failed {
+				err = c.db.Commit(st.w, e)
+			}
 			c.mu.Lock()
 			delete(c.mu.inflight, e)
 			if err != nil {
 				c.mu.err = fmt.Errorf("checkpoint %d failed: %w", e, err)
 				c.logf("%v", c.mu.err)
-			} else {
+			} else if !failed {
 				c.mu.committed = e
 			}
 			var keep []waiter
@@ -208,7 +214,10 @@ func (c *Coordinator) committer(ctx context.Context) {
 				}
 			}
 			c.mu.waiters = keep
-			post := c.mu.postCommit
+			var post []func(uint64)
+			if c.mu.err == nil {
+				post = c.mu.postCommit
+			}
 			c.mu.Unlock()
 			for _, f := range post {
 				f(e)
@@ -271,7 +280,10 @@ func (c *Coordinator) Pause(ctx context.Context) error {
 	e := c.inject(true, true)
 	if e == 0 {
 		c.ddl.Unlock()
-		return fmt.Errorf("cannot pause: %v", c.mu.err)
+		c.mu.Lock()
+		err := c.mu.err
+		c.mu.Unlock()
+		return fmt.Errorf("cannot pause: %v", err)
 	}
 	if err := c.wait(ctx, e); err != nil {
 		// The sources are paused; resume them before giving up.

@@ -68,14 +68,6 @@ func (b bag) addBatch(bt *types.Batch) {
 	}
 }
 
-func (b bag) clone() bag {
-	c := bag{}
-	for k, v := range b {
-		c[k] = v
-	}
-	return c
-}
-
 func (b bag) String() string {
 	keys := make([]string, 0, len(b))
 	for k := range b {
@@ -135,6 +127,9 @@ type collector struct {
 	em    *flow.Emitter
 	delta bag
 	total bag
+	// signed: the input itself retracts rows never inserted (stateless
+	// operators), so the output may too.
+	signed bool
 }
 
 func newCollector() *collector {
@@ -159,7 +154,7 @@ func (c *collector) step(t *testing.T, f func(out *flow.Emitter) error) {
 		t.Fatal(err)
 	}
 	for k, n := range c.total {
-		if n < 0 {
+		if n < 0 && !c.signed {
 			t.Fatalf("output retracts %s more often than it was emitted (%d)", k, n)
 		}
 	}

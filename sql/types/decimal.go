@@ -608,6 +608,18 @@ func bigRoundMode(c *big.Int, k int, mode decRounding) *big.Int {
 	if k <= 0 {
 		return new(big.Int).Set(c)
 	}
+	if float64(c.BitLen()) < float64(k-1)*log2of10 {
+		// |c| < 10^(k-1): the quotient is 0 and the remainder too small
+		// to round half up, so only floor and ceil can move it.
+		q := new(big.Int)
+		switch {
+		case c.Sign() < 0 && mode == roundFloor:
+			q.SetInt64(-1)
+		case c.Sign() > 0 && mode == roundCeil:
+			q.SetInt64(1)
+		}
+		return q
+	}
 	p := bigPow10(k)
 	var q, r big.Int
 	q.QuoRem(c, p, &r) // truncated: r has c's sign

@@ -124,7 +124,10 @@ func TestDecFromStringAndString(t *testing.T) {
 			continue
 		}
 		checkCanonical(t, tc.in, d)
-		if got := decCoef(d).String(); got != tc.coef {
+		if DecIsBig(d) == decCoef(d).IsInt64() {
+			t.Errorf("DecIsBig(%s) = %v", tc.in, DecIsBig(d))
+		}
+		if got := DecCoef(d).String(); got != tc.coef {
 			t.Errorf("DecFromString(%q) coefficient %s, want %s", tc.in, got, tc.coef)
 		}
 		if got := DecString(d); got != tc.out {

@@ -1,4 +1,4 @@
-// Code generated from PostgreSQL 15 (psql) by /tmp/gen/decbigvec.py; DO NOT EDIT.
+// Code generated from PostgreSQL 15 (psql) by testdata/genpgdecbig.py; DO NOT EDIT.
 
 package types
 

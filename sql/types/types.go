@@ -279,9 +279,9 @@ type Datum struct {
 	K Kind
 	X int32   // decimal scale; interval days
 	M int32   // interval months
-	I int64   // bool (0/1), int, decimal coefficient, date, time, timestamps, interval micros
+	I int64   // bool (0/1), int, decimal coefficient (its sign for a big one), date, time, timestamps, interval micros
 	F float64 // float
-	S string  // text, bytes, json
+	S string  // text, bytes, json; a big decimal coefficient's magnitude (see decimal.go)
 	A []Datum // arrays (rare)
 }
 
@@ -305,7 +305,8 @@ func NewInt(i int64) Datum { return Datum{K: KInt, I: i} }
 // NewFloat returns a float datum.
 func NewFloat(f float64) Datum { return Datum{K: KFloat, F: f} }
 
-// NewDecimal returns coef * 10^-scale.
+// NewDecimal returns coef * 10^-scale (scale >= 0). Coefficients beyond
+// the int64 range are built with DecFromBig.
 func NewDecimal(coef int64, scale int32) Datum { return Datum{K: KDecimal, I: coef, X: scale} }
 
 // NewString returns a text datum.
