@@ -23,4 +23,16 @@ echo "== vet"
 go vet ./...
 echo "== test (race)"
 # The end-to-end suites run a sluice binary built with the race detector too.
-SLUICE_BUILD_FLAGS=${SLUICE_BUILD_FLAGS--race} go test -race -count=1 -timeout 25m "$@" ./...
+export SLUICE_BUILD_FLAGS=${SLUICE_BUILD_FLAGS--race}
+go test -race -count=1 -timeout 25m "$@" $(go list ./... | grep -v '^sluice/tests$')
+# tests/ verbosely, so that the crash test's counts (kills=… mismatches=0)
+# show; the full log is printed if anything fails.
+log=$(mktemp)
+if go test -race -count=1 -timeout 25m -v "$@" ./tests/ >"$log" 2>&1; then
+  grep -E '^(--- |ok|PASS|FAIL)|kills=' "$log" | grep -v '^    --- PASS' || true
+  rm -f "$log"
+else
+  cat "$log"
+  rm -f "$log"
+  exit 1
+fi
