@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"math"
 	"strings"
 
@@ -38,36 +39,10 @@ func isDateTimeFam(f types.Family) bool {
 
 func cmpI(x, y types.Datum) int { return cmpInt64(x.I, y.I) }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func cmpInt64(a, b int64) int { return cmp.Compare(a, b) }
 
-// cmpFloat orders floats as Postgres does: NaN equals NaN and sorts above
-// every other value.
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	case a == b:
-		return 0
-	}
-	an, bn := math.IsNaN(a), math.IsNaN(b)
-	switch {
-	case an && bn:
-		return 0
-	case an:
-		return 1
-	}
-	return -1
-}
+// cmpFloat orders floats as Postgres does (types.CompareFloat).
+func cmpFloat(a, b float64) int { return types.CompareFloat(a, b) }
 
 // tsOf returns a date, timestamp or timestamptz as microseconds since the
 // epoch; dates out of the timestamp range clamp to ±infinity as in

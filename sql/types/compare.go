@@ -129,7 +129,10 @@ func floatRank(f float64) int {
 	return 1
 }
 
-// cmpFloat compares floats with NaN = NaN sorting last and -0 = 0.
+// CompareFloat orders floats as Postgres does: NaN equals NaN and sorts
+// above every other value; -0 equals 0.
+func CompareFloat(a, b float64) int { return cmpFloat(a, b) }
+
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
