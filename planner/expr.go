@@ -86,11 +86,7 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 	case ast.ValueExpr:
 		return constFromValue(n)
 	case *ast.BinaryOperationExpr:
-		l, err := b.bind(n.L, sc, h)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.bind(n.R, sc, h)
+		args, err := b.bindAll(sc, h, n.L, n.R)
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +94,7 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		if !ok {
 			return nil, pgerror.Unsupported("operator %s is not supported", n.Op)
 		}
-		return b.call(name, []spec.Expr{l, r})
+		return b.call(name, args)
 	case *ast.UnaryOperationExpr:
 		x, err := b.bind(n.V, sc, h)
 		if err != nil {
@@ -148,18 +144,11 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		}
 		return b.call(name, []spec.Expr{x})
 	case *ast.BetweenExpr:
-		x, err := b.bind(n.Expr, sc, h)
+		args, err := b.bindAll(sc, h, n.Expr, n.Left, n.Right)
 		if err != nil {
 			return nil, err
 		}
-		lo, err := b.bind(n.Left, sc, h)
-		if err != nil {
-			return nil, err
-		}
-		hi, err := b.bind(n.Right, sc, h)
-		if err != nil {
-			return nil, err
-		}
+		x, lo, hi := args[0], args[1], args[2]
 		ge, err := b.call(">=", []spec.Expr{x, lo})
 		if err != nil {
 			return nil, err
@@ -209,11 +198,7 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		}
 		return in, nil
 	case *ast.PatternLikeOrIlikeExpr:
-		x, err := b.bind(n.Expr, sc, h)
-		if err != nil {
-			return nil, err
-		}
-		pat, err := b.bind(n.Pattern, sc, h)
+		args, err := b.bindAll(sc, h, n.Expr, n.Pattern)
 		if err != nil {
 			return nil, err
 		}
@@ -224,17 +209,13 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		if n.Not {
 			name = "not " + name
 		}
-		return b.call(name, []spec.Expr{x, pat})
+		return b.call(name, args)
 	case *ast.PatternRegexpExpr:
-		x, err := b.bind(n.Expr, sc, h)
+		args, err := b.bindAll(sc, h, n.Expr, n.Pattern)
 		if err != nil {
 			return nil, err
 		}
-		pat, err := b.bind(n.Pattern, sc, h)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.call("__pg_regex", []spec.Expr{x, pat})
+		r, err := b.call("__pg_regex", args)
 		if err != nil || !n.Not {
 			return r, err
 		}
@@ -545,4 +526,17 @@ func mysqlCastType(n *ast.FuncCastExpr) (types.T, error) {
 		return types.TJSONB, nil
 	}
 	return types.TUnknown, pgerror.Unsupported("CAST to %s", n.Tp.String())
+}
+
+// bindAll binds several expressions in the same scope.
+func (b *binder) bindAll(sc *scope, h hook, es ...ast.ExprNode) ([]spec.Expr, error) {
+	out := make([]spec.Expr, len(es))
+	for i, e := range es {
+		x, err := b.bind(e, sc, h)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
 }
