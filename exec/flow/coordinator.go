@@ -254,9 +254,22 @@ func (c *Coordinator) wait(ctx context.Context, e uint64) error {
 // that every write acknowledged before the call is visible to reads.
 func (c *Coordinator) Flush(ctx context.Context) error {
 	for {
-		e := c.inject(false, true)
+		// Never exceed maxInflight: sources' barrier queues are bounded and
+		// the coordinator must not block on them. When the limit is reached,
+		// wait for the newest epoch in flight, then inject our own.
+		e := c.inject(false, false)
 		if e != 0 {
 			return c.wait(ctx, e)
+		}
+		c.mu.Lock()
+		full := !c.mu.paused && c.mu.err == nil && len(c.mu.inflight) >= maxInflight
+		newest := c.mu.epoch
+		c.mu.Unlock()
+		if full {
+			if err := c.wait(ctx, newest); err != nil {
+				return err
+			}
+			continue
 		}
 		// Paused by a graph change: wait for it to finish.
 		c.ddl.Lock()

@@ -447,3 +447,49 @@ func TestCoordinatorStopsAfterFailedCommit(t *testing.T) {
 		t.Fatal("Flush succeeded after a failure")
 	}
 }
+
+// TestCoordinatorConcurrentFlushesStayBounded: many sessions flushing at
+// once while a collector lags never put more than maxInflight epochs in
+// flight (source barrier queues are bounded, and the coordinator must not
+// block on them), and every Flush returns once its epoch is durable.
+func TestCoordinatorConcurrentFlushesStayBounded(t *testing.T) {
+	db := openDB(t)
+	c, _ := startCoordinator(t, db, time.Hour)
+	c.AddSource(newFakeSource(t, "a", c))
+	c.AddCollectors(1) // a slow terminal operator, played below
+	ctx := context.Background()
+	const n = 40
+	flushed := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() { flushed <- c.Flush(ctx) }()
+	}
+	var done int
+	var collected uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for done < n {
+		c.mu.Lock()
+		inflight, newest := len(c.mu.inflight), c.mu.epoch
+		c.mu.Unlock()
+		if inflight > maxInflight {
+			t.Fatalf("%d epochs in flight, limit %d", inflight, maxInflight)
+		}
+		if collected < newest {
+			collected++
+			c.Collect(collected)
+		}
+		select {
+		case err := <-flushed:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done++
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d flushes returned", done, n)
+		}
+	}
+	if db.CommittedEpoch() == 0 {
+		t.Fatal("nothing committed")
+	}
+}
