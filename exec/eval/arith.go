@@ -194,21 +194,13 @@ func buildIntArith(b *bctx) (Fn, error) {
 	default:
 		return nil, pgerror.New(pgcode.Internal, "no integer operator %s", b.name)
 	}
-	b.ifn = func(row types.Row) (int64, bool, error) {
-		a, an, err := x(row)
-		if err != nil {
-			return 0, false, err
-		}
-		c, cn, err := y(row)
-		if err != nil || an || cn {
-			return 0, an || cn, err
-		}
+	b.ifn = binaryStrict(x, y, func(a, c int64) (int64, error) {
 		r, err := k(a, c)
 		if err == nil && (r < lo || r > hi) {
 			err = errIntRange(f)
 		}
-		return r, false, err
-	}
+		return r, err
+	})
 	return nil, nil
 }
 
@@ -269,18 +261,7 @@ func buildFloatArith(b *bctx) (Fn, error) {
 	default:
 		return nil, pgerror.New(pgcode.Internal, "no float operator %s", b.name)
 	}
-	b.ffn = func(row types.Row) (float64, bool, error) {
-		a, an, err := x(row)
-		if err != nil {
-			return 0, false, err
-		}
-		c, cn, err := y(row)
-		if err != nil || an || cn {
-			return 0, an || cn, err
-		}
-		r, err := k(a, c)
-		return r, false, err
-	}
+	b.ffn = binaryStrict(x, y, k)
 	return nil, nil
 }
 
@@ -448,5 +429,22 @@ func init() {
 	}
 	for _, f := range []types.Family{I2, I4, I8, types.Float4, types.Float8, types.Numeric} {
 		reg("abs", fams(f), typeOf(f), buildAbs)
+	}
+}
+
+// binaryStrict evaluates a strict binary operator on typed argument
+// evaluators: NULL if either argument is NULL, else k(a, c).
+func binaryStrict[T int64 | float64](x, y func(types.Row) (T, bool, error), k func(a, c T) (T, error)) func(types.Row) (T, bool, error) {
+	return func(row types.Row) (T, bool, error) {
+		a, an, err := x(row)
+		if err != nil {
+			return 0, false, err
+		}
+		c, cn, err := y(row)
+		if err != nil || an || cn {
+			return 0, an || cn, err
+		}
+		r, err := k(a, c)
+		return r, false, err
 	}
 }

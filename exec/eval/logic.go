@@ -83,56 +83,28 @@ func argBools(b *bctx) []boolFn {
 
 // buildAnd builds three-valued AND: false wins, then NULL; evaluation
 // stops at the first false.
-func buildAnd(b *bctx) (Fn, error) {
-	if len(b.args) == 2 {
-		x, y := b.args[0].bools(), b.args[1].bools()
-		b.bfn = func(row types.Row) (bool, bool, error) {
-			l, ln, err := x(row)
-			if err != nil || (!l && !ln) {
-				return false, false, err
-			}
-			r, rn, err := y(row)
-			if err != nil || (!r && !rn) {
-				return false, false, err
-			}
-			return true, ln || rn, nil
-		}
-		return nil, nil
-	}
-	fns := argBools(b)
-	b.bfn = func(row types.Row) (bool, bool, error) {
-		sawNull := false
-		for _, f := range fns {
-			v, null, err := f(row)
-			if err != nil {
-				return false, false, err
-			}
-			if null {
-				sawNull = true
-			} else if !v {
-				return false, false, nil
-			}
-		}
-		return true, sawNull, nil
-	}
-	return nil, nil
-}
+func buildAnd(b *bctx) (Fn, error) { return buildJunction(b, false) }
 
 // buildOr builds three-valued OR: true wins, then NULL; evaluation stops
 // at the first true.
-func buildOr(b *bctx) (Fn, error) {
+func buildOr(b *bctx) (Fn, error) { return buildJunction(b, true) }
+
+// buildJunction builds AND (wins = false) or OR (wins = true): a non-NULL
+// argument equal to wins decides the result at once; otherwise the result
+// is NULL if any argument was NULL, else !wins.
+func buildJunction(b *bctx, wins bool) (Fn, error) {
 	if len(b.args) == 2 {
 		x, y := b.args[0].bools(), b.args[1].bools()
 		b.bfn = func(row types.Row) (bool, bool, error) {
 			l, ln, err := x(row)
-			if err != nil || (l && !ln) {
-				return true, false, err
+			if err != nil || (l == wins && !ln) {
+				return wins, false, err
 			}
 			r, rn, err := y(row)
-			if err != nil || (r && !rn) {
-				return true, false, err
+			if err != nil || (r == wins && !rn) {
+				return wins, false, err
 			}
-			return false, ln || rn, nil
+			return !wins, ln || rn, nil
 		}
 		return nil, nil
 	}
@@ -146,11 +118,11 @@ func buildOr(b *bctx) (Fn, error) {
 			}
 			if null {
 				sawNull = true
-			} else if v {
-				return true, false, nil
+			} else if v == wins {
+				return wins, false, nil
 			}
 		}
-		return false, sawNull, nil
+		return !wins, sawNull, nil
 	}
 	return nil, nil
 }
