@@ -106,6 +106,58 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 	return q, nil
 }
 
+// PlanSink plans the body of sink id: the query, then a Sink root. The
+// caller fills the root's Sink spec and Key.
+func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, error) {
+	p.Streaming = true
+	q, err := p.PlanQuery(stmt)
+	if err != nil {
+		return nil, err
+	}
+	root := p.plan.Root()
+	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
+		exprs := make([]spec.Expr, len(q.Columns))
+		for i, c := range q.Columns {
+			exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		}
+		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
+	}
+	p.plan.Add(&spec.Node{Kind: spec.Sink, Inputs: []int{root}, Rel: id, RelName: name, Cols: q.Columns})
+	q.Order, q.Limit, q.Offset = nil, -1, 0
+	return q, nil
+}
+
+func upsertFormat(s *spec.SourceSpec) bool {
+	return s != nil && strings.EqualFold(s.Options["format"], "upsert")
+}
+
+// AppendOnly reports whether node i of plan never retracts a row:
+// appendOnly says it of the relations the plan subscribes to.
+func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
+	n := plan.Nodes[i]
+	switch n.Kind {
+	case spec.SourceRead:
+		return n.Source == nil || !(upsertFormat(n.Source) || strings.EqualFold(n.Source.Options["format"], "debezium"))
+	case spec.Subscribe:
+		return appendOnly(n.Rel)
+	case spec.Values:
+		return true
+	case spec.Filter, spec.Project, spec.Union, spec.TableFunc, spec.Sink, spec.Materialize:
+		for _, in := range n.Inputs {
+			if !AppendOnly(plan, in, appendOnly) {
+				return false
+			}
+		}
+		return true
+	case spec.Join:
+		if n.JoinKind != spec.InnerJoin {
+			return false
+		}
+		return AppendOnly(plan, n.Inputs[0], appendOnly) && AppendOnly(plan, n.Inputs[1], appendOnly)
+	}
+	return false
+}
+
 func (p *Planner) planResultSet(n ast.Node) (*Query, error) {
 	switch s := n.(type) {
 	case *ast.SelectStmt:
@@ -226,6 +278,13 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 				WithHint("create a materialized view over it and query the view")
 		}
 		node = &spec.Node{Kind: spec.SourceRead, Source: rel.Source, Cols: rel.Columns}
+		if upsertFormat(rel.Source) {
+			if len(rel.Source.Key) == 0 {
+				return 0, nil, pgerror.New(pgcode.InvalidObjectDefinition, "FORMAT UPSERT source %q has no primary key", rel.Name)
+			}
+			in := p.plan.Add(node)
+			node = &spec.Node{Kind: spec.UpsertKey, Inputs: []int{in}, Key: rel.Source.Key, Cols: rel.Columns}
+		}
 	case cat.System:
 		rows, err := rel.Rows()
 		if err != nil {

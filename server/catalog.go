@@ -37,6 +37,12 @@ func (c *catalog) get(name string) *storage.CatalogEntry {
 	return c.byName[name]
 }
 
+func (c *catalog) byIDGet(id uint64) *storage.CatalogEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.byID[id]
+}
+
 func (c *catalog) list(kind string) []*storage.CatalogEntry {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -118,7 +124,7 @@ func relationOf(e *storage.CatalogEntry) (*cat.Relation, error) {
 		r.Kind = cat.Table
 	case kindSource:
 		r.Kind = cat.Source
-		r.Source = &spec.SourceSpec{SourceID: e.ID, Name: e.Name, Connector: e.Connector, Options: e.Options, Columns: e.Cols()}
+		r.Source = &spec.SourceSpec{SourceID: e.ID, Name: e.Name, Connector: e.Connector, Options: e.Options, Columns: e.Cols(), Key: e.Key}
 	case kindMView:
 		r.Kind = cat.MaterializedView
 	case kindView:

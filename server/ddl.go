@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sluice/exec/connector"
+	"sluice/planner"
 	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -143,7 +144,25 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 	if x.Encode != "" {
 		opts["encode"] = x.Encode
 	}
-	cols, err := f.Validate(connector.SourceConfig{Name: x.Name, Columns: declared, Options: opts})
+	var key []int
+	for _, name := range x.PrimaryKey {
+		found := -1
+		for i, c := range declared {
+			if strings.EqualFold(c.Name, name) {
+				found = i
+			}
+		}
+		if found < 0 {
+			return pgerror.New(pgcode.UndefinedColumn, "column %q named in key does not exist", name)
+		}
+		key = append(key, found)
+	}
+	for i, c := range x.Columns {
+		if c.PrimaryKey {
+			key = append(key, i)
+		}
+	}
+	cols, err := f.Validate(connector.SourceConfig{Name: x.Name, Columns: declared, Key: key, Options: opts})
 	if err != nil {
 		return err
 	}
@@ -151,11 +170,13 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 	for _, c := range cols {
 		ccols = append(ccols, storage.ColumnOf(c))
 	}
+	fmtName := strings.ToUpper(opts["format"])
 	return e.ddl(ctx, func() error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
-		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: x.Text(), Columns: ccols, Connector: conn, Options: opts}
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: x.Text(), Columns: ccols, Connector: conn, Options: opts,
+			Key: key, AppendOnly: fmtName != "UPSERT" && fmtName != "DEBEZIUM"}
 		e.persist(ent)
 		return nil
 	})
@@ -186,7 +207,8 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		for _, c := range q.Columns {
 			cols = append(cols, storage.ColumnOf(c))
 		}
-		ent := &storage.CatalogEntry{ID: id, Kind: kindMView, Name: x.Name, SQL: x.Text(), Columns: cols, Key: q.Key, Deps: dedup(pl.Deps)}
+		ent := &storage.CatalogEntry{ID: id, Kind: kindMView, Name: x.Name, SQL: x.Text(), Columns: cols, Key: q.Key, Deps: dedup(pl.Deps),
+			AppendOnly: planner.AppendOnly(q.Plan, q.Plan.Root(), e.appendOnlyRel)}
 		e.persist(ent)
 		return nil
 	})
@@ -292,7 +314,7 @@ func (e *Engine) allDependents(ent *storage.CatalogEntry) []*storage.CatalogEntr
 
 func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 	switch ent.Kind {
-	case kindTable, kindMView:
+	case kindTable, kindMView, kindSink:
 		e.rt.StopJob(ent.ID, 0)
 		e.tablesMu.Lock()
 		delete(e.tables, ent.ID)

@@ -105,6 +105,8 @@ func (e *Engine) restore(ent *storage.CatalogEntry) error {
 		}
 		_, err = e.rt.StartJob(ent.ID, ent.Name, vq.Plan, false)
 		return err
+	case kindSink:
+		return e.restoreSink(ent)
 	}
 	return nil
 }

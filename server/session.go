@@ -153,6 +153,11 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return err
 		}
 		return w.Complete("CREATE MATERIALIZED VIEW")
+	case *parser.CreateSink:
+		if err := s.e.createSink(ctx, x); err != nil {
+			return err
+		}
+		return w.Complete("CREATE SINK")
 	case *parser.CreateView:
 		if err := s.e.createView(ctx, x); err != nil {
 			return err

@@ -51,6 +51,12 @@ func showListCols(what string) []types.Column {
 	if what == "MATERIALIZED VIEWS" {
 		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Rows", Type: types.TInt8}, {Name: "Errors", Type: types.TInt8}, {Name: "Last Error", Type: types.TText}}
 	}
+	if what == "SOURCES" {
+		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8}}
+	}
+	if what == "SINKS" {
+		return showSinksCols()
+	}
 	return textCols("Name")
 }
 
@@ -72,6 +78,14 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 	if kind, ok := kinds[what]; ok {
 		var rows []types.Row
 		for _, ent := range s.e.cat.list(kind) {
+			if kind == kindSource {
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewString(ent.Connector), types.NewInt(s.e.rt.BadRecords(ent.ID))})
+				continue
+			}
+			if kind == kindSink {
+				rows = append(rows, s.e.showSinkRow(ent))
+				continue
+			}
 			if kind == kindMView {
 				var n, errs int64
 				last := ""

@@ -68,6 +68,8 @@ type sysTable struct {
 	kind         byte // pg_class.relkind: 'r' or 'v'
 	cols         []types.Column
 	rows         func(env *sysEnv) []types.Row
+	// erows, when set, computes the rows from the engine's state instead.
+	erows func(e *Engine) ([]types.Row, error)
 }
 
 // key is the name the catalog finds the relation by: bare for pg_catalog
@@ -117,6 +119,9 @@ func systemRelations(e *Engine) map[string]*cat.Relation {
 // environment env returns (entries filled in at read time).
 func (t *sysTable) relation(e *Engine, env func() *sysEnv) *cat.Relation {
 	return &cat.Relation{Name: t.name, Kind: cat.System, Columns: t.cols, Rows: func() ([]types.Row, error) {
+		if t.erows != nil {
+			return t.erows(e)
+		}
 		en := env()
 		en.entries = e.cat.list("")
 		return t.rows(en), nil

@@ -23,6 +23,9 @@ type CatalogEntry struct {
 	Connector string            `json:"connector,omitempty"`
 	Options   map[string]string `json:"options,omitempty"`
 	Query     string            `json:"query,omitempty"`
+	// AppendOnly is true for a materialized view or source whose change
+	// stream never retracts a row.
+	AppendOnly bool `json:"append_only,omitempty"`
 }
 
 // ColumnEntry is a persisted column.

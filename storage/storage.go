@@ -22,6 +22,12 @@ const (
 	SpaceRelation = 'v'
 	SpaceLog      = 'l'
 	SpaceWrite    = 'w'
+	// SpaceSinkLog holds each sink's committed, not yet delivered output:
+	// k/<sink id>/<epoch>/<chunk>.
+	SpaceSinkLog = 'k'
+	// SpaceDeadLetter holds bad source records kept by on_error =
+	// 'dead_letter': d/<source op id>/<sequence>.
+	SpaceDeadLetter = 'd'
 )
 
 // DB is Sluice's durable store.
@@ -192,6 +198,14 @@ func (w *WriteBatch) Set(k, v []byte) { w.b.Set(k, v, nil) }
 
 // Delete records the deletion of key.
 func (w *WriteBatch) Delete(k []byte) { w.b.Delete(k, nil) }
+
+// DeleteRange records the deletion of keys in [start, end).
+func (w *WriteBatch) DeleteRange(start, end []byte) { w.b.DeleteRange(start, end, nil) }
+
+// ScanRange calls f for every key in [lo, hi) in the latest state.
+func (db *DB) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
+	return scanRange(db.pdb, lo, hi, f)
+}
 
 // NewWriteBatch returns an empty write batch.
 func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatch()} }

@@ -16,7 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	_ "sluice/connectors/datagen" // registers the datagen source
+	// Connectors register themselves by name.
+	_ "sluice/connectors/blackhole"
+	_ "sluice/connectors/datagen"
+	_ "sluice/connectors/file"
+	_ "sluice/connectors/nexmark"
+	_ "sluice/connectors/redis"
 	"sluice/server"
 	"sluice/server/pgwire"
 )

@@ -23,7 +23,46 @@ import (
 type SourceConfig struct {
 	Name    string
 	Columns []types.Column
+	// Key holds the positions of the declared PRIMARY KEY columns (nil:
+	// none). FORMAT UPSERT sources need one.
+	Key []int
+	// Options are the WITH options (keys lower-case) plus "format" and
+	// "encode" from FORMAT … ENCODE … when given.
 	Options map[string]string
+}
+
+// Upsert semantics of a source batch (FORMAT UPSERT): a row with diff +1
+// replaces the row with the same key (or inserts it); a row with diff -1
+// deletes the key (only its key columns need be set). The engine turns
+// these into exact retractions with a keyed operator after the source.
+// Sources of other formats emit ordinary changes (+1 insert, -1 delete of
+// that exact row, as a Debezium envelope gives them).
+
+// DeadLetter is a record a source could not decode.
+type DeadLetter struct {
+	Topic     string // or the source's own name for what it read
+	Partition int32
+	Offset    int64
+	Error     string
+	Raw       []byte
+}
+
+// DeadLetterSource is implemented by sources whose on_error is skip or
+// dead_letter: instead of failing, Read passes bad records by and
+// TakeDeadLetters returns (and forgets) the ones met since the last call.
+// The engine counts them and, for dead_letter, stores them with the
+// checkpoint. A record is taken exactly once per read of it: after
+// recovery the replayed bad records are taken again, and the engine's
+// store of them rolls back with the checkpoint, so none is lost or doubled.
+type DeadLetterSource interface {
+	TakeDeadLetters(buf []DeadLetter) []DeadLetter
+}
+
+// BadRecord returns the error a source with on_error = 'fail' stops with:
+// it names the topic, partition, offset and cause.
+func BadRecord(source, topic string, partition int32, offset int64, cause string) error {
+	return pgerror.New(pgcode.InvalidTextRepresentation, "source %s: bad record at topic %s partition %d offset %d: %s",
+		source, topic, partition, offset, cause)
 }
 
 // Source reads rows of a source. Read appends up to max rows to b and

@@ -2,8 +2,10 @@ package flow
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"sluice/exec/connector"
@@ -76,13 +78,61 @@ type ReaderSource struct {
 	sourceBase
 	src  connector.Source
 	seek connector.Seekable
+	dls  connector.DeadLetterSource
 	eof  bool
+
+	// KeepDeadLetters stores bad records (on_error = 'dead_letter') with
+	// the checkpoint under d/<op>/<epoch>/<n>; otherwise they are only
+	// counted (skip).
+	KeepDeadLetters bool
+	// SourceID is the catalog id of the source read.
+	SourceID uint64
+	// BadRecords counts the bad records passed by.
+	BadRecords atomic.Int64
+	opID       uint64
+	dead       []connector.DeadLetter
+}
+
+// DeadLetterKey returns the key of the n-th bad record kept by source
+// operator opID in epoch.
+func DeadLetterKey(opID, epoch uint64, n uint32) []byte {
+	return storage.Key(storage.SpaceDeadLetter, opID, binary.BigEndian.AppendUint64(nil, epoch), binary.BigEndian.AppendUint32(nil, n))
+}
+
+// EncodeDeadLetter encodes a kept bad record (a row: source name, topic,
+// partition, offset, error, raw bytes).
+func EncodeDeadLetter(source string, d connector.DeadLetter) []byte {
+	return types.EncodeRow(nil, types.Row{types.NewString(source), types.NewString(d.Topic), types.NewInt(int64(d.Partition)),
+		types.NewInt(d.Offset), types.NewString(d.Error), types.NewBytes(d.Raw)})
+}
+
+func (r *ReaderSource) takeDead() {
+	if r.dls == nil {
+		return
+	}
+	before := len(r.dead)
+	r.dead = r.dls.TakeDeadLetters(r.dead)
+	r.BadRecords.Add(int64(len(r.dead) - before))
+	if !r.KeepDeadLetters {
+		r.dead = r.dead[:0]
+	}
+}
+
+func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
+	r.takeDead()
+	for i, d := range r.dead {
+		b.W.Set(DeadLetterKey(r.opID, b.Epoch, uint32(i)), EncodeDeadLetter(r.Name, d))
+	}
+	clear(r.dead)
+	r.dead = r.dead[:0]
+	return r.emitBarrier(ctx, b, r.position())
 }
 
 // NewReaderSource wraps src; if it is Seekable and a position was saved
 // under opID, it seeks there first.
 func NewReaderSource(db *storage.DB, coord *Coordinator, name string, opID uint64, src connector.Source) (*ReaderSource, error) {
-	r := &ReaderSource{sourceBase: newSourceBase(name, opID, coord), src: src}
+	r := &ReaderSource{sourceBase: newSourceBase(name, opID, coord), src: src, opID: opID}
+	r.dls, _ = src.(connector.DeadLetterSource)
 	if sk, ok := src.(connector.Seekable); ok {
 		r.seek = sk
 		pos, err := db.Get(r.posKey)
@@ -105,7 +155,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		// Barriers first: they must not wait behind a busy source.
 		select {
 		case b := <-r.barriers:
-			if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+			if err := r.barrier(ctx, b); err != nil {
 				return err
 			}
 			continue
@@ -116,7 +166,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		if r.eof {
 			select {
 			case b := <-r.barriers:
-				if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+				if err := r.barrier(ctx, b); err != nil {
 					return err
 				}
 			case <-ctx.Done():
@@ -134,6 +184,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			}
 			r.eof = true // stop reading; keep forwarding barriers
 		}
+		r.takeDead()
 		if n > 0 {
 			if err := r.Out.Send(ctx, Msg{Kind: MsgData, Batch: b}); err != nil {
 				return nil
@@ -141,7 +192,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		} else if !r.eof {
 			select {
 			case b := <-r.barriers:
-				if err := r.emitBarrier(ctx, b, r.position()); err != nil {
+				if err := r.barrier(ctx, b); err != nil {
 					return err
 				}
 			case <-time.After(2 * time.Millisecond):

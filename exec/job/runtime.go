@@ -3,12 +3,14 @@ package job
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"sluice/exec/connector"
 	"sluice/exec/eval"
 	"sluice/exec/flow"
 	"sluice/exec/ops"
+	"sluice/exec/sink"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -39,6 +41,11 @@ type Job struct {
 	ID     uint64
 	Errors ops.ErrorSink
 	Mat    *ops.Materialize
+	// Sink and Deliverer are set for a sink's job.
+	Sink      *sink.Writer
+	Deliverer *sink.Deliverer
+	// Readers are the job's source readers.
+	Readers []*flow.ReaderSource
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -76,6 +83,15 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.streams = map[uint64]*flow.Output{}
 	r.mu.tables = map[uint64]*flow.TableSource{}
 	r.mu.jobs = map[uint64]*Job{}
+	coord.OnCommit(func(uint64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, j := range r.mu.jobs {
+			if j.Deliverer != nil {
+				j.Deliverer.Notify()
+			}
+		}
+	})
 	return r
 }
 
@@ -124,6 +140,22 @@ func (r *Runtime) Job(id uint64) *Job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.jobs[id]
+}
+
+// BadRecords returns how many bad records the readers of source id have
+// passed by (on_error skip or dead_letter), over every job reading it.
+func (r *Runtime) BadRecords(source uint64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, j := range r.mu.jobs {
+		for _, rs := range j.Readers {
+			if rs.SourceID == source {
+				n += rs.BadRecords.Load()
+			}
+		}
+	}
+	return n
 }
 
 // Table returns the change source of table id.
@@ -212,7 +244,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			if err != nil {
 				return fail(err)
 			}
-			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Options: n.Source.Options})
+			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Key: n.Source.Key, Options: n.Source.Options})
 			if err != nil {
 				return fail(err)
 			}
@@ -222,6 +254,8 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 				return fail(err)
 			}
 			rs.OnError = j.fail
+			rs.SourceID = n.Source.SourceID
+			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
 			outs[idx] = rs.Out
 			continue
@@ -246,6 +280,15 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			op, err = m, err2
 			j.Mat = m
 			stream = outs[n.Inputs[0]]
+		case spec.Sink:
+			var d *sink.Deliverer
+			if d, err = r.deliverer(n); err == nil {
+				j.Sink = sink.NewWriter(id, n.Key, n.Sink.Discard)
+				j.Deliverer = d
+				op = j.Sink
+			}
+		case spec.UpsertKey:
+			op, err = ops.NewUpsertKey(n.Key, opID, r.db)
 		default:
 			var ok bool
 			if op, ok, err = newOp(plan, n, opID, r.db, ectx, &j.Errors); !ok && err == nil {
@@ -256,26 +299,32 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			return fail(err)
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail}
-		if n.Kind == spec.Materialize {
+		if n.Kind == spec.Materialize || n.Kind == spec.Sink {
 			a.OnCollect = r.coord.Collect
 		}
 		outs[idx] = a.Out
 		actors = append(actors, a)
 	}
-	if j.Mat == nil {
-		return fail(fmt.Errorf("plan of %s has no Materialize root", name))
+	if j.Mat == nil && j.Sink == nil {
+		return fail(fmt.Errorf("plan of %s has no Materialize or Sink root", name))
 	}
+	j.Readers = readers
 	for _, rs := range readers {
 		j.sources = append(j.sources, rs)
 		r.coord.AddSource(rs)
 	}
 	r.coord.AddCollectors(1)
 	r.mu.Lock()
-	r.mu.streams[id] = stream
+	if stream != nil {
+		r.mu.streams[id] = stream
+	}
 	r.mu.jobs[id] = j
 	r.mu.Unlock()
 	for _, a := range actors {
 		r.spawn(j, ctx, a.Name, a.Run)
+	}
+	if j.Deliverer != nil && !plan.Nodes[plan.Root()].Sink.Discard {
+		r.spawn(j, ctx, name+"/deliver", j.Deliverer.Run)
 	}
 	for _, rs := range readers {
 		r.spawn(j, ctx, rs.Name, rs.Run)
@@ -329,7 +378,23 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 		w.DeleteRange(storage.Key(storage.SpaceRelation, id), storage.Key(storage.SpaceRelation, id+1))
 		w.DeleteRange(storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id+1))
 		w.DeleteRange(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
+		w.DeleteRange(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
+		w.DeleteRange(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, -1)))
 	})
+}
+
+// SinkConfig returns the connector configuration of a Sink node.
+func SinkConfig(n *spec.Node) connector.SinkConfig {
+	return connector.SinkConfig{Name: n.Sink.Name, ID: n.Sink.SinkID, Columns: n.Cols, Key: n.Key, AppendOnly: n.Sink.AppendOnly,
+		Options: n.Sink.Options, Format: n.Sink.Format, Encode: n.Sink.Encode, FormatOptions: n.Sink.FormatOpts, WriteMode: n.Sink.WriteMode}
+}
+
+func (r *Runtime) deliverer(n *spec.Node) (*sink.Deliverer, error) {
+	f, err := connector.LookupSink(n.Sink.Connector)
+	if err != nil {
+		return nil, err
+	}
+	return &sink.Deliverer{ID: n.Sink.SinkID, Name: n.Sink.Name, Factory: f, Config: SinkConfig(n), DB: r.db, Logf: r.logf}, nil
 }
 
 // EncodeLogBatch encodes a DML chunk for the table log.

@@ -32,9 +32,17 @@ const (
 	// TableFunc emits the rows of the set-returning function Func called
 	// with Exprs (evaluated once, over no input row; batch SELECTs only).
 	TableFunc
+	// Sink writes the input's changes to an external system (Sink spec):
+	// each epoch's changes go into the sink log with the checkpoint and
+	// are delivered once the epoch is committed.
+	Sink
+	// UpsertKey turns the upsert stream of a FORMAT UPSERT source (+1:
+	// replace the row with this key, -1: delete the key) into exact
+	// retractions, keeping the current row per Key.
+	UpsertKey
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -77,6 +85,22 @@ type SourceSpec struct {
 	Connector string
 	Options   map[string]string
 	Columns   []types.Column
+	Key       []int // declared PRIMARY KEY
+}
+
+// SinkSpec describes a Sink node: the sink's connector and its resolved
+// configuration.
+type SinkSpec struct {
+	SinkID     uint64
+	Name       string
+	Connector  string
+	Options    map[string]string // WITH options, keys lower-case
+	Format     string
+	Encode     string
+	FormatOpts map[string]string
+	WriteMode  string // resolved
+	AppendOnly bool
+	Discard    bool // the connector keeps nothing (blackhole): no sink log
 }
 
 // Node is one operator of a job.
@@ -91,6 +115,7 @@ type Node struct {
 	Lookup  []Expr
 	RelName string      // for EXPLAIN
 	Source  *SourceSpec // SourceRead
+	Sink    *SinkSpec   // Sink
 
 	Rows []types.Row // Values
 
@@ -106,7 +131,7 @@ type Node struct {
 	RightKeys []int    // Join: columns of the right input
 	Cond      Expr     // Join residual condition over left++right columns; may be nil
 
-	Key []int // Materialize: unique key columns; nil = a multiset of rows
+	Key []int // Materialize: unique key columns (nil = a multiset of rows); Sink: primary_key; UpsertKey: the source's key
 
 	Order  []OrderItem // TopN
 	Limit  int64       // TopN; -1 = none
@@ -220,6 +245,14 @@ func (n *Node) describe() string {
 			return fmt.Sprintf("Materialize %s", n.RelName)
 		}
 		return fmt.Sprintf("Materialize %s key [%s]", n.RelName, colNames(n.Cols, n.Key))
+	case Sink:
+		d := fmt.Sprintf("Sink %s (connector: %s, write_mode: %s", n.RelName, n.Sink.Connector, n.Sink.WriteMode)
+		if n.Key != nil {
+			d += ", primary_key: " + colNames(n.Cols, n.Key)
+		}
+		return d + ")"
+	case UpsertKey:
+		return fmt.Sprintf("UpsertKey key [%s]", colNames(n.Cols, n.Key))
 	case TableFunc:
 		a := make([]string, len(n.Exprs))
 		for i, e := range n.Exprs {

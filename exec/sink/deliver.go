@@ -1,0 +1,258 @@
+package sink
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"sluice/exec/connector"
+	"sluice/storage"
+)
+
+// Deliverer writes a sink's committed epochs to its connector.
+type Deliverer struct {
+	ID      uint64
+	Name    string
+	Factory connector.SinkFactory
+	Config  connector.SinkConfig
+	DB      *storage.DB
+	Logf    func(string, ...any)
+	// Backoff bounds the wait between retries (defaults 100ms .. 5s).
+	MinBackoff, MaxBackoff time.Duration
+
+	notify chan struct{}
+	once   sync.Once
+
+	mu struct {
+		sync.Mutex
+		delivered uint64 // last epoch confirmed by the connector
+		pending   int    // epochs in the log not yet confirmed (as of the last scan)
+		failures  int    // consecutive failed attempts
+		lastErr   string
+		lastErrAt time.Time
+		written   int64 // changes confirmed since start
+	}
+}
+
+// Status is what SHOW SINKS reports about delivery.
+type Status struct {
+	Delivered uint64
+	Pending   int
+	Failures  int
+	LastError string
+	Written   int64
+}
+
+// Status returns the current delivery status.
+func (d *Deliverer) Status() Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return Status{Delivered: d.mu.delivered, Pending: d.mu.pending, Failures: d.mu.failures, LastError: d.mu.lastErr, Written: d.mu.written}
+}
+
+func (d *Deliverer) init() {
+	d.once.Do(func() {
+		d.notify = make(chan struct{}, 1)
+		if d.MinBackoff == 0 {
+			d.MinBackoff = 100 * time.Millisecond
+		}
+		if d.MaxBackoff == 0 {
+			d.MaxBackoff = 5 * time.Second
+		}
+	})
+}
+
+// Notify wakes the deliverer after an epoch was committed.
+func (d *Deliverer) Notify() {
+	d.init()
+	select {
+	case d.notify <- struct{}{}:
+	default:
+	}
+}
+
+// DeliveredKey is where the delivered epoch of sink id is kept.
+func DeliveredKey(id uint64) []byte { return storage.Key(storage.SpacePosition, id) }
+
+func (d *Deliverer) fail(err error) {
+	d.mu.Lock()
+	d.mu.failures++
+	first := d.mu.failures == 1
+	d.mu.lastErr = err.Error()
+	d.mu.lastErrAt = time.Now()
+	d.mu.Unlock()
+	if first && d.Logf != nil {
+		d.Logf("sink %s: %v (retrying with backoff; pending epochs stay in the sink log)", d.Name, err)
+	}
+}
+
+func (d *Deliverer) ok() {
+	d.mu.Lock()
+	recovered := d.mu.failures > 0
+	d.mu.failures = 0
+	d.mu.Unlock()
+	if recovered && d.Logf != nil {
+		d.Logf("sink %s: delivering again", d.Name)
+	}
+}
+
+// sleep waits for the backoff of the current failure count.
+func (d *Deliverer) sleep(ctx context.Context) error {
+	d.mu.Lock()
+	n := d.mu.failures
+	d.mu.Unlock()
+	wait := d.MinBackoff
+	for i := 1; i < n && wait < d.MaxBackoff; i++ {
+		wait *= 2
+	}
+	wait = min(wait, d.MaxBackoff)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Run delivers until ctx ends.
+func (d *Deliverer) Run(ctx context.Context) error {
+	d.init()
+	v, err := d.DB.Get(DeliveredKey(d.ID))
+	if err != nil {
+		return err
+	}
+	if len(v) == 8 {
+		d.mu.Lock()
+		d.mu.delivered = binary.BigEndian.Uint64(v)
+		d.mu.Unlock()
+	}
+	var s connector.Sink
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		if s == nil {
+			s, err = d.open(ctx)
+			if err != nil {
+				d.fail(err)
+				if d.sleep(ctx) != nil {
+					return nil
+				}
+				continue
+			}
+		}
+		more, err := d.deliverOne(ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.fail(err)
+			// A fresh connection next time: the old one may be broken.
+			s.Close()
+			s = nil
+			if d.sleep(ctx) != nil {
+				return nil
+			}
+			continue
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-d.notify:
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+func (d *Deliverer) open(ctx context.Context) (connector.Sink, error) {
+	s, err := d.Factory.Open(ctx, d.Config)
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	if p, ok := s.(connector.Progress); ok {
+		last, err := p.LastEpoch(ctx)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("reading progress: %w", err)
+		}
+		d.mu.Lock()
+		if last > d.mu.delivered {
+			d.mu.delivered = last
+		}
+		d.mu.Unlock()
+	}
+	return s, nil
+}
+
+var errStop = errors.New("stop")
+
+// deliverOne writes the oldest epoch in the log, if any, and reports
+// whether more may be waiting.
+func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, error) {
+	prefix := LogPrefix(d.ID)
+	var epoch uint64
+	var changes []connector.Change
+	epochs := map[uint64]struct{}{}
+	err := d.DB.Scan(prefix, func(k, v []byte) error {
+		e, ok := epochOf(d.ID, k)
+		if !ok {
+			return nil
+		}
+		epochs[e] = struct{}{}
+		if epoch == 0 {
+			epoch = e
+		}
+		if e != epoch {
+			if len(epochs) > 64 {
+				return errStop // enough to count for status; the rest is read later
+			}
+			return nil
+		}
+		var err error
+		changes, err = decodeChanges(v, changes)
+		return err
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return false, err
+	}
+	d.mu.Lock()
+	d.mu.pending = len(epochs)
+	delivered := d.mu.delivered
+	d.mu.Unlock()
+	if epoch == 0 {
+		return false, nil
+	}
+	if epoch > delivered && len(changes) > 0 {
+		if err := s.Write(ctx, epoch, changes); err != nil {
+			return false, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+		d.ok()
+	}
+	wb := d.DB.NewWriteBatch()
+	lo := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), epoch)
+	wb.DeleteRange(lo, binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), epoch+1))
+	if epoch > delivered {
+		wb.Set(DeliveredKey(d.ID), binary.BigEndian.AppendUint64(nil, epoch))
+	}
+	if err := d.DB.WriteSync(wb); err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	if epoch > d.mu.delivered {
+		d.mu.delivered = epoch
+		d.mu.written += int64(len(changes))
+	}
+	d.mu.pending = max(0, len(epochs)-1)
+	d.mu.Unlock()
+	return true, nil
+}

@@ -1,0 +1,232 @@
+// Package sink owns the way from a job's changes to an external system.
+//
+// The Writer operator, the root of a sink's job, turns each epoch's
+// changes into the connector's Change list (net per key for keyed sinks)
+// and writes it into the sink log with the checkpoint: k/<sink>/<epoch>/<chunk>.
+// The output of epoch N is therefore durable exactly when N is.
+//
+// The Deliverer, one goroutine per sink, hands committed epochs to the
+// connector in epoch order, retries with backoff while the external system
+// is down (the log keeps growing on disk; checkpoints go on), and deletes
+// an epoch from the log only once the connector has confirmed it, recording
+// the delivered epoch under p/<sink>. After a crash it starts again from
+// the log: an epoch whose confirmation was lost is written again, which
+// the connector makes harmless (a progress marker or keyed writes).
+package sink
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"sluice/exec/connector"
+	"sluice/exec/flow"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// chunkChanges bounds the changes per sink log value.
+const chunkChanges = 2048
+
+// Writer is the root operator of a sink's job.
+type Writer struct {
+	id      uint64
+	key     []int // nil: every change is its own entry
+	discard bool
+
+	changes []connector.Change
+	byKey   map[string]int
+	keyBuf  []byte
+
+	// Logged counts changes written to the sink log; Epochs the epochs
+	// that had any; Dropped the changes a discarding sink threw away.
+	Logged, Epochs, Dropped atomic.Int64
+	// LastEpoch is the newest epoch with changes in the log.
+	LastEpoch atomic.Uint64
+}
+
+// NewWriter returns the writer of sink id. With a key, the changes of an
+// epoch are netted per key; with discard nothing is kept.
+func NewWriter(id uint64, key []int, discard bool) *Writer {
+	return &Writer{id: id, key: key, discard: discard, byKey: map[string]int{}}
+}
+
+// Terminal implements flow.Collector.
+func (w *Writer) Terminal() bool { return true }
+
+// Process implements flow.Operator.
+func (w *Writer) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
+	if w.discard {
+		w.Dropped.Add(int64(len(b.Rows)))
+		return nil
+	}
+	for i, row := range b.Rows {
+		d := b.Diffs[i]
+		if w.key == nil {
+			for ; d > 0; d-- {
+				w.changes = append(w.changes, connector.Change{After: row})
+			}
+			for ; d < 0; d++ {
+				w.changes = append(w.changes, connector.Change{Before: row})
+			}
+			continue
+		}
+		w.keyBuf = w.keyBuf[:0]
+		for _, c := range w.key {
+			w.keyBuf = types.AppendKey(w.keyBuf, row[c])
+		}
+		idx, ok := w.byKey[string(w.keyBuf)]
+		if !ok {
+			idx = len(w.changes)
+			w.changes = append(w.changes, connector.Change{})
+			w.byKey[string(w.keyBuf)] = idx
+		}
+		c := &w.changes[idx]
+		switch {
+		case d > 0:
+			c.After = row
+		case d < 0:
+			if c.After != nil {
+				c.After = nil // retracts the row this epoch inserted
+			} else if c.Before == nil {
+				c.Before = row
+			}
+		}
+	}
+	return nil
+}
+
+// Checkpoint implements flow.Operator: the epoch's net changes go into
+// the sink log.
+func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
+	if w.discard {
+		return nil
+	}
+	var buf []byte
+	chunk, n, total := uint32(0), 0, int64(0)
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		b.W.Set(LogKey(w.id, b.Epoch, chunk), buf)
+		buf, n = nil, 0
+		chunk++
+	}
+	for _, c := range w.changes {
+		if c.Before == nil && c.After == nil {
+			continue
+		}
+		if c.Before != nil && c.After != nil && rowsEqual(c.Before, c.After) {
+			continue
+		}
+		buf = appendChange(buf, c)
+		n++
+		total++
+		if n >= chunkChanges {
+			flush()
+		}
+	}
+	flush()
+	if total > 0 {
+		w.Logged.Add(total)
+		w.Epochs.Add(1)
+		w.LastEpoch.Store(b.Epoch)
+	}
+	clear(w.changes)
+	w.changes = w.changes[:0]
+	clear(w.byKey)
+	return nil
+}
+
+func rowsEqual(a, b types.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].IsNull() != b[i].IsNull() || (!a[i].IsNull() && types.Compare(a[i], b[i]) != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// LogPrefix returns the prefix of sink id's log.
+func LogPrefix(id uint64) []byte { return storage.Key(storage.SpaceSinkLog, id) }
+
+// LogKey returns the key of one chunk of sink id's output for epoch.
+func LogKey(id, epoch uint64, chunk uint32) []byte {
+	k := LogPrefix(id)
+	k = binary.BigEndian.AppendUint64(k, epoch)
+	return binary.BigEndian.AppendUint32(k, chunk)
+}
+
+// epochOf returns the epoch of a log key of sink id.
+func epochOf(id uint64, k []byte) (uint64, bool) {
+	p := len(LogPrefix(id))
+	if len(k) < p+12 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[p:]), true
+}
+
+const (
+	hasBefore = 1
+	hasAfter  = 2
+)
+
+func appendChange(buf []byte, c connector.Change) []byte {
+	var flags byte
+	if c.Before != nil {
+		flags |= hasBefore
+	}
+	if c.After != nil {
+		flags |= hasAfter
+	}
+	buf = append(buf, flags)
+	for _, r := range []types.Row{c.Before, c.After} {
+		if r == nil {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, 0, 0, 0, 0)
+		buf = types.EncodeRow(buf, r)
+		binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	}
+	return buf
+}
+
+// decodeChanges appends the changes of one log chunk to out.
+func decodeChanges(v []byte, out []connector.Change) ([]connector.Change, error) {
+	for len(v) > 0 {
+		flags := v[0]
+		v = v[1:]
+		var c connector.Change
+		for _, bit := range []byte{hasBefore, hasAfter} {
+			if flags&bit == 0 {
+				continue
+			}
+			if len(v) < 4 {
+				return nil, corrupt()
+			}
+			n := int(binary.BigEndian.Uint32(v))
+			if len(v) < 4+n {
+				return nil, corrupt()
+			}
+			r, err := types.DecodeRow(v[4 : 4+n])
+			if err != nil {
+				return nil, err
+			}
+			if bit == hasBefore {
+				c.Before = r
+			} else {
+				c.After = r
+			}
+			v = v[4+n:]
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func corrupt() error { return pgerror.New(pgcode.DataCorrupted, "corrupt sink log entry") }
