@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"sluice/exec/connector"
 	"sluice/exec/flow"
 	"sluice/exec/job"
 	"sluice/planner"
@@ -74,6 +75,7 @@ func Open(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("restoring %s %q: %w", ent.Kind, ent.Name, err)
 		}
 	}
+	connector.Crashpoint("recovery")
 	e.rt.Start()
 	e.wg.Add(1)
 	go func() {

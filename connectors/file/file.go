@@ -189,6 +189,7 @@ func (s *Sink) Write(ctx context.Context, epoch uint64, changes []connector.Chan
 		os.Remove(tmp)
 		return s.ioError(err, "closing %s", tmp)
 	}
+	connector.Crashpoint("sink-before-commit")
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
 		return s.ioError(err, "renaming %s to %s", tmp, final)

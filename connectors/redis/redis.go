@@ -208,6 +208,7 @@ func (s *Sink) apply(ctx context.Context, epoch uint64, record bool) (applied bo
 			return err
 		}
 		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			connector.Crashpoint("sink-before-commit")
 			for _, args := range cmds {
 				p.Do(ctx, args...)
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"sluice/exec/connector"
 	"sluice/storage"
 )
 
@@ -193,7 +194,9 @@ func (c *Coordinator) committer(ctx context.Context) {
 			// only their changes since the failed barrier.
 			var err error
 			if !failed {
+				connector.Crashpoint("checkpoint-before-commit")
 				err = c.db.Commit(st.w, e)
+				connector.Crashpoint("checkpoint-after-commit")
 			}
 			c.mu.Lock()
 			delete(c.mu.inflight, e)

@@ -236,6 +236,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 		if err := s.Write(ctx, epoch, changes); err != nil {
 			return false, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
+		connector.Crashpoint("sink-after-write")
 		d.ok()
 	}
 	wb := d.DB.NewWriteBatch()

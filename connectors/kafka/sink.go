@@ -1,0 +1,275 @@
+package kafka
+
+// The 'kafka' sink connector.
+//
+// Records. FORMAT PLAIN writes every appended row as one record whose
+// value is the row (ENCODE JSON: encode.JSON, ENCODE CSV: encode.CSV) and
+// whose key is encode.KeyJSON of primary_key, or nil without one; it needs
+// an append-only input. FORMAT UPSERT keys every record by primary_key
+// (required); the value is the new row, or nil (a tombstone) when the row
+// was deleted. FORMAT DEBEZIUM writes the encode.Debezium envelope
+// (before, after, op, source.epoch), keyed like PLAIN.
+//
+// Delivery. With delivery = EXACTLY_ONCE (the default) every epoch is one
+// Kafka transaction of franz-go's transactional producer (txn.go) that
+// also writes a progress record {"sink":ID,"epoch":N} keyed by the
+// transactional.id to progress.topic; on recovery LastEpoch reads the
+// highest committed one back with read_committed isolation and Write
+// skips epochs up to it, so an epoch is visible to read_committed readers
+// exactly once. With AT_LEAST_ONCE or AT_MOST_ONCE a plain kafka-go
+// writer is used (sink_writer.go): a crash between the write and the
+// checkpoint repeats the epoch's records, which a compacted topic keyed
+// by primary_key (FORMAT UPSERT) absorbs, so only PLAIN and DEBEZIUM drop
+// to at least once.
+//
+// Topics. The sink creates its topic if it is missing (broker default
+// partitions and replication, cleanup.policy=compact for FORMAT UPSERT)
+// and the progress topic (one partition, compacted); it does not rely on
+// broker auto-creation.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"sluice/connectors/internal/encode"
+	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// SinkFactory is the kafka sink connector.
+type SinkFactory struct{}
+
+func init() { connector.RegisterSink("kafka", SinkFactory{}) }
+
+// Formats and encodings of the kafka sink.
+const (
+	sinkFormatPlain    = "PLAIN"
+	sinkFormatUpsert   = "UPSERT"
+	sinkFormatDebezium = "DEBEZIUM"
+	sinkEncodeJSON     = "JSON"
+	sinkEncodeCSV      = "CSV"
+)
+
+// sinkDefaultTxnTimeout is transaction.timeout.ms when not given. It also
+// bounds one transactional Write (a transaction cannot outlive it anyway).
+const sinkDefaultTxnTimeout = 60 * time.Second
+
+// sinkKnownOptions are the options a kafka sink accepts: its own and
+// those every sink shares.
+var sinkKnownOptions = map[string]bool{
+	"connector": true, "topic": true, "properties.bootstrap.server": true,
+	"primary_key": true, "delivery": true, "write_mode": true,
+	"transactional.id": true, "transaction.timeout.ms": true, "progress.topic": true,
+	"type": true, "force_append_only": true,
+}
+
+// sinkOptions is a parsed kafka sink configuration.
+type sinkOptions struct {
+	name          string
+	id            uint64
+	brokers       []string
+	topic         string
+	progressTopic string
+	txnID         string
+	txnTimeout    time.Duration
+	delivery      connector.Guarantee
+	format        string // sinkFormat…
+	encode        string // sinkEncode…
+	writeMode     string // connector.Mode…
+	cols          []types.Column
+	key           []int
+}
+
+func sinkOptionError(key, format string, args ...any) error {
+	return connector.OptionError("kafka", key, format, args...)
+}
+
+// sinkParse checks a configuration without connecting anywhere.
+func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
+	for k := range cfg.Options {
+		if !sinkKnownOptions[k] {
+			return nil, sinkOptionError(k, "unknown option")
+		}
+	}
+	o := &sinkOptions{name: cfg.Name, id: cfg.ID, cols: cfg.Columns, key: cfg.Key, txnTimeout: sinkDefaultTxnTimeout}
+	o.topic = strings.TrimSpace(cfg.Options["topic"])
+	if o.topic == "" {
+		return nil, sinkOptionError("topic", "is required")
+	}
+	for _, b := range strings.Split(cfg.Options["properties.bootstrap.server"], ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.brokers = append(o.brokers, b)
+		}
+	}
+	if len(o.brokers) == 0 {
+		return nil, sinkOptionError("properties.bootstrap.server", "is required (e.g. '127.0.0.1:9092')")
+	}
+	var err error
+	if o.delivery, err = connector.ParseGuarantee(cfg.Options["delivery"]); err != nil {
+		return nil, err
+	}
+	o.txnID = "sluice-sink-" + strconv.FormatUint(cfg.ID, 10)
+	if v, ok := cfg.Options["transactional.id"]; ok {
+		if o.txnID = strings.TrimSpace(v); o.txnID == "" {
+			return nil, sinkOptionError("transactional.id", "must not be empty")
+		}
+	}
+	if v, ok := cfg.Options["transaction.timeout.ms"]; ok {
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || ms <= 0 {
+			return nil, sinkOptionError("transaction.timeout.ms", "%q is not a positive number of milliseconds", v)
+		}
+		o.txnTimeout = time.Duration(ms) * time.Millisecond
+	}
+	o.progressTopic = o.topic + ".sluice-progress"
+	if v, ok := cfg.Options["progress.topic"]; ok {
+		if o.progressTopic = strings.TrimSpace(v); o.progressTopic == "" || o.progressTopic == o.topic {
+			return nil, sinkOptionError("progress.topic", "must name a topic other than the sink's topic")
+		}
+	}
+
+	switch o.format = strings.ToUpper(strings.TrimSpace(cfg.Format)); o.format {
+	case "":
+		o.format = sinkFormatPlain
+	case sinkFormatPlain, sinkFormatUpsert, sinkFormatDebezium:
+	default:
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT %s is not supported by the kafka sink", cfg.Format).
+			WithHint("use FORMAT PLAIN, UPSERT or DEBEZIUM")
+	}
+	switch o.encode = strings.ToUpper(strings.TrimSpace(cfg.Encode)); o.encode {
+	case "":
+		o.encode = sinkEncodeJSON
+	case sinkEncodeJSON:
+	case sinkEncodeCSV:
+		if o.format != sinkFormatPlain {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE CSV is only supported with FORMAT PLAIN").
+				WithHint("use ENCODE JSON with FORMAT %s", o.format)
+		}
+	default:
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
+			WithHint("use ENCODE JSON or CSV")
+	}
+
+	switch o.format {
+	case sinkFormatPlain:
+		if !cfg.AppendOnly {
+			return nil, pgerror.New(pgcode.FeatureNotSupported,
+				"the input of sink %s has updates or deletes, which FORMAT PLAIN cannot express: use FORMAT UPSERT with primary_key, or FORMAT DEBEZIUM", cfg.Name).
+				WithHint("FORMAT PLAIN only appends rows; FORMAT UPSERT writes the latest row per primary_key and a tombstone for a delete")
+		}
+		o.writeMode = connector.ModeAppend
+	case sinkFormatUpsert:
+		if len(cfg.Key) == 0 {
+			return nil, sinkOptionError("primary_key", "is required with FORMAT UPSERT: every record is keyed by it")
+		}
+		o.writeMode = connector.ModeUpsert
+	case sinkFormatDebezium:
+		o.writeMode = connector.ModeAppend
+	}
+	if m := strings.ToLower(strings.TrimSpace(cfg.WriteMode)); m != "" && m != o.writeMode {
+		// Under EXACTLY_ONCE every format is written by one transaction
+		// per epoch, so asking for that by name is fine too.
+		if m != connector.ModeTransactional || o.delivery != connector.ExactlyOnce {
+			return nil, sinkOptionError("write_mode", "%q does not fit FORMAT %s with delivery %s: the kafka sink writes it in %s mode",
+				cfg.WriteMode, o.format, o.delivery, o.writeMode)
+		}
+		o.writeMode = connector.ModeTransactional
+	}
+	return o, nil
+}
+
+// Validate implements connector.SinkFactory.
+func (SinkFactory) Validate(cfg connector.SinkConfig) (connector.SinkPlan, error) {
+	o, err := sinkParse(cfg)
+	if err != nil {
+		return connector.SinkPlan{}, err
+	}
+	plan := connector.SinkPlan{WriteMode: o.writeMode, Guarantee: connector.ExactlyOnce}
+	if o.delivery != connector.ExactlyOnce && o.format != sinkFormatUpsert {
+		// Without a transaction a retried epoch appends its records again.
+		// An upsert topic absorbs that: the repeat writes the same value
+		// for the same key, so the keyed view stays exactly once.
+		plan.Guarantee = connector.AtLeastOnce
+		plan.Why = "non-transactional Kafka writes repeat after a crash"
+	}
+	return plan, nil
+}
+
+// Open implements connector.SinkFactory. It does not connect: the first
+// LastEpoch or Write does.
+func (SinkFactory) Open(_ context.Context, cfg connector.SinkConfig) (connector.Sink, error) {
+	o, err := sinkParse(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.delivery == connector.ExactlyOnce {
+		return newSinkTxn(o), nil
+	}
+	return newSinkWriter(o), nil
+}
+
+// sinkEncoder turns changes into record keys and values.
+type sinkEncoder struct {
+	cols   []types.Column
+	key    []int
+	format string
+	csv    bool
+}
+
+func newSinkEncoder(o *sinkOptions) sinkEncoder {
+	return sinkEncoder{cols: o.cols, key: o.key, format: o.format, csv: o.encode == sinkEncodeCSV}
+}
+
+// record appends the key and value of one change to buf and returns buf
+// and both as capped sub-slices of it (so that they stay valid when buf
+// grows later). A nil key means an unkeyed record, a nil value a tombstone.
+func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, key, value []byte, err error) {
+	row := c.After
+	if row == nil {
+		row = c.Before
+	}
+	if row == nil {
+		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: change with neither a before nor an after row")
+	}
+	if len(e.key) > 0 {
+		start := len(buf)
+		buf = encode.KeyJSON(buf, e.cols, e.key, row)
+		key = buf[start:len(buf):len(buf)]
+	}
+	start := len(buf)
+	switch e.format {
+	case sinkFormatPlain:
+		if c.After == nil || c.Before != nil {
+			return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: FORMAT PLAIN got a retraction from an input planned as append-only")
+		}
+		if e.csv {
+			buf = encode.CSV(buf, e.cols, c.After)
+		} else {
+			buf = encode.JSON(buf, e.cols, c.After)
+		}
+	case sinkFormatUpsert:
+		if c.After == nil {
+			return buf, key, nil, nil
+		}
+		buf = encode.JSON(buf, e.cols, c.After)
+	case sinkFormatDebezium:
+		buf = encode.Debezium(buf, e.cols, c.Before, c.After, epoch)
+	}
+	return buf, key, buf[start:len(buf):len(buf)], nil
+}
+
+// sinkWrap tags a Kafka error of sink o: a Write cancelled by its caller
+// is 57014, the rest a connection failure the runtime retries.
+func sinkWrap(o *sinkOptions, err error, format string, args ...any) error {
+	msg := "kafka sink " + o.name + ": " + format
+	code := pgcode.ConnectionException
+	if errors.Is(err, context.Canceled) && !errors.Is(err, sinkErrStalled) {
+		code = pgcode.QueryCanceled
+	}
+	return pgerror.Wrap(err, code, msg, args...)
+}
