@@ -5,11 +5,15 @@
 //
 //	ast.SelectStmt ─bind─► scope + spec.Expr ─build─► spec.Plan
 //	  FROM      → Subscribe / SourceRead / HashJoin / nested plans
+//	  TUMBLE/HOP→ TimeWindow (+ window_start, window_end; timewindow.go)
 //	  WHERE     → Filter
 //	  GROUP BY  → Project(pre) → HashAgg → Filter(HAVING)
 //	  SELECT    → Project
 //	  UNION ALL → Union
 //	  view root → Materialize (key = group key or primary key)
+//	  EMIT ON WINDOW CLOSE → the view's HashAgg is marked EOWC; it needs a
+//	              group column that carries a watermark (watermarkCols
+//	              follows them from a source's WATERMARK through the plan)
 //
 // Batch queries (SELECT) also have what a dataflow cannot run: subqueries
 // in expressions, correlated or not (spec.Subquery, each with its own plan,

@@ -26,7 +26,7 @@ func (m memCatalog) Resolve(schema, name string) (*cat.Relation, error) {
 
 func testCatalog() memCatalog {
 	col := func(n string, t types.T) types.Column { return types.Column{Name: n, Type: t} }
-	return memCatalog{
+	m := memCatalog{
 		"orders": {ID: 1, Name: "orders", Kind: cat.Table, Key: []int{0}, Columns: []types.Column{
 			col("id", types.TInt8), col("customer", types.TText), col("amount", types.T{Fam: types.Numeric, Prec: 12, Scale: 2}), col("ts", types.TTimestamp)}},
 		"customers": {ID: 2, Name: "customers", Kind: cat.Table, Key: []int{0}, Columns: []types.Column{
@@ -36,6 +36,26 @@ func testCatalog() memCatalog {
 		"revenue": {ID: 4, Name: "revenue", Kind: cat.MaterializedView, Key: []int{0}, Columns: []types.Column{
 			col("region", types.TText), col("n", types.TInt8)}},
 	}
+	// Nexmark sources with a watermark 4 s behind their event time.
+	nexmark := func(id uint64, name string, cols ...types.Column) {
+		wm := -1
+		for i, c := range cols {
+			if c.Name == "date_time" {
+				wm = i
+			}
+		}
+		m[name] = &cat.Relation{ID: id, Name: name, Kind: cat.Source, Columns: cols, Source: &spec.SourceSpec{
+			SourceID: id, Name: name, Connector: "nexmark", Columns: cols, Watermark: &spec.WatermarkSpec{Col: wm, Delay: 4_000_000}}}
+	}
+	nexmark(5, "bid", col("auction", types.TInt8), col("bidder", types.TInt8), col("price", types.TInt8),
+		col("channel", types.TVarchar), col("url", types.TVarchar), col("date_time", types.TTimestamp), col("extra", types.TVarchar))
+	nexmark(6, "person", col("id", types.TInt8), col("name", types.TVarchar), col("email_address", types.TVarchar),
+		col("credit_card", types.TVarchar), col("city", types.TVarchar), col("state", types.TVarchar), col("date_time", types.TTimestamp),
+		col("extra", types.TVarchar))
+	nexmark(7, "auction", col("id", types.TInt8), col("item_name", types.TVarchar), col("description", types.TVarchar),
+		col("initial_bid", types.TInt8), col("reserve", types.TInt8), col("date_time", types.TTimestamp), col("expires", types.TTimestamp),
+		col("seller", types.TInt8), col("category", types.TInt8), col("extra", types.TVarchar))
+	return m
 }
 
 // TestExplain runs the golden plan files in testdata/explain: each
@@ -43,31 +63,42 @@ func testCatalog() memCatalog {
 // streaming job, a query as a batch plan) and prints the dataflow.
 // Refresh with -rewrite.
 func TestExplain(t *testing.T) {
-	datadriven.RunTest(t, "testdata/explain", func(t *testing.T, d *datadriven.TestData) string {
-		st, err := parser.ParseOne(d.Input)
-		if err != nil {
-			return "error: " + err.Error() + "\n"
-		}
-		p := &planner.Planner{Cat: testCatalog(), ParseType: parser.ParseType}
-		var q *planner.Query
-		switch x := st.(type) {
-		case *parser.CreateMaterializedView:
-			q, err = p.PlanView(x.Query, 100, x.Name)
-		case *parser.Query:
-			q, err = p.PlanQuery(x.Node)
-		default:
-			t.Fatalf("unexpected statement %T", st)
-		}
-		if err != nil {
-			return "error (" + string(pgerror.GetCode(err)) + "): " + err.Error() + "\n"
-		}
-		var b strings.Builder
-		b.WriteString(q.Plan.Explain())
-		names := make([]string, len(q.Columns))
-		for i, c := range q.Columns {
-			names[i] = c.Name + " " + c.Type.String()
-		}
-		b.WriteString("columns: " + strings.Join(names, ", ") + "\n")
-		return b.String()
-	})
+	datadriven.RunTest(t, "testdata/explain", explainCase)
+}
+
+// TestExplainTimeWindows runs testdata/timewindows: TUMBLE, HOP,
+// watermarks and EMIT ON WINDOW CLOSE, including the Nexmark queries built
+// on them.
+func TestExplainTimeWindows(t *testing.T) {
+	datadriven.RunTest(t, "testdata/timewindows", explainCase)
+}
+
+func explainCase(t *testing.T, d *datadriven.TestData) string {
+	st, err := parser.ParseOne(d.Input)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	p := &planner.Planner{Cat: testCatalog(), ParseType: parser.ParseType}
+	var q *planner.Query
+	switch x := st.(type) {
+	case *parser.CreateMaterializedView:
+		p.TableFuncs, p.EmitOnWindowClose = x.Parsed.TableFuncs, x.EmitOnWindowClose
+		q, err = p.PlanView(x.Query, 100, x.Name)
+	case *parser.Query:
+		p.TableFuncs = x.TableFuncs
+		q, err = p.PlanQuery(x.Node)
+	default:
+		t.Fatalf("unexpected statement %T", st)
+	}
+	if err != nil {
+		return "error (" + string(pgerror.GetCode(err)) + "): " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	b.WriteString(q.Plan.Explain())
+	names := make([]string, len(q.Columns))
+	for i, c := range q.Columns {
+		names[i] = c.Name + " " + c.Type.String()
+	}
+	b.WriteString("columns: " + strings.Join(names, ", ") + "\n")
+	return b.String()
 }

@@ -72,6 +72,8 @@ func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 		}
 	}
 	switch n := e.(type) {
+	case *boundExpr:
+		return n.x, nil
 	case *ast.ParenthesesExpr:
 		return b.bind(n.Expr, sc, h)
 	case *ast.ColumnNameExpr:
@@ -314,6 +316,11 @@ func (b *binder) bindCase(n *ast.CaseExpr, sc *scope, h hook) (spec.Expr, error)
 
 func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
 	name := n.FnName.L
+	if b.p.Funcs != nil && !strings.HasPrefix(name, "__pg_") {
+		if f := b.p.Funcs(name); f != nil {
+			return b.bindUserFunc(f, n, sc, h)
+		}
+	}
 	switch name {
 	case "__pg_cast":
 		if len(n.Args) != 2 {

@@ -31,6 +31,9 @@ type Planner struct {
 	// for set-returning functions in FROM to the calls
 	// (sql/parser.Query.TableFuncs).
 	TableFuncs map[string]parser.TableFunc
+	// EmitOnWindowClose plans a view's aggregation to emit each window's
+	// rows once, when the watermark closes it (PlanView).
+	EmitOnWindowClose bool
 
 	plan *spec.Plan
 	keys map[int][]int // node -> unique key columns
@@ -40,6 +43,11 @@ type Planner struct {
 	outer []*outerLevel
 	// Deps lists the relations the statement reads.
 	Deps []uint64
+	// AppendOnlyRel reports whether a relation's change stream never
+	// retracts (nil: assume it may).
+	AppendOnlyRel func(rel uint64) bool
+	// Funcs finds a SQL function by name (nil: none).
+	Funcs func(name string) *UserFunc
 }
 
 // Query is a planned SELECT or view body.
@@ -93,6 +101,11 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		return nil, err
 	}
 	root := p.plan.Root()
+	if p.EmitOnWindowClose {
+		if err := p.markEOWC(root); err != nil {
+			return nil, err
+		}
+	}
 	// Drop hidden ORDER BY columns: a view is unordered.
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
 		exprs := make([]spec.Expr, len(q.Columns))
@@ -142,7 +155,10 @@ func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
 		return appendOnly(n.Rel)
 	case spec.Values:
 		return true
-	case spec.Filter, spec.Project, spec.Union, spec.TableFunc, spec.Sink, spec.Materialize:
+	case spec.Agg:
+		// EMIT ON WINDOW CLOSE emits each group's row once, final.
+		return n.EOWC
+	case spec.Filter, spec.Project, spec.Union, spec.TableFunc, spec.Sink, spec.Materialize, spec.TimeWindow:
 		for _, in := range n.Inputs {
 			if !AppendOnly(plan, in, appendOnly) {
 				return false
@@ -259,6 +275,21 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 	if isTableFunc(tn) {
 		return p.planTableFunc(tn, alias)
 	}
+	if isTimeWindow(tn) {
+		return p.planTimeWindow(tn, alias)
+	}
+	if isSession(tn) {
+		return p.planSession(tn, alias)
+	}
+	name, temporal := strings.CutPrefix(tn.Name.O, parser.LookupPrefix)
+	if temporal {
+		if alias == tn.Name.O {
+			alias = name
+		}
+		tn2 := *tn
+		tn2.Name = ast.NewCIStr(name)
+		tn = &tn2
+	}
 	rel, err := p.Cat.Resolve(tn.Schema.O, tn.Name.O)
 	if err != nil {
 		return 0, nil, err
@@ -303,6 +334,13 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 	default:
 		return 0, nil, pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a relation", rel.Name, rel.Kind)
 	}
+	if temporal {
+		if node.Kind != spec.Subscribe {
+			return 0, nil, pgerror.Unsupported("FOR SYSTEM_TIME AS OF PROCTIME() on %s %q", rel.Kind, rel.Name).
+				WithHint("a lookup join reads a table or materialized view")
+		}
+		node.Temporal = true
+	}
 	idx := p.plan.Add(node)
 	if rel.Key != nil {
 		p.keys[idx] = rel.Key
@@ -334,6 +372,7 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 		return 0, nil, pgerror.Unsupported("NATURAL JOIN")
 	}
 	var conds []spec.Expr
+	var keyExprs []keyExpr
 	b := &binder{p: p}
 	for _, u := range j.Using {
 		l, err := lsc.resolve("", u.Name.O)
@@ -370,12 +409,129 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 						continue
 					}
 				}
+				if k, ok := exprKey(f, nl); ok {
+					keyExprs = append(keyExprs, k)
+					continue
+				}
 			}
 			conds = append(conds, c)
 		}
 	}
+	lookup := p.plan.Nodes[ri].Kind == spec.Subscribe && p.plan.Nodes[ri].Temporal
+	if p.plan.Nodes[li].Kind == spec.Subscribe && p.plan.Nodes[li].Temporal {
+		return 0, nil, pgerror.Unsupported("a lookup table (FOR SYSTEM_TIME AS OF PROCTIME()) on the left of a join").
+			WithHint("put the lookup table on the right")
+	}
+	if lookup {
+		if kind != spec.InnerJoin && kind != spec.LeftJoin {
+			return 0, nil, pgerror.Unsupported("%s join with a lookup table", kind)
+		}
+		node.Temporal = true
+	}
+	if len(keyExprs) > 0 {
+		return p.joinOnExprs(node, li, ri, len(lsc.cols), len(rsc.cols), keyExprs, conds, sc)
+	}
 	node.Cond = andAll(conds)
 	return p.plan.Add(node), sc, nil
+}
+
+// keyExpr is an equality between an expression over the left input and
+// one over the right input (right column indexes relative to the right).
+type keyExpr struct{ l, r spec.Expr }
+
+// exprKey recognises l = r with l over left columns only and r over right
+// columns only (or the reverse), at least one not a plain column.
+func exprKey(f *spec.Func, nl int) (keyExpr, bool) {
+	side := func(e spec.Expr) int {
+		s := -1
+		mixed := false
+		spec.Walk(e, func(x spec.Expr) bool {
+			if c, ok := x.(*spec.ColRef); ok {
+				cs := 0
+				if c.Idx >= nl {
+					cs = 1
+				}
+				if s >= 0 && s != cs {
+					mixed = true
+				}
+				s = cs
+			}
+			if _, ok := x.(*spec.Subquery); ok {
+				mixed = true
+			}
+			return true
+		})
+		if mixed {
+			return -1
+		}
+		return s
+	}
+	a, b := f.Args[0], f.Args[1]
+	sa, sb := side(a), side(b)
+	if sa == 1 && sb == 0 {
+		a, b, sa, sb = b, a, sb, sa
+	}
+	if sa != 0 || sb != 1 || a.Type() != b.Type() {
+		return keyExpr{}, false
+	}
+	r, ok := spec.MapCols(b, func(i int) int { return i - nl })
+	if !ok {
+		return keyExpr{}, false
+	}
+	return keyExpr{l: a, r: r}, true
+}
+
+// joinOnExprs plans a join whose keys include expressions: each input gets
+// a Project appending its key expressions, and a Project after the join
+// restores the column layout the scope expects.
+func (p *Planner) joinOnExprs(node *spec.Node, li, ri, nl, nr int, keys []keyExpr, conds []spec.Expr, sc *scope) (int, *scope, error) {
+	extend := func(in, n int, exprs []spec.Expr) int {
+		cols := append([]types.Column(nil), p.plan.Nodes[in].Cols...)
+		pe := make([]spec.Expr, 0, n+len(exprs))
+		for i := 0; i < n; i++ {
+			pe = append(pe, &spec.ColRef{Idx: i, T: cols[i].Type, Name: cols[i].Name})
+		}
+		for _, e := range exprs {
+			pe = append(pe, e)
+			cols = append(cols, types.Column{Name: "?key?", Type: e.Type()})
+		}
+		return p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: pe, Cols: cols})
+	}
+	var le, re []spec.Expr
+	for i, k := range keys {
+		le = append(le, k.l)
+		re = append(re, k.r)
+		node.LeftKeys = append(node.LeftKeys, nl+i)
+		node.RightKeys = append(node.RightKeys, nr+i)
+	}
+	k := len(keys)
+	li2, ri2 := extend(li, nl, le), extend(ri, nr, re)
+	shift := func(i int) int {
+		if i >= nl {
+			return i + k
+		}
+		return i
+	}
+	for i, c := range conds {
+		m, ok := spec.MapCols(c, shift)
+		if !ok {
+			return 0, nil, pgerror.Unsupported("a subquery in a join condition with computed keys")
+		}
+		conds[i] = m
+	}
+	node.Inputs = []int{li2, ri2}
+	node.Cols = append(append([]types.Column(nil), p.plan.Nodes[li2].Cols...), p.plan.Nodes[ri2].Cols...)
+	node.Cond = andAll(conds)
+	j := p.plan.Add(node)
+	out := make([]spec.Expr, 0, nl+nr)
+	for i := 0; i < nl; i++ {
+		out = append(out, &spec.ColRef{Idx: i, T: node.Cols[i].Type, Name: node.Cols[i].Name})
+	}
+	for i := 0; i < nr; i++ {
+		c := node.Cols[nl+k+i]
+		out = append(out, &spec.ColRef{Idx: nl + k + i, T: c.Type, Name: c.Name})
+	}
+	return p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{j}, Exprs: out, Cols: sc.columns()}), sc, nil
 }
 
 func conjuncts(e spec.Expr) []spec.Expr {

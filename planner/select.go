@@ -49,6 +49,7 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if src := p.plan.Nodes[in]; !p.Streaming && src.Kind == spec.Subscribe && key != nil {
 			src.Lookup = KeyLookup(pred, key)
 		}
+		p.pushTopN(in, pred)
 		in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: sc.columns()})
 		p.keys[in] = key
 	}
@@ -120,6 +121,29 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		}
 	}
 
+	aggregated := h != nil
+	// Window functions.
+	{
+		var wexprs []ast.ExprNode
+		for _, it := range items {
+			wexprs = append(wexprs, it.expr)
+		}
+		if s.OrderBy != nil {
+			for _, o := range s.OrderBy.Items {
+				wexprs = append(wexprs, o.Expr)
+			}
+		}
+		var err error
+		before := in
+		if in, h, err = p.planWindows(b, in, sc, h, wexprs); err != nil {
+			return nil, err
+		}
+		if in != before {
+			// Window nodes append columns; the input's key still holds.
+			p.keys[in] = p.keys[before]
+		}
+	}
+
 	// Projection.
 	var exprs []spec.Expr
 	var cols []types.Column
@@ -128,7 +152,7 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if it.ref != nil {
 			e = it.ref
 		}
-		if it.ref != nil && h != nil {
+		if it.ref != nil && aggregated {
 			return nil, pgerror.New(pgcode.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", it.name)
 		}
 		if e == nil {

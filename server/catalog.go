@@ -125,6 +125,9 @@ func relationOf(e *storage.CatalogEntry) (*cat.Relation, error) {
 	case kindSource:
 		r.Kind = cat.Source
 		r.Source = &spec.SourceSpec{SourceID: e.ID, Name: e.Name, Connector: e.Connector, Options: e.Options, Columns: e.Cols(), Key: e.Key}
+		if w := e.Watermark; w != nil {
+			r.Source.Watermark = &spec.WatermarkSpec{Col: w.Col, Delay: w.Delay}
+		}
 	case kindMView:
 		r.Kind = cat.MaterializedView
 	case kindView:

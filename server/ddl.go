@@ -138,6 +138,21 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 	for _, c := range x.Columns {
 		declared = append(declared, types.Column{Name: c.Name, Type: c.Type})
 	}
+	// INCLUDE key|partition|offset|timestamp [AS name] adds the record's
+	// metadata as a column: the connector fills the pseudo-columns _key,
+	// _partition, _offset and _timestamp; the alias renames it.
+	for _, inc := range x.Includes {
+		what := strings.ToLower(inc.What)
+		t, ok := map[string]types.T{"key": types.TBytea, "partition": types.TInt4, "offset": types.TInt8, "timestamp": types.TTimestampTZ}[what]
+		if !ok {
+			return pgerror.Unsupported("INCLUDE %s", inc.What).WithHint("INCLUDE key, partition, offset or timestamp")
+		}
+		if inc.Alias != "" && inc.Alias != "_"+what {
+			return pgerror.Unsupported("INCLUDE %s AS %s", inc.What, inc.Alias).
+				WithHint("the %s is the column _%s: write INCLUDE %s, or declare a column _%s", what, what, what, what)
+		}
+		declared = append(declared, types.Column{Name: "_" + what, Type: t})
+	}
 	if x.Format != "" {
 		opts["format"] = x.Format
 	}
@@ -171,12 +186,26 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 		ccols = append(ccols, storage.ColumnOf(c))
 	}
 	fmtName := strings.ToUpper(opts["format"])
+	appendOnly := fmtName != "UPSERT" && fmtName != "DEBEZIUM"
+	var wm *storage.WatermarkEntry
+	if x.Watermark != nil {
+		if !appendOnly {
+			// Late rows are dropped: an update or delete cannot be.
+			return pgerror.Unsupported("WATERMARK on a FORMAT %s source", fmtName).
+				WithHint("watermarks need an append-only source")
+		}
+		w, err := e.newPlanner().BindWatermark(cols, x.Watermark.Column, x.Watermark.Expr)
+		if err != nil {
+			return err
+		}
+		wm = &storage.WatermarkEntry{Col: w.Col, Delay: w.Delay}
+	}
 	return e.ddl(ctx, func() error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
 		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: x.Text(), Columns: ccols, Connector: conn, Options: opts,
-			Key: key, AppendOnly: fmtName != "UPSERT" && fmtName != "DEBEZIUM"}
+			Key: key, AppendOnly: appendOnly, Watermark: wm}
 		e.persist(ent)
 		return nil
 	})
@@ -187,7 +216,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		return err
 	}
 	// Plan once outside the pause to report errors without stopping the world.
-	if _, err := e.newPlanner().PlanView(x.Query, 0, x.Name); err != nil {
+	if _, err := e.viewPlanner(x).PlanView(x.Query, 0, x.Name); err != nil {
 		return err
 	}
 	return e.ddl(ctx, func() error {
@@ -195,7 +224,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 			return err
 		}
 		id := e.cat.allocID()
-		pl := e.newPlanner()
+		pl := e.viewPlanner(x)
 		q, err := pl.PlanView(x.Query, id, x.Name)
 		if err != nil {
 			return err
@@ -250,7 +279,7 @@ func dedup(ids []uint64) []uint64 {
 }
 
 var dropKinds = map[string]string{
-	"TABLE": kindTable, "SOURCE": kindSource, "MATERIALIZED VIEW": kindMView, "VIEW": kindView, "SINK": kindSink,
+	"TABLE": kindTable, "SOURCE": kindSource, "MATERIALIZED VIEW": kindMView, "VIEW": kindView, "SINK": kindSink, "FUNCTION": kindFunction,
 }
 
 func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {

@@ -100,7 +100,7 @@ func (e *Engine) restore(ent *storage.CatalogEntry) error {
 		if !ok {
 			return fmt.Errorf("catalog SQL is not CREATE MATERIALIZED VIEW")
 		}
-		pl := e.newPlanner()
+		pl := e.viewPlanner(cmv)
 		vq, err := pl.PlanView(cmv.Query, ent.ID, ent.Name)
 		if err != nil {
 			return err
@@ -115,8 +115,10 @@ func (e *Engine) restore(ent *storage.CatalogEntry) error {
 
 func (e *Engine) newPlanner() *planner.Planner {
 	return &planner.Planner{
-		Cat:       e.cat,
-		ParseType: parser.ParseType,
+		Cat:           e.cat,
+		AppendOnlyRel: e.appendOnlyRel,
+		Funcs:         e.lookupFunc,
+		ParseType:     parser.ParseType,
 		ParseQuery: func(s string) (ast.StmtNode, error) {
 			st, err := parser.ParseOne(s)
 			if err != nil {
@@ -129,6 +131,17 @@ func (e *Engine) newPlanner() *planner.Planner {
 			return q.Node, nil
 		},
 	}
+}
+
+// viewPlanner returns a planner for the query of CREATE MATERIALIZED VIEW x:
+// its table functions (TUMBLE, HOP) and EMIT ON WINDOW CLOSE.
+func (e *Engine) viewPlanner(x *parser.CreateMaterializedView) *planner.Planner {
+	p := e.newPlanner()
+	if x.Parsed != nil {
+		p.TableFuncs, p.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+	}
+	p.EmitOnWindowClose = x.EmitOnWindowClose
+	return p
 }
 
 // Close stops checkpointing and every job, and closes the store. Work not

@@ -153,6 +153,11 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return err
 		}
 		return w.Complete("CREATE MATERIALIZED VIEW")
+	case *parser.CreateFunction:
+		if err := s.e.createFunction(ctx, x); err != nil {
+			return err
+		}
+		return w.Complete("CREATE FUNCTION")
 	case *parser.CreateSink:
 		if err := s.e.createSink(ctx, x); err != nil {
 			return err

@@ -52,7 +52,8 @@ func showListCols(what string) []types.Column {
 		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Rows", Type: types.TInt8}, {Name: "Errors", Type: types.TInt8}, {Name: "Last Error", Type: types.TText}}
 	}
 	if what == "SOURCES" {
-		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8}}
+		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8},
+			{Name: "Late Records", Type: types.TInt8}}
 	}
 	if what == "SINKS" {
 		return showSinksCols()
@@ -79,7 +80,8 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 		var rows []types.Row
 		for _, ent := range s.e.cat.list(kind) {
 			if kind == kindSource {
-				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewString(ent.Connector), types.NewInt(s.e.rt.BadRecords(ent.ID))})
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewString(ent.Connector), types.NewInt(s.e.rt.BadRecords(ent.ID)),
+					types.NewInt(s.e.rt.LateRecords(ent.ID))})
 				continue
 			}
 			if kind == kindSink {
@@ -156,7 +158,7 @@ func (s *session) explain(x *parser.Explain, w pgwire.ResultWriter) error {
 	var text string
 	switch st := x.Stmt.(type) {
 	case *parser.CreateMaterializedView:
-		q, err := s.e.newPlanner().PlanView(st.Query, 0, st.Name)
+		q, err := s.e.viewPlanner(st).PlanView(st.Query, 0, st.Name)
 		if err != nil {
 			return err
 		}

@@ -72,6 +72,9 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
 		stmt = x.Query
 	}
 	pl := e.newPlanner()
+	if x.Parsed != nil && x.From == "" {
+		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+	}
 	q, err := pl.PlanSink(stmt, id, x.Name)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,15 @@ type CatalogEntry struct {
 	// AppendOnly is true for a materialized view or source whose change
 	// stream never retracts a row.
 	AppendOnly bool `json:"append_only,omitempty"`
+	// Watermark is a source's WATERMARK FOR clause.
+	Watermark *WatermarkEntry `json:"watermark,omitempty"`
+}
+
+// WatermarkEntry is a persisted source watermark: column Col's largest
+// value read, minus Delay microseconds.
+type WatermarkEntry struct {
+	Col   int   `json:"col"`
+	Delay int64 `json:"delay_us"`
 }
 
 // ColumnEntry is a persisted column.

@@ -3,6 +3,7 @@
 // store and runs materialized views as checkpointed dataflows.
 //
 //	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s]
+//	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
 
 import (
@@ -24,11 +25,19 @@ import (
 	_ "sluice/connectors/nexmark"
 	_ "sluice/connectors/postgres"
 	_ "sluice/connectors/redis"
+	_ "sluice/connectors/socket"
 	"sluice/server"
 	"sluice/server/pgwire"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		if err := runBench(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "sluice bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	listen := flag.String("listen", "127.0.0.1:4566", "address to serve the Postgres protocol on")
 	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -1137,6 +1138,13 @@ func init() {
 	id := func(v int64) int64 { return v }
 	reg("now", nil, types.TTimestampTZ, now(types.KTimestampTZ, id)).volatile = true
 	reg("localtimestamp", nil, types.TTimestamp, now(types.KTimestamp, id)).volatile = true
+	// proctime(): the wall clock when the row is processed (q12's
+	// processing-time column); in a view it is evaluated once per row.
+	reg("proctime", nil, types.TTimestampTZ, func(*bctx) (Fn, error) {
+		return func(types.Row) (types.Datum, error) {
+			return types.Datum{K: types.KTimestampTZ, I: time.Now().UnixMicro()}, nil
+		}, nil
+	}).volatile = true
 	reg("current_date", nil, types.TDate, now(types.KDate, func(v int64) int64 { return floorDiv(v, usPerDay) })).volatile = true
 	reg("localtime", nil, types.TTime, now(types.KTime, func(v int64) int64 { return floorMod(v, usPerDay) })).volatile = true
 	reg("current_time", nil, types.TTime, now(types.KTime, func(v int64) int64 { return floorMod(v, usPerDay) })).volatile = true

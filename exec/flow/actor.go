@@ -36,6 +36,8 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	ended := make([]bool, n)
 	var pending *Barrier
 	nblocked, nended := 0, 0
+	inWM, outWM := wmTracker{}, wmTracker{}
+	wop, _ := a.Op.(WatermarkOp)
 
 	cases := make([]reflect.SelectCase, n+1)
 	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
@@ -90,6 +92,26 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			}
 			if err := out.Flush(); err != nil {
 				return err
+			}
+		case MsgWatermark:
+			if a.failed || wop == nil || !inWM.advance(in, m.Watermark.Col, m.Watermark.Ts) {
+				continue
+			}
+			var fwd []Watermark
+			if err := a.safe(func() (err error) { fwd, err = wop.OnWatermark(in, m.Watermark, out); return err }); err != nil {
+				a.fail(err)
+				continue
+			}
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			for _, w := range fwd {
+				if !outWM.advance(0, w.Col, w.Ts) {
+					continue
+				}
+				if err := a.Out.Send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
+					return err
+				}
 			}
 		case MsgBarrier:
 			if pending != nil && pending.Epoch != m.Barrier.Epoch {

@@ -105,6 +105,8 @@ func describe(m Msg) string {
 		return s
 	case MsgEOS:
 		return "eos"
+	case MsgWatermark:
+		return fmt.Sprintf("w%d:%d", m.Watermark.Col, m.Watermark.Ts)
 	}
 	return "?"
 }

@@ -16,13 +16,26 @@ const (
 	MsgData MsgKind = iota
 	MsgBarrier
 	MsgEOS // end of a bounded stream (batch SELECTs)
+	// MsgWatermark carries a Watermark: a promise about the rows that
+	// follow on the same channel.
+	MsgWatermark
 )
 
 // Msg travels on the channels between actors.
 type Msg struct {
-	Kind    MsgKind
-	Batch   *types.Batch
-	Barrier *Barrier
+	Kind      MsgKind
+	Batch     *types.Batch
+	Barrier   *Barrier
+	Watermark Watermark
+}
+
+// Watermark says that no row sent after it on the same channel has a value
+// below Ts in column Col of the sender's output (NULLs excepted). Ts is
+// the column's microseconds (timestamps). A sender's watermarks never go
+// back: each one for a column is above the previous one.
+type Watermark struct {
+	Col int
+	Ts  int64
 }
 
 // Barrier separates epoch N's input from epoch N+1's; W collects epoch N's

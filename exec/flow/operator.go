@@ -30,3 +30,15 @@ type Collector interface {
 type Starter interface {
 	Start(out *Emitter) error
 }
+
+// WatermarkOp is an optional capability: the operator knows what a
+// watermark on its input means for its output. Operators without it stop
+// watermarks (their output carries none).
+type WatermarkOp interface {
+	// OnWatermark is called when input in's watermark on column w.Col
+	// advances to w.Ts (the actor drops watermarks that do not advance).
+	// It may emit rows (windows it closes) and returns the watermarks its
+	// output gets, in output columns; the actor sends them after the rows
+	// and drops those that would not advance.
+	OnWatermark(in int, w Watermark, out *Emitter) ([]Watermark, error)
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
 	"sluice/sql/types"
 	"sluice/storage"
 )
@@ -89,8 +91,85 @@ type ReaderSource struct {
 	SourceID uint64
 	// BadRecords counts the bad records passed by.
 	BadRecords atomic.Int64
-	opID       uint64
-	dead       []connector.DeadLetter
+	// Late counts the rows dropped because their event time was behind
+	// the source's watermark when they were read.
+	Late atomic.Int64
+	opID uint64
+	dead []connector.DeadLetter
+	wm   *sourceWatermark
+}
+
+// sourceWatermark is the event-time state of a source with a WATERMARK:
+// the largest event time read, saved with the position, so that after
+// recovery the same rows are late as before.
+type sourceWatermark struct {
+	col     int
+	delay   int64
+	key     []byte
+	max     int64
+	has     bool // max is set
+	sent    int64
+	sentAny bool
+}
+
+// value returns the watermark implied by the rows read so far.
+func (w *sourceWatermark) value() int64 { return w.max - w.delay }
+
+// SetWatermark gives the source a watermark on column col, delay
+// microseconds behind the largest value read, and restores the largest
+// value saved at the last checkpoint. Call it before Run.
+func (r *ReaderSource) SetWatermark(db *storage.DB, col int, delay int64) error {
+	w := &sourceWatermark{col: col, delay: delay, key: append(append([]byte(nil), r.posKey...), 'w')}
+	v, err := db.Get(w.key)
+	if err != nil {
+		return err
+	}
+	if v != nil {
+		m, n := binary.Varint(v)
+		if n <= 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt source watermark")
+		}
+		w.max, w.has = m, true
+	}
+	r.wm = w
+	return nil
+}
+
+// dropLate removes the late rows of b in place, counting them, and
+// advances the largest event time read. A row is late when its time is
+// below the watermark of the rows before it; NULL times are never late.
+func (r *ReaderSource) dropLate(b *types.Batch) {
+	w := r.wm
+	j := 0
+	var late int64
+	for i, row := range b.Rows {
+		if d := row[w.col]; d.K == types.KTimestamp || d.K == types.KTimestampTZ {
+			if w.has && d.I < w.value() {
+				late++
+				continue
+			}
+			if !w.has || d.I > w.max {
+				w.max, w.has = d.I, true
+			}
+		}
+		b.Rows[j], b.Diffs[j] = row, b.Diffs[i]
+		j++
+	}
+	if late > 0 {
+		clear(b.Rows[j:])
+		b.Rows, b.Diffs = b.Rows[:j], b.Diffs[:j]
+		r.Late.Add(late)
+	}
+}
+
+// sendWatermark sends the current watermark if it is above the last one sent.
+func (r *ReaderSource) sendWatermark(ctx context.Context) error {
+	w := r.wm
+	if w == nil || !w.has || (w.sentAny && w.value() <= w.sent) {
+		return nil
+	}
+	w.sent, w.sentAny = w.value(), true
+	return r.Out.Send(ctx, Msg{Kind: MsgWatermark, Watermark: Watermark{Col: w.col, Ts: w.sent}})
 }
 
 // DeadLetterKey returns the key of the n-th bad record kept by source
@@ -125,6 +204,16 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 	}
 	clear(r.dead)
 	r.dead = r.dead[:0]
+	if r.wm != nil {
+		// The watermark goes first, so that what it closes belongs to this
+		// epoch, and the largest time read is saved with the position.
+		if err := r.sendWatermark(ctx); err != nil {
+			return err
+		}
+		if r.wm.has {
+			b.W.Set(r.wm.key, binary.AppendVarint(nil, r.wm.max))
+		}
+	}
 	return r.emitBarrier(ctx, b, r.position())
 }
 
@@ -151,6 +240,10 @@ func NewReaderSource(db *storage.DB, coord *Coordinator, name string, opID uint6
 // Run reads and forwards batches, emitting barriers between them, until ctx ends.
 func (r *ReaderSource) Run(ctx context.Context) error {
 	defer r.src.Close()
+	// A restored watermark goes out before any row read after it.
+	if err := r.sendWatermark(ctx); err != nil {
+		return nil
+	}
 	for {
 		// Barriers first: they must not wait behind a busy source.
 		select {
@@ -185,10 +278,18 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			r.eof = true // stop reading; keep forwarding barriers
 		}
 		r.takeDead()
-		if n > 0 {
+		if n > 0 && r.wm != nil {
+			r.dropLate(b)
+		}
+		if len(b.Rows) > 0 {
 			if err := r.Out.Send(ctx, Msg{Kind: MsgData, Batch: b}); err != nil {
 				return nil
 			}
+			if err := r.sendWatermark(ctx); err != nil {
+				return nil
+			}
+		} else if n > 0 {
+			continue // every row was late
 		} else if !r.eof {
 			select {
 			case b := <-r.barriers:

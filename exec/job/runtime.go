@@ -158,6 +158,22 @@ func (r *Runtime) BadRecords(source uint64) int64 {
 	return n
 }
 
+// LateRecords returns how many rows the readers of source id have dropped
+// as late (behind the source's watermark), over every job reading it.
+func (r *Runtime) LateRecords(source uint64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, j := range r.mu.jobs {
+		for _, rs := range j.Readers {
+			if rs.SourceID == source {
+				n += rs.Late.Load()
+			}
+		}
+	}
+	return n
+}
+
 // Table returns the change source of table id.
 func (r *Runtime) Table(id uint64) *flow.TableSource {
 	r.mu.Lock()
@@ -257,6 +273,11 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			rs.SourceID = n.Source.SourceID
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
+			if wm := n.Source.Watermark; wm != nil {
+				if err := rs.SetWatermark(r.db, wm.Col, wm.Delay); err != nil {
+					return fail(err)
+				}
+			}
 			outs[idx] = rs.Out
 			continue
 		case spec.Subscribe:
@@ -332,8 +353,13 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	if snap != nil {
 		// Backfills read the snapshot from their actors; release it once
 		// every Subscribe has started. Holding it until the job ends is
-		// simpler and cheap: release when the job stops.
-		go func() { <-ctx.Done(); snap.Release() }() //nolint:sluice-owned: ends with the job
+		// simpler and cheap: release when the job stops (an owned
+		// goroutine, so Wait and StopJob return only after the release).
+		r.spawn(j, ctx, name+"/snapshot", func(ctx context.Context) error {
+			<-ctx.Done()
+			snap.Release()
+			return nil
+		})
 	}
 	return j, nil
 }
@@ -446,7 +472,11 @@ func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eva
 	case spec.Join:
 		op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, db, ectx, errs)
 	case spec.Union:
-		op = ops.Union{}
+		op = ops.NewUnion(len(n.Inputs))
+	case spec.TimeWindow:
+		op = ops.NewTimeWindow(n, len(plan.Nodes[n.Inputs[0]].Cols))
+	case spec.Window:
+		op, err = ops.NewWindow(n, len(plan.Nodes[n.Inputs[0]].Cols), n.InputAppendOnly, opID, db)
 	default:
 		return nil, false, nil
 	}

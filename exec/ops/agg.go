@@ -23,6 +23,12 @@ type Agg struct {
 	dirty   map[string]struct{}
 	global  bool
 	touched map[string]*touch
+	// eowc: emit a group's row only when a watermark closes it (EMIT ON
+	// WINDOW CLOSE), never before and never retracted.
+	eowc bool
+	// windows indexes the groups by the value of group column gi, for
+	// each gi that has received a watermark.
+	windows map[int]*valueIndex
 }
 
 type group struct {
@@ -57,7 +63,8 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		groupBy: n.GroupBy, aggs: n.Aggs,
 		prefix: storage.Key(storage.SpaceState, opID),
 		groups: map[string]*group{}, dirty: map[string]struct{}{},
-		global: len(n.GroupBy) == 0,
+		global: len(n.GroupBy) == 0, eowc: n.EOWC,
+		windows: map[int]*valueIndex{},
 	}
 	if db != nil {
 		err := db.Scan(a.prefix, func(k, v []byte) error {
@@ -105,7 +112,7 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		k := string(kbuf)
 		if _, ok := a.touched[k]; !ok {
 			t := &touch{}
-			if g != nil && (g.count > 0 || (a.global && g.emitted)) {
+			if !a.eowc && g != nil && (g.count > 0 || (a.global && g.emitted)) {
 				t.old, t.hadOld = a.output(g), true
 			}
 			a.touched[k] = t
@@ -117,6 +124,7 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 			g = a.newGroup(key)
 			a.groups[k] = g
+			a.indexGroup(k, g)
 		}
 		a.dirty[k] = struct{}{}
 		g.count += diff
@@ -126,8 +134,94 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 		}
 	}
+	if a.eowc {
+		// Nothing is emitted before the window closes.
+		for k := range a.touched {
+			if g := a.groups[k]; g != nil && g.count == 0 {
+				a.dropGroup(k, g)
+			}
+		}
+		a.touched = nil
+		return nil
+	}
 	return a.emitTouched(out)
 }
+
+// indexGroup adds a new group to the window indexes.
+func (a *Agg) indexGroup(k string, g *group) {
+	for gi, idx := range a.windows {
+		if d := g.key[gi]; !d.IsNull() {
+			idx.add(d.I, k)
+		}
+	}
+}
+
+// dropGroup deletes group k from memory and, at the next checkpoint, from
+// the store.
+func (a *Agg) dropGroup(k string, g *group) {
+	delete(a.groups, k)
+	a.dirty[k] = struct{}{}
+	for gi, idx := range a.windows {
+		if d := g.key[gi]; !d.IsNull() {
+			idx.remove(d.I, k)
+		}
+	}
+}
+
+// OnWatermark implements flow.WatermarkOp. A watermark on a group-by
+// column closes the groups below it: no row of theirs can come any more.
+// With EMIT ON WINDOW CLOSE their final rows are emitted now; either way
+// their state is deleted (the view keeps the rows already emitted). The
+// group column keeps the watermark.
+func (a *Agg) OnWatermark(_ int, w flow.Watermark, out *flow.Emitter) ([]flow.Watermark, error) {
+	var fwd []flow.Watermark
+	for gi, c := range a.groupBy {
+		if c != w.Col {
+			continue
+		}
+		fwd = append(fwd, flow.Watermark{Col: gi, Ts: w.Ts})
+		if err := a.closeBelow(gi, w.Ts, out); err != nil {
+			return nil, err
+		}
+	}
+	return fwd, nil
+}
+
+// closeBelow closes the groups whose group column gi is below ts.
+func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
+	idx := a.windows[gi]
+	if idx == nil {
+		// First watermark on this column: index the groups.
+		idx = newValueIndex()
+		a.windows[gi] = idx
+		for k, g := range a.groups {
+			if d := g.key[gi]; !d.IsNull() {
+				idx.add(d.I, k)
+			}
+		}
+	}
+	closed := idx.takeBelow(ts)
+	if len(closed) == 0 {
+		return nil
+	}
+	sort.Strings(closed)
+	for _, k := range closed {
+		g := a.groups[k]
+		if g == nil {
+			continue
+		}
+		if a.eowc && g.count > 0 {
+			if err := out.Emit(a.output(g), 1); err != nil {
+				return err
+			}
+		}
+		a.dropGroup(k, g)
+	}
+	return nil
+}
+
+// Groups returns the number of groups held in memory.
+func (a *Agg) Groups() int { return len(a.groups) }
 
 func (a *Agg) emitTouched(out *flow.Emitter) error {
 	keys := make([]string, 0, len(a.touched))
@@ -158,7 +252,7 @@ func (a *Agg) emitTouched(out *flow.Emitter) error {
 			g.emitted = true
 		}
 		if g != nil && g.count == 0 && !a.global {
-			delete(a.groups, k)
+			a.dropGroup(k, g)
 		}
 	}
 	a.touched = nil

@@ -27,6 +27,15 @@ type Join struct {
 	dirty    [2]map[string]map[string]struct{} // join key -> row keys
 	preserve [2]bool
 	scratch  types.Row
+	// lookup: the right side is a lookup table (FOR SYSTEM_TIME AS OF
+	// PROCTIME()): its changes update the state but not results already
+	// emitted, and left rows are not kept.
+	lookup bool
+	// wm combines the two sides' watermarks on each pair of join keys;
+	// keyIdx indexes each side's buckets by the value of key i once that
+	// key has a watermark: side -> i -> index.
+	wm     *flow.WatermarkMin
+	keyIdx [2]map[int]*valueIndex
 }
 
 type bucket struct {
@@ -44,7 +53,7 @@ type jrow struct {
 func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Context, errs *ErrorSink) (*Join, error) {
 	j := &Join{
 		kind: n.JoinKind, keys: [2][]int{n.LeftKeys, n.RightKeys}, widths: [2]int{lw, rw},
-		errs: errs, prefix: storage.Key(storage.SpaceState, opID),
+		errs: errs, prefix: storage.Key(storage.SpaceState, opID), lookup: n.Temporal,
 	}
 	for s := 0; s < 2; s++ {
 		j.sides[s] = map[string]*bucket{}
@@ -172,6 +181,13 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 		diff := b.Diffs[i]
 		kbuf = kbuf[:0]
 		null := false
+		if j.lookup && side == 1 {
+			for _, c := range j.keys[side] {
+				kbuf = types.AppendKey(kbuf, r[c])
+			}
+			j.store(side, string(kbuf), r, diff)
+			continue
+		}
 		for _, c := range j.keys[side] {
 			if r[c].IsNull() {
 				null = true
@@ -222,7 +238,9 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 				return err
 			}
 		}
-		j.store(side, jk, r, diff)
+		if !j.lookup {
+			j.store(side, jk, r, diff)
+		}
 	}
 	return nil
 }
@@ -245,6 +263,9 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	if e == nil {
 		e = &jrow{row: r}
 		b.rows[rk] = e
+		if len(b.rows) == 1 {
+			j.indexBucket(side, jk, r, true)
+		}
 	}
 	e.n += diff
 	b.total += diff
@@ -253,6 +274,7 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	}
 	if len(b.rows) == 0 {
 		delete(j.sides[side], jk)
+		j.indexBucket(side, jk, r, false)
 	}
 	d := j.dirty[side][jk]
 	if d == nil {
@@ -287,4 +309,99 @@ func (j *Join) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		clear(j.dirty[side])
 	}
 	return nil
+}
+
+// indexBucket adds (or removes) bucket jk of side, whose rows have r's
+// join key, to the indexes of the keys that have watermarks.
+func (j *Join) indexBucket(side int, jk string, r types.Row, add bool) {
+	for i, idx := range j.keyIdx[side] {
+		d := r[j.keys[side][i]]
+		if d.IsNull() {
+			continue
+		}
+		if add {
+			idx.add(d.I, jk)
+		} else {
+			idx.remove(d.I, jk)
+		}
+	}
+}
+
+// OnWatermark implements flow.WatermarkOp. Watermarks pass through a
+// join only on equi-join keys, where both sides have one: every output row
+// to come needs a new row of one side, so its key is at least the smaller
+// of the two, in both output columns of the key. The stored rows below
+// that can never match or be retracted any more, and are deleted (the
+// rows they produced stay downstream).
+func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	if j.wm == nil {
+		j.wm = flow.NewWatermarkMin(2)
+	}
+	var out []flow.Watermark
+	for i, c := range j.keys[in] {
+		if c != w.Col {
+			continue
+		}
+		ts, ok := j.wm.Advance(in, i, w.Ts)
+		if !ok {
+			continue
+		}
+		out = append(out, flow.Watermark{Col: j.keys[0][i], Ts: ts}, flow.Watermark{Col: j.widths[0] + j.keys[1][i], Ts: ts})
+		for side := 0; side < 2; side++ {
+			j.dropBelow(side, i, ts)
+		}
+	}
+	return out, nil
+}
+
+// dropBelow deletes side's buckets whose key i is below ts.
+func (j *Join) dropBelow(side, i int, ts int64) {
+	if j.keyIdx[side] == nil {
+		j.keyIdx[side] = map[int]*valueIndex{}
+	}
+	idx := j.keyIdx[side][i]
+	if idx == nil {
+		idx = newValueIndex()
+		j.keyIdx[side][i] = idx
+		for jk, b := range j.sides[side] {
+			for _, e := range b.rows {
+				if d := e.row[j.keys[side][i]]; !d.IsNull() {
+					idx.add(d.I, jk)
+				}
+				break
+			}
+		}
+	}
+	for _, jk := range idx.takeBelow(ts) {
+		b := j.sides[side][jk]
+		if b == nil {
+			continue
+		}
+		d := j.dirty[side][jk]
+		if d == nil {
+			d = map[string]struct{}{}
+			j.dirty[side][jk] = d
+		}
+		var any types.Row
+		for rk, e := range b.rows {
+			d[rk] = struct{}{}
+			any = e.row
+		}
+		delete(j.sides[side], jk)
+		if any != nil {
+			// Out of the other keys' indexes too.
+			j.indexBucket(side, jk, any, false)
+		}
+	}
+}
+
+// StoredRows returns the number of distinct rows the join keeps.
+func (j *Join) StoredRows() int {
+	n := 0
+	for side := 0; side < 2; side++ {
+		for _, b := range j.sides[side] {
+			n += len(b.rows)
+		}
+	}
+	return n
 }

@@ -63,23 +63,45 @@ func (f *Filter) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 // Checkpoint implements flow.Operator.
 func (f *Filter) Checkpoint(*flow.Barrier, *flow.Emitter) error { return nil }
 
+// OnWatermark implements flow.WatermarkOp: a filter passes watermarks on.
+func (f *Filter) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	return []flow.Watermark{w}, nil
+}
+
 // Project computes new rows from expressions.
 type Project struct {
 	fns  []eval.Fn
 	errs *ErrorSink
+	// passed maps an input column to the output columns that are that
+	// column as is: where its watermarks go.
+	passed map[int][]int
 }
 
 // NewProject compiles a projection.
 func NewProject(exprs []spec.Expr, ctx *eval.Context, errs *ErrorSink) (*Project, error) {
-	p := &Project{errs: errs}
-	for _, e := range exprs {
+	p := &Project{errs: errs, passed: map[int][]int{}}
+	for i, e := range exprs {
 		fn, err := eval.Compile(e, ctx)
 		if err != nil {
 			return nil, err
 		}
 		p.fns = append(p.fns, fn)
+		if r, ok := e.(*spec.ColRef); ok {
+			p.passed[r.Idx] = append(p.passed[r.Idx], i)
+		}
 	}
 	return p, nil
+}
+
+// OnWatermark implements flow.WatermarkOp: the watermark of an input
+// column goes to every output column that passes it through, and is
+// dropped if none does.
+func (p *Project) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	var out []flow.Watermark
+	for _, c := range p.passed[w.Col] {
+		out = append(out, flow.Watermark{Col: c, Ts: w.Ts})
+	}
+	return out, nil
 }
 
 // Process implements flow.Operator.
@@ -107,7 +129,24 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 func (p *Project) Checkpoint(*flow.Barrier, *flow.Emitter) error { return nil }
 
 // Union passes every input through.
-type Union struct{}
+type Union struct {
+	wm *flow.WatermarkMin
+}
+
+// NewUnion returns the union of n inputs.
+func NewUnion(n int) Union { return Union{wm: flow.NewWatermarkMin(n)} }
+
+// OnWatermark implements flow.WatermarkOp: a column's watermark is the
+// minimum over the inputs.
+func (u Union) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	if u.wm == nil {
+		return nil, nil
+	}
+	if ts, ok := u.wm.Advance(in, w.Col, w.Ts); ok {
+		return []flow.Watermark{{Col: w.Col, Ts: ts}}, nil
+	}
+	return nil, nil
+}
 
 // Process implements flow.Operator.
 func (Union) Process(_ int, b *types.Batch, out *flow.Emitter) error {
@@ -145,3 +184,9 @@ func (s *Subscribe) Process(in int, b *types.Batch, out *flow.Emitter) error {
 
 // Checkpoint implements flow.Operator.
 func (s *Subscribe) Checkpoint(*flow.Barrier, *flow.Emitter) error { return nil }
+
+// OnWatermark implements flow.WatermarkOp: the relation's watermarks
+// follow its backfill, which is emitted before any of them.
+func (s *Subscribe) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	return []flow.Watermark{w}, nil
+}

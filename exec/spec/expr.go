@@ -180,3 +180,56 @@ func Walk(e Expr, f func(Expr) bool) {
 		}
 	}
 }
+
+// MapCols returns a copy of e with every column reference's index
+// replaced by f(index); ok is false if e holds a subquery (not mapped).
+func MapCols(e Expr, f func(int) int) (Expr, bool) {
+	if e == nil {
+		return nil, true
+	}
+	switch x := e.(type) {
+	case *ColRef:
+		c := *x
+		c.Idx = f(x.Idx)
+		return &c, true
+	case *Const, *Param:
+		return e, true
+	case *Func:
+		c := *x
+		c.Args = make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			m, ok := MapCols(a, f)
+			if !ok {
+				return nil, false
+			}
+			c.Args[i] = m
+		}
+		return &c, true
+	case *Case:
+		c := *x
+		var ok bool
+		if c.Operand, ok = MapCols(x.Operand, f); !ok {
+			return nil, false
+		}
+		if c.Else, ok = MapCols(x.Else, f); !ok {
+			return nil, false
+		}
+		c.Whens = make([]When, len(x.Whens))
+		for i, w := range x.Whens {
+			cw, ok1 := MapCols(w.Cond, f)
+			th, ok2 := MapCols(w.Then, f)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			c.Whens[i] = When{Cond: cw, Then: th}
+		}
+		return &c, true
+	case *Cast:
+		m, ok := MapCols(x.E, f)
+		if !ok {
+			return nil, false
+		}
+		return &Cast{E: m, T: x.T}, true
+	}
+	return nil, false
+}

@@ -40,9 +40,18 @@ const (
 	// replace the row with this key, -1: delete the key) into exact
 	// retractions, keeping the current row per Key.
 	UpsertKey
+	// Window computes window functions (WinFuncs) over partitions
+	// (PartitionBy) ordered by Order, appending one column per function;
+	// with Limit >= 0 only rows whose LimitFunc value is <= Limit are
+	// output (Top-N: ROW_NUMBER()/RANK() … WHERE rn <= N).
+	Window
+	// TimeWindow is TUMBLE or HOP in FROM: it appends window_start and
+	// window_end to each input row (TimeWin), one row per window the row's
+	// time column falls in.
+	TimeWindow
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -71,6 +80,22 @@ type AggCall struct {
 	T        types.T
 }
 
+// WindowCall is one window function of a Window node.
+type WindowCall struct {
+	Func string // row_number, rank, dense_rank, or an aggregate: count, count_star, sum, avg, min, max
+	Arg  int    // input column of an aggregate; -1 for none
+	// Frame of an aggregate: ROWS BETWEEN Preceding PRECEDING AND CURRENT
+	// ROW (Preceding -1: UNBOUNDED). Rows is false for the default frame
+	// (RANGE UNBOUNDED PRECEDING: peers of the current row included; the
+	// whole partition without ORDER BY).
+	Rows      bool
+	Preceding int64
+	// Gap is the session gap (µs) of session_start / session_end, which
+	// compute the bounds of the session of the row's time column Arg.
+	Gap int64
+	T   types.T
+}
+
 // OrderItem is one ORDER BY key of a TopN.
 type OrderItem struct {
 	Col        int
@@ -86,6 +111,8 @@ type SourceSpec struct {
 	Options   map[string]string
 	Columns   []types.Column
 	Key       []int // declared PRIMARY KEY
+	// Watermark is the source's WATERMARK FOR clause; nil if none.
+	Watermark *WatermarkSpec
 }
 
 // SinkSpec describes a Sink node: the sink's connector and its resolved
@@ -125,6 +152,11 @@ type Node struct {
 
 	GroupBy []int     // Agg
 	Aggs    []AggCall // Agg
+	// EOWC (Agg) is EMIT ON WINDOW CLOSE: a group's row is emitted once,
+	// final, when the watermark passes its window, never before.
+	EOWC bool
+
+	TimeWin *TimeWindowSpec // TimeWindow
 
 	JoinKind  JoinKind // Join
 	LeftKeys  []int    // Join: columns of the left input
@@ -133,9 +165,19 @@ type Node struct {
 
 	Key []int // Materialize: unique key columns (nil = a multiset of rows); Sink: primary_key; UpsertKey: the source's key
 
-	Order  []OrderItem // TopN
-	Limit  int64       // TopN; -1 = none
-	Offset int64       // TopN
+	Order []OrderItem // TopN, Window
+	Limit int64       // TopN, Window; -1 = none
+
+	PartitionBy []int        // Window
+	WinFuncs    []WindowCall // Window
+	LimitFunc   int          // Window: the function Limit applies to
+	// InputAppendOnly (Window) says the input never retracts a row.
+	InputAppendOnly bool
+	// Temporal marks a Subscribe read as a lookup table (FOR SYSTEM_TIME
+	// AS OF PROCTIME()) and a Join whose right side is one: the lookup
+	// side's changes do not revise results already emitted.
+	Temporal bool
+	Offset   int64 // TopN
 }
 
 // Plan is a dataflow job: nodes in topological order, the root last.
@@ -198,6 +240,9 @@ func (n *Node) describe() string {
 		}
 		return fmt.Sprintf("Subscribe %s", n.RelName)
 	case SourceRead:
+		if w := n.Source.Watermark; w != nil {
+			return fmt.Sprintf("SourceRead %s (connector: %s, watermark: %s)", n.Source.Name, n.Source.Connector, w.describe(n.Cols))
+		}
 		return fmt.Sprintf("SourceRead %s (connector: %s)", n.Source.Name, n.Source.Connector)
 	case Values:
 		return fmt.Sprintf("Values (%d rows)", len(n.Rows))
@@ -231,11 +276,18 @@ func (n *Node) describe() string {
 				a[i] += fmt.Sprintf(" FILTER ($%d)", ag.Filter)
 			}
 		}
-		return fmt.Sprintf("HashAgg group by [%s] aggs [%s]", groupStr(n.GroupBy), strings.Join(a, ", "))
+		d := fmt.Sprintf("HashAgg group by [%s] aggs [%s]", groupStr(n.GroupBy), strings.Join(a, ", "))
+		if n.EOWC {
+			d += " emit on window close"
+		}
+		return d
 	case Join:
 		s := fmt.Sprintf("HashJoin %s on left[%s] = right[%s]", n.JoinKind, groupStr(n.LeftKeys), groupStr(n.RightKeys))
 		if n.Cond != nil {
 			s += " cond " + n.Cond.String()
+		}
+		if n.Temporal {
+			s += " (lookup: right side as of processing time)"
 		}
 		return s
 	case Union:
@@ -259,6 +311,35 @@ func (n *Node) describe() string {
 			a[i] = e.String()
 		}
 		return fmt.Sprintf("TableFunc %s(%s)", n.Func, strings.Join(a, ", "))
+	case Window:
+		o := make([]string, len(n.Order))
+		for i, it := range n.Order {
+			o[i] = fmt.Sprintf("$%d", it.Col)
+			if it.Desc {
+				o[i] += " desc"
+			}
+		}
+		f := make([]string, len(n.WinFuncs))
+		for i, w := range n.WinFuncs {
+			f[i] = w.Func + "()"
+			if w.Arg >= 0 {
+				f[i] = fmt.Sprintf("%s($%d)", w.Func, w.Arg)
+			}
+			if w.Rows {
+				if w.Preceding < 0 {
+					f[i] += " rows unbounded preceding"
+				} else {
+					f[i] += fmt.Sprintf(" rows %d preceding", w.Preceding)
+				}
+			}
+		}
+		d := fmt.Sprintf("Window %s partition [%s] order [%s]", strings.Join(f, ", "), colNames(n.Cols, n.PartitionBy), strings.Join(o, ", "))
+		if n.Limit >= 0 {
+			d += fmt.Sprintf(" keep %s <= %d", n.WinFuncs[n.LimitFunc].Func, n.Limit)
+		}
+		return d
+	case TimeWindow:
+		return n.TimeWin.describe(n.Cols)
 	case TopN:
 		o := make([]string, len(n.Order))
 		for i, it := range n.Order {

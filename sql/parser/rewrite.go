@@ -649,7 +649,19 @@ func (r *rewriter) fromItem(st *level) frag {
 			ph := r.tableFunc()
 			out = append(out, syn(quoteIdent(ph), t.pos))
 		} else {
-			out = append(out, r.nameChain()...)
+			nc := r.nameChain()
+			// t FOR SYSTEM_TIME AS OF PROCTIME(): a lookup (processing-time
+			// temporal) join side, marked by its name.
+			if r.tok().isWord("for") && r.peek(1).isWord("system_time") && r.peek(2).isWord("as") && r.peek(3).isWord("of") {
+				r.i += 4
+				if !(r.tok().isWord("proctime") || r.tok().isWord("now")) || !r.peek(1).isPunct("(") || !r.peek(2).isPunct(")") {
+					r.unsupported(r.tok(), "FOR SYSTEM_TIME AS OF is supported only with PROCTIME()")
+				}
+				r.i += 3
+				last := r.toks[r.i-8]
+				nc[len(nc)-1] = syn(quoteIdent(LookupPrefix+last.val), last.pos)
+			}
+			out = append(out, nc...)
 		}
 	default:
 		r.syntaxErr(t)
@@ -689,6 +701,10 @@ func (r *rewriter) fromItem(st *level) frag {
 	}
 	return out
 }
+
+// LookupPrefix marks the table name of a lookup join side
+// (t FOR SYSTEM_TIME AS OF PROCTIME()).
+const LookupPrefix = "__pg_lookup__"
 
 // tableFunc reads a function call in FROM and returns its placeholder
 // table name.

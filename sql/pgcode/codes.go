@@ -42,6 +42,7 @@ const (
 	DuplicateColumn                  Code = "42701"
 	DuplicateObject                  Code = "42710"
 	DuplicateTable                   Code = "42P07"
+	DuplicateFunction                Code = "42723"
 	DuplicatePreparedStatement       Code = "42P05"
 	GroupingError                    Code = "42803"
 	DatatypeMismatch                 Code = "42804"

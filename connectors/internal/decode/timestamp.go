@@ -1,0 +1,91 @@
+package decode
+
+import "sluice/sql/types"
+
+// fastTimestamp parses the common form YYYY-MM-DD[ T]HH:MM:SS[.ffffff]
+// (with a trailing Z for TIMESTAMPTZ) without the general PostgreSQL
+// date/time parser. It returns ok=false for anything else, which then
+// takes the general path, so results are always those of types.ParseText.
+func fastTimestamp(s []byte, tz bool) (types.Datum, bool) {
+	if tz {
+		if len(s) == 0 || s[len(s)-1] != 'Z' {
+			return types.Null, false
+		}
+		s = s[:len(s)-1]
+	}
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' {
+		return types.Null, false
+	}
+	year, ok1 := digits(s[0:4])
+	month, ok2 := digits(s[5:7])
+	day, ok3 := digits(s[8:10])
+	hour, ok4 := digits(s[11:13])
+	minute, ok5 := digits(s[14:16])
+	sec, ok6 := digits(s[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year == 0 || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(year, month) || hour > 23 || minute > 59 || sec > 59 {
+		return types.Null, false
+	}
+	var frac int64
+	if rest := s[19:]; len(rest) > 0 {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 7 {
+			return types.Null, false
+		}
+		f, ok := digits(rest[1:])
+		if !ok {
+			return types.Null, false
+		}
+		for n := len(rest) - 1; n < 6; n++ {
+			f *= 10
+		}
+		frac = f
+	}
+	days := daysFromCivil(year, month, day)
+	us := days*86400000000 + ((hour*60+minute)*60+sec)*1000000 + frac
+	if tz {
+		return types.NewTimestampTZ(us), true
+	}
+	return types.NewTimestamp(us), true
+}
+
+// digits parses a run of ASCII digits.
+func digits(b []byte) (int64, bool) {
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, len(b) > 0
+}
+
+func daysIn(year, month int64) int64 {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic
+// Gregorian date (Howard Hinnant's algorithm).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}

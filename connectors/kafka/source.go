@@ -1,0 +1,533 @@
+package kafka
+
+// The 'kafka' source connector: options, the factory and the reader the
+// engine calls. The fetching goroutine is in source_fetch.go.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"sluice/connectors/internal/decode"
+	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// SourceFactory is the kafka source connector.
+type SourceFactory struct{}
+
+func init() { connector.RegisterSource("kafka", SourceFactory{}) }
+
+// srcFormat is the FORMAT of a source.
+type srcFormat uint8
+
+const (
+	srcPlain srcFormat = iota
+	srcUpsert
+	srcDebezium
+)
+
+// srcOnError is what a source does with a record it cannot decode.
+type srcOnError uint8
+
+const (
+	srcFail srcOnError = iota
+	srcSkip
+	srcDeadLetter
+)
+
+// Offsets a partition may hold before the fetcher has asked the broker
+// where it starts (Kafka's own ListOffsets conventions, plus one for
+// scan.startup.mode = timestamp).
+const (
+	srcLatest    int64 = -1
+	srcEarliest  int64 = -2
+	srcTimestamp int64 = -3
+)
+
+const srcDefaultMaxBytes = 1 << 20
+
+var srcKnownOptions = map[string]bool{
+	"connector":                     true,
+	"topic":                         true,
+	"properties.bootstrap.server":   true,
+	"properties.bootstrap.servers":  true,
+	"scan.startup.mode":             true,
+	"scan.startup.timestamp.millis": true,
+	"isolation.level":               true,
+	"on_error":                      true,
+	"max.message.bytes":             true,
+	"format":                        true,
+	"encode":                        true,
+}
+
+// srcConfig is a parsed source configuration.
+type srcConfig struct {
+	name          string
+	topic         string
+	brokers       []string
+	startup       int64 // srcEarliest, srcLatest or srcTimestamp
+	startTS       int64 // scan.startup.timestamp.millis
+	readCommitted bool
+	onError       srcOnError
+	maxBytes      int
+	format        srcFormat
+	enc           decode.Encoding
+	cols          []types.Column
+	key           []int
+	skip          []bool // pseudo-columns, not in the payload
+	keyCol        int    // _key, or -1
+	partCol       int    // _partition, or -1
+	offCol        int    // _offset, or -1
+	tsCol         int    // _timestamp, or -1
+}
+
+func srcOptionError(key, format string, args ...any) error {
+	return connector.OptionError("kafka", key, format, args...)
+}
+
+// srcParse checks a source configuration without connecting anywhere.
+func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
+	if len(cfg.Columns) == 0 {
+		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a kafka source needs declared columns")
+	}
+	for k := range cfg.Options {
+		if !srcKnownOptions[k] {
+			return nil, pgerror.New(pgcode.InvalidParameterValue, "kafka option %s: unknown option", k).
+				WithHint("kafka source options are topic, properties.bootstrap.server, scan.startup.mode, scan.startup.timestamp.millis, isolation.level, on_error and max.message.bytes")
+		}
+	}
+	get := func(k string) string { return strings.TrimSpace(cfg.Options[k]) }
+	c := &srcConfig{
+		name: cfg.Name, cols: cfg.Columns, key: cfg.Key, maxBytes: srcDefaultMaxBytes,
+		keyCol: -1, partCol: -1, offCol: -1, tsCol: -1, readCommitted: true, startup: srcEarliest,
+	}
+	if c.topic = get("topic"); c.topic == "" {
+		return nil, srcOptionError("topic", "is required")
+	}
+	servers := get("properties.bootstrap.server")
+	if servers == "" {
+		servers = get("properties.bootstrap.servers")
+	}
+	for _, s := range strings.Split(servers, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, srcOptionError("properties.bootstrap.server", "%q is not host:port", s)
+		}
+		c.brokers = append(c.brokers, s)
+	}
+	if len(c.brokers) == 0 {
+		return nil, srcOptionError("properties.bootstrap.server", "is required")
+	}
+	switch m := strings.ToLower(get("scan.startup.mode")); m {
+	case "", "earliest":
+	case "latest":
+		c.startup = srcLatest
+	case "timestamp":
+		c.startup = srcTimestamp
+		v := get("scan.startup.timestamp.millis")
+		if v == "" {
+			return nil, srcOptionError("scan.startup.timestamp.millis", "is required with scan.startup.mode = 'timestamp'")
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, srcOptionError("scan.startup.timestamp.millis", "%q is not a non-negative integer", v)
+		}
+		c.startTS = n
+	default:
+		return nil, srcOptionError("scan.startup.mode", "%q is not 'earliest', 'latest' or 'timestamp'", m)
+	}
+	if c.startup != srcTimestamp && get("scan.startup.timestamp.millis") != "" {
+		return nil, srcOptionError("scan.startup.timestamp.millis", "needs scan.startup.mode = 'timestamp'")
+	}
+	switch v := strings.ToLower(get("isolation.level")); v {
+	case "", "read_committed":
+	case "read_uncommitted":
+		c.readCommitted = false
+	default:
+		return nil, srcOptionError("isolation.level", "%q is not 'read_committed' or 'read_uncommitted'", v)
+	}
+	switch v := strings.ToLower(get("on_error")); v {
+	case "", "fail":
+	case "skip":
+		c.onError = srcSkip
+	case "dead_letter":
+		c.onError = srcDeadLetter
+	default:
+		return nil, srcOptionError("on_error", "%q is not 'fail', 'skip' or 'dead_letter'", v)
+	}
+	if v := get("max.message.bytes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 1<<30 {
+			return nil, srcOptionError("max.message.bytes", "%q is not a size between 1 and 1073741824", v)
+		}
+		c.maxBytes = n
+	}
+	switch v := strings.ToUpper(get("format")); v {
+	case "", "PLAIN":
+	case "UPSERT":
+		c.format = srcUpsert
+		if len(cfg.Key) == 0 {
+			return nil, pgerror.New(pgcode.InvalidObjectDefinition, "FORMAT UPSERT needs a PRIMARY KEY").
+				WithHint("declare the columns the record key holds as PRIMARY KEY")
+		}
+	case "DEBEZIUM":
+		c.format = srcDebezium
+	default:
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "kafka source does not support FORMAT %s", v).
+			WithHint("use FORMAT PLAIN, UPSERT or DEBEZIUM")
+	}
+	enc, ok := decode.ParseEncoding(get("encode"))
+	if !ok {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "kafka source does not support ENCODE %s", get("encode")).
+			WithHint("use ENCODE JSON or CSV")
+	}
+	c.enc = enc
+	if c.format == srcDebezium && enc != decode.JSON {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON")
+	}
+	c.skip = make([]bool, len(c.cols))
+	payload := 0
+	for i, col := range c.cols {
+		var dst *int
+		var ok bool
+		switch col.Name {
+		case "_key":
+			dst, ok = &c.keyCol, col.Type.Fam == types.Text || col.Type.Fam == types.Varchar || col.Type.Fam == types.Bytea
+		case "_partition":
+			dst, ok = &c.partCol, col.Type.Fam == types.Int2 || col.Type.Fam == types.Int4 || col.Type.Fam == types.Int8
+		case "_offset":
+			dst, ok = &c.offCol, col.Type.Fam == types.Int8
+		case "_timestamp":
+			dst, ok = &c.tsCol, col.Type.Fam == types.Timestamp || col.Type.Fam == types.TimestampTZ
+		default:
+			payload++
+			continue
+		}
+		if !ok {
+			return nil, pgerror.New(pgcode.DatatypeMismatch, "kafka pseudo-column %s cannot have type %s", col.Name, col.Type).
+				WithHint("_key is TEXT or BYTEA, _partition an integer, _offset BIGINT, _timestamp TIMESTAMP or TIMESTAMPTZ")
+		}
+		if *dst >= 0 {
+			return nil, pgerror.New(pgcode.DuplicateColumn, "kafka pseudo-column %s is declared twice", col.Name)
+		}
+		*dst = i
+		c.skip[i] = true
+	}
+	if payload == 0 {
+		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a kafka source needs a column read from the message besides its pseudo-columns")
+	}
+	for _, k := range c.key {
+		if k < 0 || k >= len(c.cols) {
+			return nil, pgerror.New(pgcode.Internal, "primary key column %d out of range", k)
+		}
+	}
+	return c, nil
+}
+
+// Validate implements connector.SourceFactory.
+func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
+	if _, err := srcParse(cfg); err != nil {
+		return nil, err
+	}
+	return cfg.Columns, nil
+}
+
+// srcOpenProbe bounds how long Open waits for a broker answer before it
+// leaves the fetcher to keep trying (a broker that is down is transient;
+// only a broker's answer that the topic is missing fails Open).
+const srcOpenProbe = 3 * time.Second
+
+// Open implements connector.SourceFactory. When a broker answers, it
+// checks that the topic exists and fixes each partition's start offset
+// per scan.startup.mode; when none answers within srcOpenProbe the
+// fetcher does that once one does.
+func (SourceFactory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.Source, error) {
+	c, err := srcParse(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := newSrcReader(c)
+	probe, cancel := context.WithTimeout(ctx, srcOpenProbe)
+	defer cancel()
+	for {
+		parts, err := r.client.partitions(probe)
+		if err == nil {
+			offs, err := r.client.resolve(probe, c, srcStartOffsets(c, parts))
+			if err == nil {
+				r.next = offs
+			} else {
+				r.next = srcStartOffsets(c, parts)
+			}
+			break
+		}
+		if errors.Is(err, errSrcNoTopic) {
+			r.Close()
+			return nil, pgerror.New(pgcode.UndefinedObject, "kafka topic %q does not exist", c.topic).
+				WithHint("create the topic on %s first", strings.Join(c.brokers, ","))
+		}
+		select {
+		case <-probe.Done():
+			if ctx.Err() != nil {
+				r.Close()
+				return nil, ctx.Err()
+			}
+			return r, nil // the broker is unreachable for now
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return r, nil
+}
+
+// srcStartOffsets returns the start of every partition in parts per the
+// startup mode (unresolved: srcEarliest, srcLatest or srcTimestamp).
+func srcStartOffsets(c *srcConfig, parts []int32) map[int32]int64 {
+	m := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		m[p] = c.startup
+	}
+	return m
+}
+
+// srcReader is the source the engine reads. Read, Position, Seek,
+// TakeDeadLetters and Close are called from one goroutine; the fetcher
+// goroutine it owns hands it decoded chunks over a bounded channel.
+type srcReader struct {
+	cfg    *srcConfig
+	client *srcClient
+
+	// next is the offset after the rows returned so far, per partition:
+	// what Position saves. It may hold an unresolved start (srcEarliest…)
+	// for a partition not read from yet.
+	next map[int32]int64
+
+	fetch   *srcFetcher // nil until the first Read
+	chunks  chan *srcChunk
+	cur     *srcChunk
+	item    int   // next item of cur
+	fatal   error // a fetcher error that ends the source
+	pending error // a bad record met after rows were added to the batch
+	dead    []connector.DeadLetter
+	wait    *time.Timer
+}
+
+var (
+	_ connector.Seekable         = (*srcReader)(nil)
+	_ connector.DeadLetterSource = (*srcReader)(nil)
+)
+
+func newSrcReader(c *srcConfig) *srcReader {
+	return &srcReader{cfg: c, client: newSrcClient(c), next: map[int32]int64{}}
+}
+
+// srcReadWait is how long Read waits for data when none is ready.
+const srcReadWait = 5 * time.Millisecond
+
+// Read implements connector.Source. It takes only what the fetcher has
+// ready, waiting at most srcReadWait when nothing is. The rows of one
+// record are never split across reads (Position counts whole records): a
+// Debezium update gives two rows even when max is 1.
+func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, error) {
+	if r.fatal != nil {
+		return 0, r.fatal
+	}
+	if r.pending != nil {
+		err := r.pending
+		r.pending = nil
+		return 0, err
+	}
+	if r.fetch == nil {
+		r.startFetcher()
+	}
+	n := 0
+	waited := false
+	for n < max {
+		if r.cur == nil {
+			select {
+			case c := <-r.chunks:
+				r.cur, r.item = c, 0
+			default:
+				if n > 0 || waited {
+					return n, nil
+				}
+				waited = true
+				if r.wait == nil {
+					r.wait = time.NewTimer(srcReadWait)
+				} else {
+					r.wait.Reset(srcReadWait)
+				}
+				select {
+				case c := <-r.chunks:
+					r.wait.Stop()
+					r.cur, r.item = c, 0
+				case <-r.wait.C:
+					return 0, nil
+				case <-ctx.Done():
+					r.wait.Stop()
+					return 0, ctx.Err()
+				}
+			}
+		}
+		c := r.cur
+		if c.err != nil {
+			r.fatal = c.err
+			r.cur = nil
+			if n > 0 {
+				return n, nil
+			}
+			return 0, r.fatal
+		}
+		for r.item < len(c.items) && n < max {
+			it := &c.items[r.item]
+			if it.bad != nil {
+				if r.cfg.onError == srcFail {
+					err := connector.BadRecord(r.cfg.name, r.cfg.topic, c.part, it.off, it.bad.Error)
+					if n > 0 {
+						r.pending = err
+						return n, nil
+					}
+					return 0, err
+				}
+				r.dead = append(r.dead, *it.bad)
+				r.next[c.part] = it.off + 1
+				r.item++
+				continue
+			}
+			if n > 0 && n+int(it.nrows) > max {
+				return n, nil // a record's rows are never split across reads
+			}
+			for j := it.first; j < it.first+int32(it.nrows); j++ {
+				b.Add(c.rows[j], c.diffs[j])
+			}
+			n += int(it.nrows)
+			r.next[c.part] = it.off + 1
+			r.item++
+		}
+		if r.item == len(c.items) {
+			r.next[c.part] = c.end // past control records and aborted transactions
+			r.cur = nil
+		}
+	}
+	return n, nil
+}
+
+// TakeDeadLetters implements connector.DeadLetterSource.
+func (r *srcReader) TakeDeadLetters(buf []connector.DeadLetter) []connector.DeadLetter {
+	buf = append(buf, r.dead...)
+	clear(r.dead)
+	r.dead = r.dead[:0]
+	return buf
+}
+
+// srcPosVersion is the first byte of an encoded position.
+const srcPosVersion = 1
+
+// Position implements connector.Seekable: a version byte, the number of
+// partitions, then (partition, next offset) pairs as varints, by partition.
+func (r *srcReader) Position() []byte {
+	parts := make([]int32, 0, len(r.next))
+	for p := range r.next {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	buf := make([]byte, 0, 2+len(parts)*6)
+	buf = append(buf, srcPosVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(parts)))
+	for _, p := range parts {
+		buf = binary.AppendVarint(buf, int64(p))
+		buf = binary.AppendVarint(buf, r.next[p])
+	}
+	return buf
+}
+
+// srcDecodePosition decodes a Position.
+func srcDecodePosition(pos []byte) (map[int32]int64, error) {
+	bad := pgerror.New(pgcode.DataCorrupted, "bad kafka source position")
+	if len(pos) < 2 || pos[0] != srcPosVersion {
+		return nil, bad
+	}
+	pos = pos[1:]
+	n, k := binary.Uvarint(pos)
+	if k <= 0 || n > 1<<20 {
+		return nil, bad
+	}
+	pos = pos[k:]
+	m := make(map[int32]int64, n)
+	for i := uint64(0); i < n; i++ {
+		p, k := binary.Varint(pos)
+		if k <= 0 || p < 0 || p > 1<<31-1 {
+			return nil, bad
+		}
+		pos = pos[k:]
+		off, k := binary.Varint(pos)
+		if k <= 0 || off < srcTimestamp {
+			return nil, bad
+		}
+		pos = pos[k:]
+		m[int32(p)] = off
+	}
+	if len(pos) != 0 {
+		return nil, bad
+	}
+	return m, nil
+}
+
+// Seek implements connector.Seekable. A partition missing from pos (but
+// known to the source) appeared after pos was taken: it starts at its
+// earliest offset. A pos without partitions leaves the startup offsets.
+func (r *srcReader) Seek(pos []byte) error {
+	m, err := srcDecodePosition(pos)
+	if err != nil {
+		return err
+	}
+	r.stopFetcher()
+	r.fatal, r.pending = nil, nil
+	if len(m) == 0 {
+		return nil
+	}
+	for p := range r.next {
+		if _, ok := m[p]; !ok {
+			m[p] = srcEarliest
+		}
+	}
+	r.next = m
+	return nil
+}
+
+// startFetcher starts the fetching goroutine from r.next.
+func (r *srcReader) startFetcher() {
+	r.chunks = make(chan *srcChunk, srcChunkBuffer)
+	r.fetch = startSrcFetcher(r.cfg, r.client, r.next, r.chunks)
+}
+
+// stopFetcher stops the fetching goroutine and drops what it fetched.
+func (r *srcReader) stopFetcher() {
+	if r.fetch == nil {
+		return
+	}
+	r.fetch.stop()
+	r.fetch = nil
+	r.chunks = nil
+	r.cur = nil
+}
+
+// Close implements connector.Source.
+func (r *srcReader) Close() error {
+	r.stopFetcher()
+	r.client.close()
+	return nil
+}
+
+// srcKafkaAddr returns the bootstrap address of c.
+func srcKafkaAddr(c *srcConfig) net.Addr { return kafkago.TCP(c.brokers...) }

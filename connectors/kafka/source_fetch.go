@@ -1,0 +1,817 @@
+package kafka
+
+// The fetching side of the kafka source: a client over kafka-go's
+// protocol layer and the goroutine that fetches every partition, drops
+// what read_committed must not see, decodes records into rows and hands
+// them to the reader in chunks.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/segmentio/kafka-go/protocol/listoffsets"
+	metaAPI "github.com/segmentio/kafka-go/protocol/metadata"
+
+	"sluice/connectors/internal/decode"
+	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+const (
+	// srcMetadataEvery is how often the fetcher looks for new partitions
+	// (the transport's cached metadata is refreshed as often).
+	srcMetadataEvery = 2 * time.Second
+	// srcFetchWait is the longest a broker holds a fetch without data.
+	srcFetchWait = 100 * time.Millisecond
+	// srcRequestTimeout bounds one request to a broker that stalls.
+	srcRequestTimeout = 10 * time.Second
+	// srcPartitionBytes and srcFetchBytes bound a fetch (a larger first
+	// batch is still returned whole by the broker).
+	srcPartitionBytes = 1 << 20
+	srcFetchBytes     = 8 << 20
+	// srcChunkBuffer is how many fetched chunks (one per partition and
+	// fetch) may wait for Read: the bound on buffered memory.
+	srcChunkBuffer = 16
+	// Retry backoff while brokers are unreachable.
+	srcMinBackoff = 50 * time.Millisecond
+	srcMaxBackoff = 2 * time.Second
+	// srcSlabRows is how many rows' Datums are allocated at once.
+	srcSlabRows = 256
+)
+
+var errSrcNoTopic = errors.New("topic does not exist")
+
+// srcClient talks to the cluster through a kafka-go Transport, which
+// routes each request to the partition leaders from its cached metadata.
+type srcClient struct {
+	topic  string
+	addr   net.Addr
+	tr     *kafkago.Transport
+	cancel context.CancelFunc
+}
+
+func newSrcClient(c *srcConfig) *srcClient {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &srcClient{
+		topic: c.topic,
+		addr:  srcKafkaAddr(c),
+		tr: &kafkago.Transport{
+			DialTimeout:    2 * time.Second,
+			MetadataTTL:    srcMetadataEvery,
+			MetadataTopics: []string{c.topic},
+			ClientID:       "sluice",
+			Context:        ctx,
+		},
+		cancel: cancel,
+	}
+}
+
+// close stops the transport's goroutines and closes its connections.
+func (c *srcClient) close() {
+	c.cancel()
+	c.tr.CloseIdleConnections()
+}
+
+func (c *srcClient) roundTrip(ctx context.Context, req protocol.Message) (protocol.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, srcRequestTimeout)
+	defer cancel()
+	return c.tr.RoundTrip(ctx, c.addr, req)
+}
+
+// metadata returns the leader of every partition of the topic (-1 when
+// it has none right now), or errSrcNoTopic.
+func (c *srcClient) metadata(ctx context.Context) (map[int32]int32, error) {
+	m, err := c.roundTrip(ctx, &metaAPI.Request{TopicNames: []string{c.topic}})
+	if err != nil {
+		return nil, err
+	}
+	res := m.(*metaAPI.Response)
+	for _, t := range res.Topics {
+		if t.Name != c.topic {
+			continue
+		}
+		switch kafkago.Error(t.ErrorCode) {
+		case 0:
+		case kafkago.UnknownTopicOrPartition:
+			return nil, errSrcNoTopic
+		default:
+			return nil, kafkago.Error(t.ErrorCode)
+		}
+		leaders := make(map[int32]int32, len(t.Partitions))
+		for _, p := range t.Partitions {
+			leaders[p.PartitionIndex] = p.LeaderID
+			if p.ErrorCode != 0 {
+				leaders[p.PartitionIndex] = -1
+			}
+		}
+		return leaders, nil
+	}
+	return nil, errSrcNoTopic
+}
+
+// partitions returns the partitions of the topic.
+func (c *srcClient) partitions(ctx context.Context) ([]int32, error) {
+	leaders, err := c.metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]int32, 0, len(leaders))
+	for p := range leaders {
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// listOffsets asks for the offset of every partition in parts at ts
+// (srcEarliest, srcLatest or a time in milliseconds).
+func (c *srcClient) listOffsets(ctx context.Context, parts []int32, ts int64, readCommitted bool) (map[int32]int64, error) {
+	req := &listoffsets.Request{ReplicaID: -1, Topics: []listoffsets.RequestTopic{{Topic: c.topic}}}
+	if readCommitted {
+		req.IsolationLevel = 1
+	}
+	for _, p := range parts {
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions,
+			listoffsets.RequestPartition{Partition: p, CurrentLeaderEpoch: -1, Timestamp: ts})
+	}
+	m, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64, len(parts))
+	for _, t := range m.(*listoffsets.Response).Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("list offsets of partition %d: %w", p.Partition, kafkago.Error(p.ErrorCode))
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("list offsets: no answer for partition %d", p)
+		}
+	}
+	return out, nil
+}
+
+// resolve returns offs with every unresolved start (srcEarliest,
+// srcLatest, srcTimestamp) replaced by the offset the broker gives. A
+// timestamp after the last record resolves to the end of the partition.
+func (c *srcClient) resolve(ctx context.Context, cfg *srcConfig, offs map[int32]int64) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(offs))
+	byMode := map[int64][]int32{}
+	for p, o := range offs {
+		if o >= 0 {
+			out[p] = o
+		} else {
+			byMode[o] = append(byMode[o], p)
+		}
+	}
+	for mode, parts := range byMode {
+		ts := mode
+		if mode == srcTimestamp {
+			ts = cfg.startTS
+		}
+		got, err := c.listOffsets(ctx, parts, ts, cfg.readCommitted)
+		if err != nil {
+			return nil, err
+		}
+		var late []int32
+		for p, o := range got {
+			if o < 0 {
+				late = append(late, p)
+				continue
+			}
+			out[p] = o
+		}
+		if len(late) > 0 {
+			got, err := c.listOffsets(ctx, late, srcLatest, cfg.readCommitted)
+			if err != nil {
+				return nil, err
+			}
+			for p, o := range got {
+				out[p] = o
+			}
+		}
+	}
+	return out, nil
+}
+
+// fetch sends one Fetch request for parts (all led by one broker).
+func (c *srcClient) fetch(ctx context.Context, parts []fetchAPI.RequestPartition, readCommitted bool) (*fetchAPI.Response, error) {
+	req := &fetchAPI.Request{
+		ReplicaID:    -1,
+		MaxWaitTime:  int32(srcFetchWait / time.Millisecond),
+		MinBytes:     1,
+		MaxBytes:     srcFetchBytes,
+		SessionID:    -1, // no fetch session: every request is a full fetch
+		SessionEpoch: -1,
+		Topics:       []fetchAPI.RequestTopic{{Topic: c.topic, Partitions: parts}},
+	}
+	if readCommitted {
+		req.IsolationLevel = 1
+	}
+	m, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := m.(*fetchAPI.Response)
+	if res.ErrorCode != 0 {
+		return nil, kafkago.Error(res.ErrorCode)
+	}
+	return res, nil
+}
+
+// srcChunk is what one fetch of one partition gave: its records in
+// offset order, as rows or bad records, and the offset after them.
+type srcChunk struct {
+	part  int32
+	items []srcItem
+	rows  []types.Row
+	diffs []int64
+	// end is the next offset to read after this chunk; it passes control
+	// records and aborted transactions that produced no item.
+	end int64
+	err error // the source cannot go on
+}
+
+// srcItem is one record: the rows it gave (rows[first:first+nrows]), or
+// the bad record it was.
+type srcItem struct {
+	off   int64
+	first int32
+	nrows int8
+	bad   *connector.DeadLetter
+}
+
+// srcFetcher is the goroutine that fetches. It owns everything below; the
+// reader sees only the chunks it sends.
+type srcFetcher struct {
+	cfg     *srcConfig
+	client  *srcClient
+	offsets map[int32]int64 // next offset to fetch, or an unresolved start
+	out     chan<- *srcChunk
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	dec     *decode.Decoder // the value
+	keyDec  *decode.Decoder // the key columns of an upsert key
+	keyCols []int           // the key columns read from the record key (not pseudo-columns)
+	keyRow  types.Row
+	slab    []types.Datum
+	kbuf    []byte
+	vbuf    []byte
+}
+
+func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, out chan<- *srcChunk) *srcFetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &srcFetcher{
+		cfg: cfg, client: client, offsets: make(map[int32]int64, len(from)), out: out,
+		cancel: cancel, done: make(chan struct{}),
+		dec: decode.New(cfg.cols, cfg.enc, cfg.skip),
+	}
+	for p, o := range from {
+		f.offsets[p] = o
+	}
+	if cfg.format == srcUpsert {
+		skip := make([]bool, len(cfg.cols))
+		for i := range skip {
+			skip[i] = true
+		}
+		for _, k := range cfg.key {
+			if !cfg.skip[k] {
+				skip[k] = false
+				f.keyCols = append(f.keyCols, k)
+			}
+		}
+		f.keyDec = decode.New(cfg.cols, decode.JSON, skip)
+		f.keyRow = make(types.Row, len(cfg.cols))
+	}
+	go f.run(ctx)
+	return f
+}
+
+// stop ends the goroutine and waits for it.
+func (f *srcFetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// send hands c to the reader; false when the fetcher is stopping.
+func (f *srcFetcher) send(ctx context.Context, c *srcChunk) bool {
+	select {
+	case f.out <- c:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sleep waits for the backoff (doubling it), false when stopping.
+func sleep(ctx context.Context, backoff *time.Duration) bool {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	if *backoff *= 2; *backoff > srcMaxBackoff {
+		*backoff = srcMaxBackoff
+	}
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (f *srcFetcher) run(ctx context.Context) {
+	defer close(f.done)
+	backoff := srcMinBackoff
+	var leaders map[int32]int32
+	var refreshed time.Time
+	for ctx.Err() == nil {
+		if leaders == nil || time.Since(refreshed) >= srcMetadataEvery {
+			l, err := f.client.metadata(ctx)
+			if err != nil {
+				// A broker that is down, or a topic that is gone for now:
+				// keep trying, a transient outage must not fail the job.
+				if !sleep(ctx, &backoff) {
+					return
+				}
+				continue
+			}
+			start := srcEarliest // partitions added while the source runs
+			if len(f.offsets) == 0 {
+				start = f.cfg.startup // the source knew no partition yet
+			}
+			for p := range l {
+				if _, ok := f.offsets[p]; !ok {
+					f.offsets[p] = start
+				}
+			}
+			leaders, refreshed = l, time.Now()
+		}
+		if !f.resolve(ctx, &backoff) {
+			continue
+		}
+		groups := map[int32][]fetchAPI.RequestPartition{}
+		for p, off := range f.offsets {
+			leader, ok := leaders[p]
+			if !ok || leader < 0 || off < 0 {
+				continue
+			}
+			groups[leader] = append(groups[leader], fetchAPI.RequestPartition{
+				Partition: p, CurrentLeaderEpoch: -1, FetchOffset: off, LogStartOffset: -1, PartitionMaxBytes: srcPartitionBytes,
+			})
+		}
+		if len(groups) == 0 {
+			leaders = nil // no leader known: ask again after a pause
+			if !sleep(ctx, &backoff) {
+				return
+			}
+			continue
+		}
+		responses := f.fetchAll(ctx, groups)
+		failed := false
+		for _, r := range responses {
+			if r.err != nil {
+				failed = true
+				continue
+			}
+			for _, t := range r.res.Topics {
+				if t.Topic != f.cfg.topic {
+					continue
+				}
+				for i := range t.Partitions {
+					rp := &t.Partitions[i]
+					from, ok := f.offsets[rp.Partition]
+					if !ok || from < 0 {
+						continue
+					}
+					c, retry := f.process(rp, from)
+					if retry {
+						failed = true
+					}
+					if c == nil {
+						continue
+					}
+					if !f.send(ctx, c) {
+						return
+					}
+					if c.err != nil {
+						<-ctx.Done() // the reader stops the source
+						return
+					}
+					f.offsets[rp.Partition] = c.end
+				}
+			}
+		}
+		if failed {
+			leaders = nil // a leader may have moved
+			if !sleep(ctx, &backoff) {
+				return
+			}
+			continue
+		}
+		backoff = srcMinBackoff
+	}
+}
+
+// resolve asks the brokers for the start of partitions that have none
+// yet and tells the reader (so Position holds it); false after a failure.
+func (f *srcFetcher) resolve(ctx context.Context, backoff *time.Duration) bool {
+	todo := map[int32]int64{}
+	for p, o := range f.offsets {
+		if o < 0 {
+			todo[p] = o
+		}
+	}
+	if len(todo) == 0 {
+		return true
+	}
+	got, err := f.client.resolve(ctx, f.cfg, todo)
+	if err != nil {
+		sleep(ctx, backoff)
+		return false
+	}
+	parts := make([]int32, 0, len(got))
+	for p := range got {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	for _, p := range parts {
+		f.offsets[p] = got[p]
+		if !f.send(ctx, &srcChunk{part: p, end: got[p]}) {
+			return false
+		}
+	}
+	return true
+}
+
+type srcFetchResult struct {
+	res *fetchAPI.Response
+	err error
+}
+
+// fetchAll fetches every leader's partitions, in parallel when there are
+// several leaders.
+func (f *srcFetcher) fetchAll(ctx context.Context, groups map[int32][]fetchAPI.RequestPartition) []srcFetchResult {
+	out := make([]srcFetchResult, 0, len(groups))
+	if len(groups) == 1 {
+		for _, parts := range groups {
+			res, err := f.client.fetch(ctx, parts, f.cfg.readCommitted)
+			out = append(out, srcFetchResult{res, err})
+		}
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, parts := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := f.client.fetch(ctx, parts, f.cfg.readCommitted)
+			mu.Lock()
+			out = append(out, srcFetchResult{res, err})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// process turns one partition of a fetch response that started at from
+// into a chunk. It returns nil when there is nothing new, and retry when
+// the partition had a transient error.
+func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *srcChunk, retry bool) {
+	part := rp.Partition
+	if rp.ErrorCode != 0 {
+		if kafkago.Error(rp.ErrorCode) == kafkago.OffsetOutOfRange {
+			return &srcChunk{part: part, end: from, err: pgerror.New(pgcode.DataCorrupted,
+				"source %s: offset %d of topic %s partition %d is out of range (log start %d, end %d): the records were deleted or the topic was recreated",
+				f.cfg.name, from, f.cfg.topic, part, rp.LogStartOffset, rp.HighWatermark)}, false
+		}
+		return nil, true
+	}
+	if rp.RecordSet.Records == nil {
+		return nil, false
+	}
+	c = &srcChunk{part: part, end: from}
+	// Records at or after the last stable offset belong to transactions
+	// still open: read_committed never returns them (brokers do not send
+	// them; this guards against one that does).
+	limit := int64(-1)
+	if f.cfg.readCommitted && rp.LastStableOffset >= 0 {
+		limit = rp.LastStableOffset
+	}
+	// The aborted transactions overlapping this response, by first offset:
+	// a producer's batches from its first offset up to its abort marker
+	// are dropped.
+	var abortedTxns []fetchAPI.ResponseTransaction
+	var aborted map[int64]bool
+	if f.cfg.readCommitted && len(rp.AbortedTransactions) > 0 {
+		abortedTxns = append(abortedTxns, rp.AbortedTransactions...)
+		sort.Slice(abortedTxns, func(i, j int) bool { return abortedTxns[i].FirstOffset < abortedTxns[j].FirstOffset })
+		aborted = map[int64]bool{}
+	}
+	var batches []protocol.RecordReader
+	if s, ok := rp.RecordSet.Records.(*protocol.RecordStream); ok {
+		batches = s.Records
+	} else {
+		batches = []protocol.RecordReader{rp.RecordSet.Records}
+	}
+	for _, b := range batches {
+		switch b := b.(type) {
+		case *protocol.ControlBatch:
+			// A commit or abort marker: never a row. An abort marker ends
+			// the aborted transaction of its producer.
+			for {
+				cr, err := b.ReadControlRecord()
+				if err != nil {
+					break
+				}
+				if cr.Offset >= from && (limit < 0 || cr.Offset < limit) && cr.Offset+1 > c.end {
+					c.end = cr.Offset + 1
+				}
+				if cr.Type == 0 && aborted != nil {
+					delete(aborted, b.ProducerID)
+				}
+			}
+			continue
+		case *protocol.RecordBatch:
+			if aborted != nil {
+				for len(abortedTxns) > 0 && abortedTxns[0].FirstOffset <= b.BaseOffset {
+					aborted[abortedTxns[0].ProducerID] = true
+					abortedTxns = abortedTxns[1:]
+				}
+				if b.Attributes.Transactional() && aborted[b.ProducerID] {
+					if !f.skipBatch(c, b, from, limit) {
+						return c, false
+					}
+					continue
+				}
+			}
+		}
+		if !f.readBatch(c, b, from, limit) {
+			return c, false
+		}
+	}
+	if c.end == from && len(c.items) == 0 {
+		return nil, false
+	}
+	return c, false
+}
+
+// skipBatch passes the records of an aborted batch; false at the limit.
+func (f *srcFetcher) skipBatch(c *srcChunk, b protocol.RecordReader, from, limit int64) bool {
+	for {
+		rec, err := b.ReadRecord()
+		if err != nil {
+			return true
+		}
+		srcCloseRecord(rec)
+		if limit >= 0 && rec.Offset >= limit {
+			return false
+		}
+		if rec.Offset >= from {
+			c.end = rec.Offset + 1
+		}
+	}
+}
+
+// readBatch decodes the records of a batch into c; false at the limit.
+func (f *srcFetcher) readBatch(c *srcChunk, b protocol.RecordReader, from, limit int64) bool {
+	for {
+		rec, err := b.ReadRecord()
+		if err != nil {
+			return true
+		}
+		if limit >= 0 && rec.Offset >= limit {
+			srcCloseRecord(rec)
+			return false
+		}
+		if rec.Offset < from {
+			srcCloseRecord(rec)
+			continue
+		}
+		var keyNull, valueNull bool
+		f.kbuf, keyNull = srcReadBytes(f.kbuf, rec.Key)
+		f.vbuf, valueNull = srcReadBytes(f.vbuf, rec.Value)
+		srcCloseRecord(rec)
+		f.record(c, rec.Offset, rec.Time, f.kbuf, f.vbuf, keyNull, valueNull)
+		c.end = rec.Offset + 1
+	}
+}
+
+func srcCloseRecord(rec *protocol.Record) {
+	if rec.Key != nil {
+		rec.Key.Close()
+	}
+	if rec.Value != nil {
+		rec.Value.Close()
+	}
+}
+
+// srcReadBytes reads b into buf; null is true when b is nil.
+func srcReadBytes(buf []byte, b protocol.Bytes) ([]byte, bool) {
+	if b == nil {
+		return buf[:0], true
+	}
+	n := b.Len()
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(b, buf); err != nil {
+		return buf[:0], false
+	}
+	return buf, false
+}
+
+// newRow returns a row for one record, from a slab shared by many rows.
+func (f *srcFetcher) newRow() types.Row {
+	n := len(f.cfg.cols)
+	if len(f.slab) < n {
+		f.slab = make([]types.Datum, n*srcSlabRows)
+	}
+	r := f.slab[:n:n]
+	f.slab = f.slab[n:]
+	return r
+}
+
+// record decodes one record into c.
+func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []byte, keyNull, valueNull bool) {
+	bad := func(cause string, raw []byte) {
+		c.items = append(c.items, srcItem{off: off, bad: &connector.DeadLetter{
+			Topic: f.cfg.topic, Partition: c.part, Offset: off, Error: cause, Raw: append([]byte(nil), raw...),
+		}})
+	}
+	if size := len(key) + len(value); size > f.cfg.maxBytes {
+		raw := value
+		if len(raw) > f.cfg.maxBytes {
+			raw = raw[:f.cfg.maxBytes]
+		}
+		bad(fmt.Sprintf("message of %d bytes exceeds max.message.bytes (%d); raw bytes truncated to %d", size, f.cfg.maxBytes, len(raw)), raw)
+		return
+	}
+	first := int32(len(c.rows))
+	emit := func(row types.Row, diff int64) {
+		c.rows = append(c.rows, row)
+		c.diffs = append(c.diffs, diff)
+	}
+	switch f.cfg.format {
+	case srcPlain:
+		if valueNull {
+			break // a tombstone means nothing to an append-only source
+		}
+		row := f.newRow()
+		if err := f.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		if err := f.dec.Decode(value, row); err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		emit(row, 1)
+	case srcUpsert:
+		row := f.newRow()
+		if err := f.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		diff := int64(1)
+		if valueNull {
+			if keyNull {
+				bad("tombstone without a key", nil)
+				return
+			}
+			for i := range row {
+				if !f.cfg.skip[i] {
+					row[i] = types.Null
+				}
+			}
+			diff = -1
+		} else if err := f.dec.Decode(value, row); err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		if !keyNull && len(f.keyCols) > 0 {
+			if err := f.upsertKey(key, row); err != nil {
+				raw := value
+				if valueNull {
+					raw = key
+				}
+				bad(err.Error(), raw)
+				return
+			}
+		}
+		for _, k := range f.cfg.key {
+			if row[k].IsNull() {
+				raw := value
+				if valueNull {
+					raw = key
+				}
+				bad(fmt.Sprintf("key column %s is missing (the record key and value lack it)", f.cfg.cols[k].Name), raw)
+				return
+			}
+		}
+		emit(row, diff)
+	case srcDebezium:
+		if valueNull {
+			break // the tombstone Debezium writes after a delete
+		}
+		before, after := f.newRow(), f.newRow()
+		if err := f.pseudo(before, c.part, off, ts, key, keyNull); err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		copy(after, before)
+		nb, na, err := f.dec.DecodeDebezium(value, before, after)
+		if err != nil {
+			bad(err.Error(), value)
+			return
+		}
+		if nb {
+			emit(before, -1)
+		}
+		if na {
+			emit(after, 1)
+		}
+	}
+	c.items = append(c.items, srcItem{off: off, first: first, nrows: int8(int32(len(c.rows)) - first)})
+}
+
+// pseudo fills the pseudo-columns of row.
+func (f *srcFetcher) pseudo(row types.Row, part int32, off int64, ts time.Time, key []byte, keyNull bool) error {
+	cfg := f.cfg
+	if cfg.keyCol >= 0 {
+		switch {
+		case keyNull:
+			row[cfg.keyCol] = types.Null
+		case cfg.cols[cfg.keyCol].Type.Fam == types.Bytea:
+			row[cfg.keyCol] = types.NewBytes(key)
+		default:
+			if !utf8.Valid(key) {
+				return errors.New("key: invalid UTF-8 for the text column _key")
+			}
+			row[cfg.keyCol] = types.NewString(string(key))
+		}
+	}
+	if cfg.partCol >= 0 {
+		row[cfg.partCol] = types.NewInt(int64(part))
+	}
+	if cfg.offCol >= 0 {
+		row[cfg.offCol] = types.NewInt(off)
+	}
+	if cfg.tsCol >= 0 {
+		us := ts.UnixMicro()
+		if cfg.cols[cfg.tsCol].Type.Fam == types.TimestampTZ {
+			row[cfg.tsCol] = types.NewTimestampTZ(us)
+		} else {
+			row[cfg.tsCol] = types.NewTimestamp(us)
+		}
+	}
+	return nil
+}
+
+// upsertKey decodes the record key of an upsert record into the key
+// columns of row: a JSON object of the key columns or, with one key
+// column, its text. The key wins over the value's copy of the columns.
+func (f *srcFetcher) upsertKey(key []byte, row types.Row) error {
+	i := 0
+	for i < len(key) && (key[i] == ' ' || key[i] == '\t' || key[i] == '\n' || key[i] == '\r') {
+		i++
+	}
+	var err error
+	switch {
+	case i < len(key) && key[i] == '{':
+		err = f.keyDec.Decode(key, f.keyRow)
+		if err != nil && len(f.keyCols) == 1 {
+			err = f.keyDec.KeyText(key, f.keyRow, f.keyCols[0])
+		}
+	case len(f.keyCols) == 1:
+		err = f.keyDec.KeyText(key, f.keyRow, f.keyCols[0])
+	default:
+		err = errors.New("expected a JSON object with the key columns")
+	}
+	if err != nil {
+		return fmt.Errorf("record key: %v", err)
+	}
+	for _, k := range f.keyCols {
+		if !f.keyRow[k].IsNull() {
+			row[k] = f.keyRow[k]
+		}
+	}
+	return nil
+}

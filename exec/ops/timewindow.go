@@ -1,0 +1,95 @@
+package ops
+
+import (
+	"math"
+
+	"sluice/exec/flow"
+	"sluice/exec/spec"
+	"sluice/sql/types"
+)
+
+// TimeWindow is TUMBLE or HOP in FROM: it appends window_start and
+// window_end to each input row, once per window the row's time column
+// falls in (one for TUMBLE, Size/Slide for HOP). It keeps no state.
+//
+// window_start = t - ((t - offset) mod slide), the mod taken toward -inf,
+// so the windows tile the time line from the offset as PostgreSQL's
+// date_bin(slide, t, epoch + offset) does; HOP's windows are the Size/Slide
+// ones of those starts that still contain t. A NULL time gives NULL
+// window columns (TUMBLE) or no row (HOP).
+type TimeWindow struct {
+	w      spec.TimeWindowSpec
+	inCols int
+	n      int64 // windows per row
+}
+
+// NewTimeWindow returns the operator of TimeWindow node n over an input of
+// inCols columns.
+func NewTimeWindow(n *spec.Node, inCols int) *TimeWindow {
+	w := *n.TimeWin
+	if !w.Hop {
+		w.Slide = w.Size
+	}
+	return &TimeWindow{w: w, inCols: inCols, n: w.Size / w.Slide}
+}
+
+// WindowStart returns the start of the last window of slide slide (and
+// offset offset) that contains t: t - ((t - offset) mod slide), the mod
+// rounding toward -inf.
+func WindowStart(t, slide, offset int64) int64 {
+	m := (t - offset) % slide
+	if m < 0 {
+		m += slide
+	}
+	return t - m
+}
+
+// firstStart returns the start of the earliest window containing t.
+func (o *TimeWindow) firstStart(t int64) int64 {
+	return WindowStart(t, o.w.Slide, o.w.Offset) - o.w.Size + o.w.Slide
+}
+
+// Process implements flow.Operator.
+func (o *TimeWindow) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	for i, r := range b.Rows {
+		t := r[o.w.Col]
+		if t.IsNull() {
+			if o.w.Hop {
+				continue
+			}
+			nr := make(types.Row, o.inCols+2)
+			copy(nr, r)
+			nr[o.inCols], nr[o.inCols+1] = types.Null, types.Null
+			if err := out.Emit(nr, b.Diffs[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		s := o.firstStart(t.I)
+		for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
+			nr := make(types.Row, o.inCols+2)
+			copy(nr, r)
+			nr[o.inCols] = types.Datum{K: t.K, I: s}
+			nr[o.inCols+1] = types.Datum{K: t.K, I: s + o.w.Size}
+			if err := out.Emit(nr, b.Diffs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Checkpoint implements flow.Operator.
+func (o *TimeWindow) Checkpoint(*flow.Barrier, *flow.Emitter) error { return nil }
+
+// OnWatermark implements flow.WatermarkOp: input columns keep their
+// watermarks; one on the time column t also bounds the windows of the
+// rows to come: none starts before the earliest window containing t.
+func (o *TimeWindow) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	out := []flow.Watermark{w}
+	if w.Col == o.w.Col && w.Ts > math.MinInt64+o.w.Size {
+		s := o.firstStart(w.Ts)
+		out = append(out, flow.Watermark{Col: o.inCols, Ts: s}, flow.Watermark{Col: o.inCols + 1, Ts: s + o.w.Size})
+	}
+	return out, nil
+}

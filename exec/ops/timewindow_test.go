@@ -1,0 +1,314 @@
+// Tests of event time in the operators: TUMBLE and HOP rows (window
+// arithmetic rounding toward -inf as PostgreSQL's date_bin does, offsets,
+// NULL times, retractions) and the watermarks they derive for
+// window_start/window_end; watermark mapping through Project (dropped when
+// the column is projected away), Filter and Union (minimum over inputs);
+// EMIT ON WINDOW CLOSE (nothing before the watermark passes, final rows
+// once, state gone from memory and store afterwards, also after a
+// restore); window state deletion without EOWC (the rows emitted stay);
+// and Join (watermarks only on key pairs, minimum of both sides, state
+// below it deleted).
+package ops_test
+
+import (
+	"fmt"
+	"testing"
+
+	"sluice/exec/flow"
+	"sluice/exec/ops"
+	"sluice/exec/spec"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+func ts(us int64) types.Datum { return types.NewTimestamp(us) }
+
+// winRows runs a TimeWindow over rows (an id and a time, NULL for -1<<62)
+// and returns "id:start-end" per output row, in order.
+func winRows(t *testing.T, w spec.TimeWindowSpec, diff int64, times ...int64) []string {
+	t.Helper()
+	op := ops.NewTimeWindow(&spec.Node{Kind: spec.TimeWindow, TimeWin: &w}, 2)
+	b := types.NewBatch(len(times))
+	for i, x := range times {
+		d := ts(x)
+		if x == -1<<62 {
+			d = types.Null
+		}
+		b.Add(types.Row{types.NewInt(int64(i)), d}, diff)
+	}
+	var out []string
+	em := flow.NewEmitter(func(b *types.Batch) error {
+		for i, r := range b.Rows {
+			if len(r) != 4 || b.Diffs[i] != diff {
+				t.Fatalf("row %v diff %d", r, b.Diffs[i])
+			}
+			if r[2].IsNull() {
+				out = append(out, fmt.Sprintf("%d:NULL", r[0].I))
+				continue
+			}
+			if r[2].K != types.KTimestamp || r[3].K != types.KTimestamp || r[1].I != times[r[0].I] {
+				t.Fatalf("row %v", r)
+			}
+			out = append(out, fmt.Sprintf("%d:%d-%d", r[0].I, r[2].I, r[3].I))
+		}
+		return nil
+	})
+	if err := op.Process(0, b, em); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestTimeWindowTumble(t *testing.T) {
+	tumble := spec.TimeWindowSpec{Col: 1, Size: 10}
+	// window_start = t - ((t - offset) mod size), the mod toward -inf:
+	// before the epoch too.
+	got := fmt.Sprint(winRows(t, tumble, 1, 0, 9, 10, -1, -10, -11, 25, -1<<62))
+	want := "[0:0-10 1:0-10 2:10-20 3:-10-0 4:-10-0 5:-20--10 6:20-30 7:NULL]"
+	if got != want {
+		t.Fatalf("TUMBLE: %s, want %s", got, want)
+	}
+	// Retractions keep their diff.
+	if got := fmt.Sprint(winRows(t, tumble, -1, 12)); got != "[0:10-20]" {
+		t.Fatalf("retraction: %s", got)
+	}
+	tumble.Offset = 3
+	if got := fmt.Sprint(winRows(t, tumble, 1, 2, 3, 12, 13)); got != "[0:-7-3 1:3-13 2:3-13 3:13-23]" {
+		t.Fatalf("TUMBLE with offset: %s", got)
+	}
+}
+
+func TestTimeWindowHop(t *testing.T) {
+	hop := spec.TimeWindowSpec{Hop: true, Col: 1, Slide: 2, Size: 6}
+	// Each time is in size/slide = 3 windows; NULL is in none.
+	got := fmt.Sprint(winRows(t, hop, 1, 5, 4, -1, -1<<62))
+	want := "[0:0-6 0:2-8 0:4-10 1:0-6 1:2-8 1:4-10 2:-6-0 2:-4-2 2:-2-4]"
+	if got != want {
+		t.Fatalf("HOP: %s, want %s", got, want)
+	}
+	hop.Offset = 1
+	if got := fmt.Sprint(winRows(t, hop, 1, 5)); got != "[0:1-7 0:3-9 0:5-11]" {
+		t.Fatalf("HOP with offset: %s", got)
+	}
+}
+
+func TestTimeWindowWatermarks(t *testing.T) {
+	for _, c := range []struct {
+		w    spec.TimeWindowSpec
+		in   flow.Watermark
+		want string
+	}{
+		// TUMBLE: rows at 25 or later are in windows from [20, 30) on.
+		{spec.TimeWindowSpec{Col: 1, Size: 10}, flow.Watermark{Col: 1, Ts: 25}, "[{1 25} {2 20} {3 30}]"},
+		{spec.TimeWindowSpec{Col: 1, Size: 10}, flow.Watermark{Col: 1, Ts: -5}, "[{1 -5} {2 -10} {3 0}]"},
+		// HOP 2/6: rows at 5 or later are in windows from [0, 6) on.
+		{spec.TimeWindowSpec{Hop: true, Col: 1, Slide: 2, Size: 6}, flow.Watermark{Col: 1, Ts: 5}, "[{1 5} {2 0} {3 6}]"},
+		// Another column's watermark passes through alone.
+		{spec.TimeWindowSpec{Col: 1, Size: 10}, flow.Watermark{Col: 0, Ts: 7}, "[{0 7}]"},
+	} {
+		op := ops.NewTimeWindow(&spec.Node{Kind: spec.TimeWindow, TimeWin: &c.w}, 2)
+		got, err := op.OnWatermark(0, c.in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != c.want {
+			t.Errorf("%+v after %v: %v, want %s", c.w, c.in, got, c.want)
+		}
+	}
+}
+
+func TestProjectFilterUnionWatermarks(t *testing.T) {
+	p, err := ops.NewProject([]spec.Expr{col(1, types.TTimestamp), col(0, types.TInt8), col(1, types.TTimestamp),
+		fn("+", types.TInt8, col(0, types.TInt8), intConst(1))}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   int
+		want string
+	}{
+		{1, "[{0 9} {2 9}]"}, // passed through twice
+		{0, "[{1 9}]"},       // passed through (an expression over it does not count)
+		{2, "[]"},            // projected away
+	} {
+		got, err := p.OnWatermark(0, flow.Watermark{Col: c.in, Ts: 9}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != c.want {
+			t.Errorf("Project: watermark on column %d gave %v, want %s", c.in, got, c.want)
+		}
+	}
+	f, err := ops.NewFilter(fn(">", types.TBool, col(0, types.TInt8), intConst(1)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.OnWatermark(0, flow.Watermark{Col: 3, Ts: 4}, nil); fmt.Sprint(got) != "[{3 4}]" {
+		t.Errorf("Filter: %v", got)
+	}
+	u := ops.NewUnion(2)
+	steps := []struct {
+		in   int
+		ts   int64
+		want string
+	}{{0, 10, "[]"}, {1, 4, "[{0 4}]"}, {1, 12, "[{0 10}]"}, {0, 20, "[{0 12}]"}}
+	for _, s := range steps {
+		got, _ := u.OnWatermark(s.in, flow.Watermark{Col: 0, Ts: s.ts}, nil)
+		if fmt.Sprint(got) != s.want {
+			t.Errorf("Union: input %d at %d gave %v, want %s", s.in, s.ts, got, s.want)
+		}
+	}
+}
+
+// stateKeys counts the keys operator opID has in the store.
+func stateKeys(t *testing.T, db *storage.DB, opID uint64) int {
+	t.Helper()
+	n := 0
+	if err := db.Scan(storage.Key(storage.SpaceState, opID), func(_, _ []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func watermark(op flow.WatermarkOp, in int, w flow.Watermark, fwd *[]flow.Watermark) func(*flow.Emitter) error {
+	return func(out *flow.Emitter) error {
+		f, err := op.OnWatermark(in, w, out)
+		*fwd = f
+		return err
+	}
+}
+
+// Input of the window aggregations: window start (an integer stands for
+// the timestamp's microseconds), group, value.
+func windowAggNode(eowc bool) *spec.Node {
+	n := aggNode([]int{0, 1}, []spec.AggCall{agg("count_star", -1, types.TInt8), agg("sum", 2, types.TInt8)})
+	n.EOWC = eowc
+	return n
+}
+
+func TestAggEmitOnWindowClose(t *testing.T) {
+	const opID = 7
+	cp := newCheckpointer(t)
+	a, err := ops.NewAgg(windowAggNode(true), opID, cp.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	c.step(t, process(a, 0, ins(row(10, "a", 1)), ins(row(10, "a", 2)), ins(row(10, "b", 5)), ins(row(20, "a", 7)),
+		ins(row(30, "c", 1)), del(row(30, "c", 1))))
+	c.wantDelta(t, bagOf()) // nothing before the window closes
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	if n := stateKeys(t, cp.db, opID); n != 3 {
+		t.Fatalf("%d groups stored, want 3", n)
+	}
+
+	// A watermark on a column that is not grouped on closes nothing.
+	var fwd []flow.Watermark
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 2, Ts: 100}, &fwd))
+	c.wantDelta(t, bagOf())
+	if len(fwd) != 0 {
+		t.Fatalf("forwarded %v", fwd)
+	}
+	// Window 10 closes at 15: its rows come out, final, and its state goes.
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 15}, &fwd))
+	c.wantDelta(t, bagOf("(10,'a',2,3)", "(10,'b',1,5)"))
+	if fmt.Sprint(fwd) != "[{0 15}]" {
+		t.Fatalf("forwarded %v", fwd)
+	}
+	if a.Groups() != 1 {
+		t.Fatalf("%d groups in memory, want 1", a.Groups())
+	}
+	c.step(t, process(a, 0, ins(row(20, "a", 1)), ins(row(25, "b", 1))))
+	c.wantDelta(t, bagOf())
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	if n := stateKeys(t, cp.db, opID); n != 2 {
+		t.Fatalf("%d groups stored, want 2", n)
+	}
+
+	// A restored aggregation closes what was saved.
+	a2, err := ops.NewAgg(windowAggNode(true), opID, cp.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, watermark(a2, 0, flow.Watermark{Col: 0, Ts: 21}, &fwd))
+	c.wantDelta(t, bagOf("(20,'a',2,8)"))
+	c.step(t, watermark(a2, 0, flow.Watermark{Col: 0, Ts: 40}, &fwd))
+	c.wantDelta(t, bagOf("(25,'b',1,1)"))
+	c.wantTotal(t, bagOf("(10,'a',2,3)", "(10,'b',1,5)", "(20,'a',2,8)", "(25,'b',1,1)"))
+	cp.checkpoint(t, []flow.Operator{a2}, []*collector{c})
+	if a2.Groups() != 0 || stateKeys(t, cp.db, opID) != 0 {
+		t.Fatalf("state left after every window closed: %d groups, %d keys", a2.Groups(), stateKeys(t, cp.db, opID))
+	}
+}
+
+func TestAggDeletesClosedWindowsWithoutEOWC(t *testing.T) {
+	const opID = 8
+	cp := newCheckpointer(t)
+	a, err := ops.NewAgg(windowAggNode(false), opID, cp.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	c.step(t, process(a, 0, ins(row(10, "a", 1)), ins(row(20, "a", 2))))
+	c.step(t, process(a, 0, ins(row(10, "a", 3))))
+	c.wantDelta(t, bagOf("-(10,'a',1,1)", "(10,'a',2,4)"))
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	var fwd []flow.Watermark
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 15}, &fwd))
+	c.wantDelta(t, bagOf()) // the view keeps its rows
+	c.wantTotal(t, bagOf("(10,'a',2,4)", "(20,'a',1,2)"))
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	if a.Groups() != 1 || stateKeys(t, cp.db, opID) != 1 {
+		t.Fatalf("after the watermark: %d groups, %d keys; want 1, 1", a.Groups(), stateKeys(t, cp.db, opID))
+	}
+	if fmt.Sprint(fwd) != "[{0 15}]" {
+		t.Fatalf("forwarded %v", fwd)
+	}
+}
+
+func TestJoinWatermarksOnKeys(t *testing.T) {
+	const opID = 9
+	cp := newCheckpointer(t)
+	// left (window, x) JOIN right (window, y) ON left.window = right.window
+	n := &spec.Node{Kind: spec.Join, JoinKind: spec.InnerJoin, LeftKeys: []int{0}, RightKeys: []int{0}}
+	j, err := ops.NewJoin(n, 2, 2, opID, cp.db, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	c.step(t, process(j, 0, ins(row(10, "x")), ins(row(20, "x"))))
+	c.step(t, process(j, 1, ins(row(10, "y")), ins(row(30, "y"))))
+	c.wantTotal(t, bagOf("(10,'x',10,'y')"))
+	cp.checkpoint(t, []flow.Operator{j}, []*collector{c})
+	var fwd []flow.Watermark
+	// One side alone: the other still holds the key at -inf.
+	c.step(t, watermark(j, 0, flow.Watermark{Col: 0, Ts: 25}, &fwd))
+	if len(fwd) != 0 || j.StoredRows() != 4 {
+		t.Fatalf("forwarded %v, %d rows kept", fwd, j.StoredRows())
+	}
+	// A non-key column never passes.
+	c.step(t, watermark(j, 1, flow.Watermark{Col: 1, Ts: 25}, &fwd))
+	if len(fwd) != 0 {
+		t.Fatalf("forwarded %v", fwd)
+	}
+	// Both sides: the minimum, on both output columns of the key; rows
+	// below it can never match again and are deleted.
+	c.step(t, watermark(j, 1, flow.Watermark{Col: 0, Ts: 15}, &fwd))
+	if fmt.Sprint(fwd) != "[{0 15} {2 15}]" {
+		t.Fatalf("forwarded %v", fwd)
+	}
+	if j.StoredRows() != 2 {
+		t.Fatalf("%d rows kept, want 2", j.StoredRows())
+	}
+	cp.checkpoint(t, []flow.Operator{j}, []*collector{c})
+	if n := stateKeys(t, cp.db, opID); n != 2 {
+		t.Fatalf("%d rows stored, want 2", n)
+	}
+	// The join goes on with the rows it kept.
+	c.step(t, process(j, 1, ins(row(20, "z"))))
+	c.wantDelta(t, bagOf("(20,'x',20,'z')"))
+	c.wantTotal(t, bagOf("(10,'x',10,'y')", "(20,'x',20,'z')"))
+}

@@ -1,0 +1,348 @@
+package ops
+
+import (
+	"sort"
+
+	"sluice/exec/flow"
+	"sluice/exec/spec"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// Window computes window functions per partition, incrementally: it keeps
+// each partition's rows in window order, and after every input batch it
+// recomputes the partitions the batch touched and emits the difference
+// between what it had emitted for them and what they give now. With a
+// Limit (Top-N: ROW_NUMBER() … WHERE rn <= N) only the first rows are
+// output; when the input is append-only, rows that fall beyond the limit
+// can never come back, so they are dropped from state.
+//
+// State: s/<op>/<partition key> holds the partition's rows.
+type Window struct {
+	n          *spec.Node
+	appendOnly bool
+	inCols     int
+	prefix     []byte
+	parts      map[string]*wpart
+	dirty      map[string]struct{}
+	touched    map[string]struct{}
+	kbuf       []byte
+	calc       Agg // accumulator helpers for window aggregates
+}
+
+type wpart struct {
+	rows    []types.Row // sorted by the window order, then the whole row
+	emitted []types.Row // output rows currently emitted
+}
+
+// NewWindow creates the operator of node n with id opID; appendOnly says
+// its input never retracts. db nil: a batch query.
+func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *storage.DB) (*Window, error) {
+	w := &Window{n: n, appendOnly: appendOnly, inCols: inCols, prefix: storage.Key(storage.SpaceState, opID),
+		parts: map[string]*wpart{}, dirty: map[string]struct{}{}, touched: map[string]struct{}{}}
+	if db != nil {
+		err := db.Scan(w.prefix, func(k, v []byte) error {
+			r, err := types.DecodeRow(v)
+			if err != nil {
+				return err
+			}
+			p := &wpart{}
+			for _, d := range r {
+				row, err := types.DecodeRow([]byte(d.S))
+				if err != nil {
+					return err
+				}
+				p.rows = append(p.rows, row)
+			}
+			p.emitted = w.compute(p)
+			w.parts[string(k[len(w.prefix):])] = p
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// cmp orders two input rows: window order, then the whole row (a stable
+// tie-break, so ROW_NUMBER is deterministic).
+func (w *Window) cmp(a, b types.Row) int {
+	if c := compareOrder(a, b, w.n.Order); c != 0 {
+		return c
+	}
+	for i := range a {
+		if c := compareNullsLast(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareNullsLast(a, b types.Datum) int {
+	switch {
+	case a.IsNull() && b.IsNull():
+		return 0
+	case a.IsNull():
+		return 1
+	case b.IsNull():
+		return -1
+	}
+	return types.Compare(a, b)
+}
+
+// compareOrder compares rows by order as Postgres sorts: NULLs are larger
+// than any value unless NullsFirst.
+func compareOrder(a, b types.Row, order []spec.OrderItem) int {
+	for _, o := range order {
+		x, y := a[o.Col], b[o.Col]
+		var c int
+		switch {
+		case x.IsNull() && y.IsNull():
+			c = 0
+		case x.IsNull():
+			c = 1
+			if o.NullsFirst {
+				c = -1
+			}
+		case y.IsNull():
+			c = -1
+			if o.NullsFirst {
+				c = 1
+			}
+		default:
+			c = types.Compare(x, y)
+			if o.Desc {
+				c = -c
+			}
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// Process implements flow.Operator.
+func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	for i, r := range b.Rows {
+		w.kbuf = w.kbuf[:0]
+		for _, c := range w.n.PartitionBy {
+			w.kbuf = types.AppendKey(w.kbuf, r[c])
+		}
+		p := w.parts[string(w.kbuf)]
+		if p == nil {
+			p = &wpart{}
+			w.parts[string(w.kbuf)] = p
+		}
+		k := string(w.kbuf)
+		w.touched[k] = struct{}{}
+		w.dirty[k] = struct{}{}
+		for d := b.Diffs[i]; d > 0; d-- {
+			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) > 0 })
+			p.rows = append(p.rows, nil)
+			copy(p.rows[j+1:], p.rows[j:])
+			p.rows[j] = r
+		}
+		for d := b.Diffs[i]; d < 0; d++ {
+			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) >= 0 })
+			if j < len(p.rows) && w.cmp(p.rows[j], r) == 0 {
+				p.rows = append(p.rows[:j], p.rows[j+1:]...)
+			}
+		}
+	}
+	return w.emitTouched(out)
+}
+
+func (w *Window) emitTouched(out *flow.Emitter) error {
+	for k := range w.touched {
+		p := w.parts[k]
+		now := w.compute(p)
+		if err := diffRows(p.emitted, now, out); err != nil {
+			return err
+		}
+		p.emitted = now
+		if w.appendOnly && w.n.Limit >= 0 {
+			// Rows beyond the limit never re-enter an append-only input's
+			// top rows: keep only those output (and their peers).
+			w.trim(p, now)
+		}
+		if len(p.rows) == 0 {
+			delete(w.parts, k)
+		}
+	}
+	clear(w.touched)
+	return nil
+}
+
+// trim drops rows after the last one output.
+func (w *Window) trim(p *wpart, now []types.Row) {
+	if len(now) == 0 || len(now) >= len(p.rows) {
+		return
+	}
+	last := now[len(now)-1][:w.inCols]
+	j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], last) > 0 })
+	if j < len(p.rows) {
+		clear(p.rows[j:])
+		p.rows = p.rows[:j]
+	}
+}
+
+// diffRows emits -old for rows of old not in now and +new for rows of now
+// not in old (multisets).
+func diffRows(old, now []types.Row, out *flow.Emitter) error {
+	if len(old) == 0 && len(now) == 0 {
+		return nil
+	}
+	count := map[string]int{}
+	var buf []byte
+	for _, r := range old {
+		buf = types.EncodeRow(buf[:0], r)
+		count[string(buf)]--
+	}
+	for _, r := range now {
+		buf = types.EncodeRow(buf[:0], r)
+		count[string(buf)]++
+	}
+	for _, r := range old {
+		buf = types.EncodeRow(buf[:0], r)
+		if count[string(buf)] < 0 {
+			count[string(buf)]++
+			if err := out.Emit(r, -1); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range now {
+		buf = types.EncodeRow(buf[:0], r)
+		if count[string(buf)] > 0 {
+			count[string(buf)]--
+			if err := out.Emit(r, 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compute returns the partition's output rows in window order.
+func (w *Window) compute(p *wpart) []types.Row {
+	n := w.n
+	var out []types.Row
+	rank, dense := int64(0), int64(0)
+	var sessStart, sessEnd []types.Datum
+	for _, f := range n.WinFuncs {
+		if f.Func == "session_start" || f.Func == "session_end" {
+			sessStart, sessEnd = sessions(p.rows, f)
+			break
+		}
+	}
+	for i, r := range p.rows {
+		peerOfPrev := i > 0 && compareOrder(p.rows[i-1], r, n.Order) == 0
+		if !peerOfPrev {
+			rank = int64(i) + 1
+			dense++
+		}
+		row := make(types.Row, 0, len(r)+len(n.WinFuncs))
+		row = append(row, r...)
+		for _, f := range n.WinFuncs {
+			switch f.Func {
+			case "row_number":
+				row = append(row, types.NewInt(int64(i)+1))
+			case "rank":
+				row = append(row, types.NewInt(rank))
+			case "dense_rank":
+				row = append(row, types.NewInt(dense))
+			case "session_start":
+				row = append(row, sessStart[i])
+			case "session_end":
+				row = append(row, sessEnd[i])
+			default:
+				row = append(row, w.frameAgg(p.rows, i, f))
+			}
+		}
+		if n.Limit >= 0 {
+			v := row[len(r)+n.LimitFunc].I
+			if v > n.Limit {
+				break // ranks only grow along the order
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// sessions returns each row's session bounds: rows (sorted by time) whose
+// times are less than f.Gap apart share a session from the first time to
+// the last time plus the gap. A NULL time has NULL bounds.
+func sessions(rows []types.Row, f spec.WindowCall) (start, end []types.Datum) {
+	start = make([]types.Datum, len(rows))
+	end = make([]types.Datum, len(rows))
+	for i := 0; i < len(rows); {
+		t := rows[i][f.Arg]
+		if t.IsNull() {
+			start[i], end[i] = types.Null, types.Null
+			i++
+			continue
+		}
+		j := i
+		last := t.I
+		for j+1 < len(rows) && !rows[j+1][f.Arg].IsNull() && rows[j+1][f.Arg].I-last < f.Gap {
+			j++
+			last = rows[j][f.Arg].I
+		}
+		s, e := t, t
+		e.I = last + f.Gap
+		for k := i; k <= j; k++ {
+			start[k], end[k] = s, e
+		}
+		i = j + 1
+	}
+	return start, end
+}
+
+// frameAgg computes aggregate f over the frame of row i.
+func (w *Window) frameAgg(rows []types.Row, i int, f spec.WindowCall) types.Datum {
+	lo, hi := 0, len(rows)-1
+	switch {
+	case f.Rows:
+		hi = i
+		if f.Preceding >= 0 && int64(i)-f.Preceding > 0 {
+			lo = i - int(f.Preceding)
+		}
+	case len(w.n.Order) > 0:
+		// RANGE UNBOUNDED PRECEDING .. CURRENT ROW: through the last peer.
+		hi = i
+		for hi+1 < len(rows) && compareOrder(rows[hi+1], rows[i], w.n.Order) == 0 {
+			hi++
+		}
+	}
+	call := spec.AggCall{Func: f.Func, Arg: f.Arg, Filter: -1, T: f.T}
+	ac := acc{}
+	if f.Func == "min" || f.Func == "max" {
+		ac.set = map[string]*setEntry{}
+	}
+	for j := lo; j <= hi; j++ {
+		_ = w.calc.update(&ac, &call, rows[j], 1)
+	}
+	return w.calc.result(&ac, &call)
+}
+
+// Checkpoint implements flow.Operator.
+func (w *Window) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
+	for k := range w.dirty {
+		key := append(append([]byte(nil), w.prefix...), k...)
+		p := w.parts[k]
+		if p == nil || len(p.rows) == 0 {
+			b.W.Delete(key)
+			continue
+		}
+		r := make(types.Row, len(p.rows))
+		for i, row := range p.rows {
+			r[i] = types.NewBytes(types.EncodeRow(nil, row))
+		}
+		b.W.Set(key, types.EncodeRow(nil, r))
+	}
+	clear(w.dirty)
+	return nil
+}

@@ -1,0 +1,103 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// UserFunc is a SQL function created with CREATE FUNCTION … LANGUAGE SQL:
+// a single expression over its arguments, inlined where it is called.
+type UserFunc struct {
+	ID       uint64
+	Name     string
+	ArgNames []string // "" for an unnamed argument ($n only)
+	ArgTypes []types.T
+	Returns  types.T
+	// Body returns a fresh parse of the body expression (it is rewritten
+	// in place when inlined).
+	Body func() (ast.ExprNode, error)
+}
+
+// argSubst replaces the body's references to arguments (by name or $n)
+// with the call's argument expressions.
+type argSubst struct {
+	f    *UserFunc
+	args []ast.ExprNode
+}
+
+func (s argSubst) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SubqueryExpr); ok {
+		return n, true
+	}
+	return n, false
+}
+
+func (s argSubst) Leave(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.ColumnNameExpr:
+		if x.Name.Table.O != "" {
+			return n, true
+		}
+		for i, name := range s.f.ArgNames {
+			if name != "" && strings.EqualFold(name, x.Name.Name.O) {
+				return s.args[i], true
+			}
+		}
+	case *ast.FuncCallExpr:
+		if x.FnName.L == "__pg_param" && len(x.Args) == 1 {
+			if k, ok := intLiteral(x.Args[0]); ok && k >= 1 && int(k) <= len(s.args) {
+				return s.args[k-1], true
+			}
+		}
+	}
+	return n, true
+}
+
+// bindUserFunc inlines a call of f.
+func (b *binder) bindUserFunc(f *UserFunc, n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
+	if len(n.Args) != len(f.ArgTypes) {
+		return nil, pgerror.New(pgcode.UndefinedFunction, "function %s takes %d arguments, not %d", f.Name, len(f.ArgTypes), len(n.Args))
+	}
+	body, err := f.Body()
+	if err != nil {
+		return nil, err
+	}
+	// Each argument is bound in the caller's scope and cast to the declared
+	// type; the body sees it through a placeholder node that binds to it.
+	args := make([]ast.ExprNode, len(n.Args))
+	for i, a := range n.Args {
+		x, err := b.bind(a, sc, h)
+		if err != nil {
+			return nil, err
+		}
+		if x, err = b.castTo(x, f.ArgTypes[i]); err != nil {
+			return nil, err
+		}
+		args[i] = &boundExpr{x: x}
+	}
+	nb, ok := body.Accept(argSubst{f: f, args: args})
+	if !ok {
+		return nil, pgerror.New(pgcode.Internal, "inlining %s", f.Name)
+	}
+	b.p.Deps = append(b.p.Deps, f.ID)
+	x, err := b.bind(nb.(ast.ExprNode), sc, h)
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgerror.GetCode(err), "in function %s", f.Name)
+	}
+	return b.castTo(x, f.Returns)
+}
+
+// boundExpr is an already bound expression standing in the AST (an
+// inlined function's argument).
+type boundExpr struct {
+	ast.ValueExpr
+	x spec.Expr
+}
+
+func (e *boundExpr) Accept(v ast.Visitor) (ast.Node, bool) { return v.Leave(e) }
