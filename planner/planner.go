@@ -115,6 +115,7 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Materialize, Inputs: []int{root}, Rel: id, RelName: name, Key: q.Key, Cols: q.Columns})
+	pruneSources(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
 }
@@ -136,6 +137,7 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Sink, Inputs: []int{root}, Rel: id, RelName: name, Cols: q.Columns})
+	pruneSources(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
 }
@@ -435,6 +437,116 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 	return p.plan.Add(node), sc, nil
 }
 
+// pushJoinConds moves each condition of conds (over node in's columns)
+// into the inner join that in is, or that it is built on, as a join key
+// (an equality of a left and a right column) or as part of the join's
+// condition, as deep as the columns it uses allow. It returns the
+// conditions it could not place.
+func (p *Planner) pushJoinConds(in int, conds []spec.Expr) []spec.Expr {
+	n := p.plan.Nodes[in]
+	if n.Kind != spec.Join || n.JoinKind != spec.InnerJoin || n.Temporal || len(conds) == 0 {
+		return conds
+	}
+	nl := len(p.plan.Nodes[n.Inputs[0]].Cols)
+	var rest, left, right []spec.Expr
+	for _, c := range conds {
+		lo, hi, sub := colRange(c)
+		switch {
+		case sub || lo < 0:
+			rest = append(rest, c) // constant or with a subquery: keep above
+		case hi < nl:
+			left = append(left, c)
+		case lo >= nl:
+			if m, ok := spec.MapCols(c, func(i int) int { return i - nl }); ok {
+				right = append(right, m)
+			} else {
+				rest = append(rest, c)
+			}
+		default:
+			if f, ok := c.(*spec.Func); ok && f.Name == "=" {
+				l, lok := f.Args[0].(*spec.ColRef)
+				r, rok := f.Args[1].(*spec.ColRef)
+				if lok && rok && l.T == r.T {
+					if l.Idx >= nl {
+						l, r = r, l
+					}
+					if l.Idx < nl && r.Idx >= nl {
+						n.LeftKeys = append(n.LeftKeys, l.Idx)
+						n.RightKeys = append(n.RightKeys, r.Idx-nl)
+						continue
+					}
+				}
+			}
+			if n.Cond == nil {
+				n.Cond = c
+			} else {
+				n.Cond = andAll([]spec.Expr{n.Cond, c})
+			}
+		}
+	}
+	// Conditions on one side filter that side before the join (less state).
+	for side, cs := range [][]spec.Expr{left, right} {
+		if rest := p.pushJoinConds(n.Inputs[side], cs); len(rest) > 0 {
+			ci := n.Inputs[side]
+			f := &spec.Node{Kind: spec.Filter, Inputs: []int{ci}, Pred: andAll(rest), Cols: p.plan.Nodes[ci].Cols}
+			idx := p.insertAfter(ci, f)
+			p.keys[idx] = p.keys[ci]
+			n.Inputs[side] = idx
+		}
+	}
+	return rest
+}
+
+// insertAfter inserts n into the plan right after node pos, keeping the
+// nodes in topological order, and returns its index; later nodes move up
+// by one.
+func (p *Planner) insertAfter(pos int, n *spec.Node) int {
+	nodes := append(p.plan.Nodes, nil)
+	copy(nodes[pos+2:], nodes[pos+1:])
+	nodes[pos+1] = n
+	for i, m := range nodes {
+		if i == pos+1 {
+			continue
+		}
+		for k, in := range m.Inputs {
+			if in > pos {
+				m.Inputs[k] = in + 1
+			}
+		}
+	}
+	keys := make(map[int][]int, len(p.keys))
+	for k, v := range p.keys {
+		if k > pos {
+			k++
+		}
+		keys[k] = v
+	}
+	p.keys = keys
+	p.plan.Nodes = nodes
+	return pos + 1
+}
+
+// colRange returns the lowest and highest column a condition reads (-1
+// if none) and whether it holds a subquery.
+func colRange(e spec.Expr) (lo, hi int, sub bool) {
+	lo, hi = -1, -1
+	spec.Walk(e, func(x spec.Expr) bool {
+		switch c := x.(type) {
+		case *spec.ColRef:
+			if lo < 0 || c.Idx < lo {
+				lo = c.Idx
+			}
+			if c.Idx > hi {
+				hi = c.Idx
+			}
+		case *spec.Subquery:
+			sub = true
+		}
+		return true
+	})
+	return lo, hi, sub
+}
+
 // keyExpr is an equality between an expression over the left input and
 // one over the right input (right column indexes relative to the right).
 type keyExpr struct{ l, r spec.Expr }
@@ -535,6 +647,9 @@ func (p *Planner) joinOnExprs(node *spec.Node, li, ri, nl, nr int, keys []keyExp
 }
 
 func conjuncts(e spec.Expr) []spec.Expr {
+	if e == nil {
+		return nil
+	}
 	if f, ok := e.(*spec.Func); ok && f.Name == "and" {
 		var out []spec.Expr
 		for _, a := range f.Args {

@@ -50,7 +50,18 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			src.Lookup = KeyLookup(pred, key)
 		}
 		p.pushTopN(in, pred)
-		in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: sc.columns()})
+		// Conditions over the inputs of inner joins (comma joins: FROM a, b
+		// WHERE a.id = b.aid) become the joins' keys and conditions.
+		top := p.plan.Nodes[in]
+		rest := p.pushJoinConds(in, conjuncts(pred))
+		for i, n := range p.plan.Nodes { // inserted filters move it up
+			if n == top {
+				in = i
+			}
+		}
+		if len(rest) > 0 {
+			in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: andAll(rest), Cols: sc.columns()})
+		}
 		p.keys[in] = key
 	}
 

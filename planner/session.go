@@ -16,7 +16,7 @@ import (
 //	SESSION(relation, time_col, gap [, partition_col …])
 //
 // in FROM adds window_start and window_end to each row: the rows of one
-// partition whose times are less than gap apart form a session from its
+// partition whose times are at most gap apart form a session from its
 // first time to its last time plus gap (Flink's session window). GROUP BY
 // partition_col, window_start, window_end then aggregates per session. A
 // late row can merge two sessions: the rows of both are re-emitted with

@@ -248,9 +248,22 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 		return err
 	}
 	pl := e.newPlanner()
+	if x.Parsed != nil {
+		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+	}
 	q, err := pl.PlanQuery(x.Query)
 	if err != nil {
-		return err
+		// A view over a source can only be read by materialized views and
+		// sinks: check it as a streaming query.
+		pl = e.newPlanner()
+		pl.Streaming = true
+		if x.Parsed != nil {
+			pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+		}
+		var err2 error
+		if q, err2 = pl.PlanQuery(x.Query); err2 != nil {
+			return err
+		}
 	}
 	var cols []storage.ColumnEntry
 	for _, c := range q.Columns {

@@ -24,13 +24,27 @@
 //   - catalog_test.go covers SHOW, DESCRIBE, SHOW CREATE, EXPLAIN, the error
 //     count of a view, and the catalog surviving kills and restarts, where
 //     the output format is the server's choice.
+//   - exactly_once_test.go is the exactly-once crash battery (issue 3):
+//     a Kafka-protocol broker (cmd/testbroker, kfake with a data
+//     directory), the machine's PostgreSQL and Redis, and a sluice process
+//     SIGKILLed at random moments and at named points of the commit path
+//     (SLUICE_CRASHPOINT) while records stream through; every pipeline
+//     prints `records=… kills=… lost=0 duplicated=0 wrong=0`.
+//     outage_test.go stops PostgreSQL, Redis and Kafka under running sinks
+//     and checks pending epochs, recovery and exact output;
+//     broker_test.go runs the helper processes.
+//   - nexmark_test.go runs Nexmark q0–q22 as views and as blackhole sinks
+//     over a fixed generated stream and compares each with the same query
+//     computed by PostgreSQL over the same rows (issue 4).
 //   - deps_test.go enforces the import rules of style.md with `go list`.
 //
 // Environment: SLUICE_BIN uses a prebuilt binary, SLUICE_BUILD_FLAGS adds
 // `go build` flags (e.g. -race), SLUICE_TEST_LOG_DIR keeps every server's
-// full output, SLUICE_CRASH_KILLS raises the crash test's kill count.
+// full output, SLUICE_CRASH_KILLS raises the crash test's kill count,
+// SLUICE_EO_KILLS the exactly-once battery's.
 //
-// It imports only the standard library and pgx v5 (pgx, pgconn, pgproto3,
-// pgtype): importing a Sluice package would make a test depend on internals
-// instead of the user-visible contract.
+// It imports only the standard library and client libraries a user would
+// use (pgx v5, franz-go's kgo/kmsg, go-redis): importing a Sluice package
+// would make a test depend on internals instead of the user-visible
+// contract.
 package tests

@@ -53,6 +53,13 @@ var build struct {
 	err  error
 }
 
+// tools are the other binaries of the module built by Tool, by package.
+var tools struct {
+	sync.Mutex
+	dir   string // temporary directory holding them, removed by CleanupBinary
+	built map[string]string
+}
+
 // Binary returns the path of a sluice binary built from ./cmd/sluice, building
 // it on first use. Every test of one `go test` run shares the same binary.
 func Binary(t testing.TB) string {
@@ -94,10 +101,44 @@ func Binary(t testing.TB) string {
 	return build.path
 }
 
-// CleanupBinary removes the binary built by Binary. TestMain calls it.
+// Tool returns the path of a binary built (without SLUICE_BUILD_FLAGS)
+// from pkg, a main package of this module such as "./cmd/testbroker",
+// building it on first use.
+func Tool(t testing.TB, pkg string) string {
+	t.Helper()
+	tools.Lock()
+	defer tools.Unlock()
+	if p, ok := tools.built[pkg]; ok {
+		return p
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.dir == "" {
+		if tools.dir, err = os.MkdirTemp("", "sluice-e2e-tools-"); err != nil {
+			t.Fatal(err)
+		}
+		tools.built = map[string]string{}
+	}
+	path := filepath.Join(tools.dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", path, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	tools.built[pkg] = path
+	return path
+}
+
+// CleanupBinary removes the binaries built by Binary and Tool. TestMain
+// calls it.
 func CleanupBinary() {
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
+	}
+	if tools.dir != "" {
+		_ = os.RemoveAll(tools.dir)
 	}
 }
 
@@ -134,6 +175,10 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// Env is added to the test's environment for every start, e.g.
+	// "SLUICE_CRASHPOINT=sink-before-commit:2"; SetEnv changes it between
+	// restarts.
+	Env []string
 
 	// Command, when set, runs instead of sluice (with exactly these
 	// arguments; Addr and DataDir must then be given and match them). Tests
@@ -163,6 +208,7 @@ type Server struct {
 		sync.Mutex
 		proc        *process // nil when no process is running
 		incarnation int
+		env         []string // Options.Env, or what SetEnv set
 	}
 }
 
@@ -213,6 +259,7 @@ func NewServer(t testing.TB, opts Options) *Server {
 		t: t, bin: bin, Addr: opts.Addr, DataDir: opts.DataDir, args: args, cred: opts.Credential,
 		user: cmpOr(opts.User, "sluice"), db: cmpOr(opts.Database, "sluice"), logs: newLogBuffer(),
 	}
+	s.mu.env = opts.Env
 	t.Cleanup(func() {
 		s.mu.Lock()
 		p := s.mu.proc
@@ -259,9 +306,12 @@ func (s *Server) spawn() (*process, error) {
 		}
 	}
 	s.mu.incarnation++
-	fmt.Fprintf(s.logs, "\n=== sluice run %d at %s: %s %s\n", s.mu.incarnation, time.Now().Format("15:04:05.000"),
-		s.bin, strings.Join(s.args, " "))
+	fmt.Fprintf(s.logs, "\n=== sluice run %d at %s: %s%s %s\n", s.mu.incarnation, time.Now().Format("15:04:05.000"),
+		envPrefix(s.mu.env), s.bin, strings.Join(s.args, " "))
 	cmd := exec.Command(s.bin, s.args...)
+	if len(s.mu.env) > 0 {
+		cmd.Env = append(os.Environ(), s.mu.env...)
+	}
 	cmd.Stdout = s.logs
 	cmd.Stderr = s.logs
 	cmd.SysProcAttr = sysProcAttr(s.cred)
@@ -336,6 +386,21 @@ func (s *Server) Kill() error {
 	}
 	<-p.done
 	return nil
+}
+
+// SetEnv replaces the environment added to the next starts (see
+// Options.Env); it does not affect a running process.
+func (s *Server) SetEnv(env ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.env = append([]string(nil), env...)
+}
+
+func envPrefix(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return strings.Join(env, " ") + " "
 }
 
 // Restart starts a new process on the same data directory and port. The
@@ -702,8 +767,11 @@ func EnsureRedis(t testing.TB) {
 	}
 }
 
-func pingRedis() error {
-	conn, err := net.DialTimeout("tcp", RedisAddr, 2*time.Second)
+func pingRedis() error { return pingRedisAt(RedisAddr) }
+
+// pingRedisAt sends PING to the Redis server at addr.
+func pingRedisAt(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ WHERE rownum <= 1`},
        TO_CHAR(date_time, 'HH:MI') AS time
 FROM bid`},
 	"q11": {query: `SELECT bidder, count(*) AS bid_count, window_start AS starttime, window_end AS endtime
-FROM SESSION(bid, date_time, INTERVAL '10' SECOND)
+FROM SESSION(bid, date_time, INTERVAL '10' SECOND, bidder)
 GROUP BY bidder, window_start, window_end`},
 	"q12": {setup: []string{`CREATE VIEW nexmark_q12_bid AS SELECT *, PROCTIME() AS p_time FROM bid`},
 		query: `SELECT bidder, count(*) AS bid_count, window_start, window_end

@@ -247,7 +247,7 @@ func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error
 // srcOpenProbe bounds how long Open waits for a broker answer before it
 // leaves the fetcher to keep trying (a broker that is down is transient;
 // only a broker's answer that the topic is missing fails Open).
-const srcOpenProbe = 3 * time.Second
+const srcOpenProbe = time.Second
 
 // Open implements connector.SourceFactory. When a broker answers, it
 // checks that the topic exists and fixes each partition's start offset

@@ -38,9 +38,12 @@ const (
 	// srcRequestTimeout bounds one request to a broker that stalls.
 	srcRequestTimeout = 10 * time.Second
 	// srcPartitionBytes and srcFetchBytes bound a fetch (a larger first
-	// batch is still returned whole by the broker).
-	srcPartitionBytes = 1 << 20
-	srcFetchBytes     = 8 << 20
+	// batch is still returned whole by the broker). They are small
+	// because kafka-go's decoder holds a 64 KiB page per record batch for
+	// as long as the response lives: producers with small batches (a few
+	// records each) would make an 8 MiB response cost gigabytes.
+	srcPartitionBytes = 256 << 10
+	srcFetchBytes     = 1 << 20
 	// srcChunkBuffer is how many fetched chunks (one per partition and
 	// fetch) may wait for Read: the bound on buffered memory.
 	srcChunkBuffer = 16

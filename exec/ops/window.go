@@ -273,7 +273,7 @@ func (w *Window) compute(p *wpart) []types.Row {
 }
 
 // sessions returns each row's session bounds: rows (sorted by time) whose
-// times are less than f.Gap apart share a session from the first time to
+// times are at most f.Gap apart share a session from the first time to
 // the last time plus the gap. A NULL time has NULL bounds.
 func sessions(rows []types.Row, f spec.WindowCall) (start, end []types.Datum) {
 	start = make([]types.Datum, len(rows))
@@ -287,7 +287,7 @@ func sessions(rows []types.Row, f spec.WindowCall) (start, end []types.Datum) {
 		}
 		j := i
 		last := t.I
-		for j+1 < len(rows) && !rows[j+1][f.Arg].IsNull() && rows[j+1][f.Arg].I-last < f.Gap {
+		for j+1 < len(rows) && !rows[j+1][f.Arg].IsNull() && rows[j+1][f.Arg].I-last <= f.Gap {
 			j++
 			last = rows[j][f.Arg].I
 		}

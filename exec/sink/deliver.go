@@ -141,6 +141,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		if s == nil {
 			s, err = d.open(ctx)
 			if err != nil {
+				d.countPending()
 				d.fail(err)
 				if d.sleep(ctx) != nil {
 					return nil
@@ -195,6 +196,24 @@ func (d *Deliverer) open(ctx context.Context) (connector.Sink, error) {
 }
 
 var errStop = errors.New("stop")
+
+// countPending counts the epochs in the log (up to 65) for Status, and
+// the newest of them, while the sink cannot be reached.
+func (d *Deliverer) countPending() {
+	epochs := map[uint64]struct{}{}
+	_ = d.DB.Scan(LogPrefix(d.ID), func(k, _ []byte) error {
+		if e, ok := epochOf(d.ID, k); ok {
+			epochs[e] = struct{}{}
+			if len(epochs) > 64 {
+				return errStop
+			}
+		}
+		return nil
+	})
+	d.mu.Lock()
+	d.mu.pending = len(epochs)
+	d.mu.Unlock()
+}
 
 // deliverOne writes the oldest epoch in the log, if any, and reports
 // whether more may be waiting.

@@ -1,0 +1,4 @@
+-- q1: currency conversion (DECIMAL arithmetic).
+CREATE MATERIALIZED VIEW nexmark_q1 AS
+SELECT auction, bidder, 0.908 * price AS price, date_time
+FROM bid;

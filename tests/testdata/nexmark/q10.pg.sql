@@ -1,0 +1,4 @@
+SELECT auction, bidder, price, date_time,
+       TO_CHAR(date_time, 'YYYY-MM-DD') AS date,
+       TO_CHAR(date_time, 'HH:MI') AS time
+FROM bid;
