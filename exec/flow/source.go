@@ -87,8 +87,9 @@ type ReaderSource struct {
 	// the checkpoint under d/<op>/<epoch>/<n>; otherwise they are only
 	// counted (skip).
 	KeepDeadLetters bool
-	// SourceID is the catalog id of the source read.
-	SourceID uint64
+	// SourceID and SourceName name the source read.
+	SourceID   uint64
+	SourceName string
 	// BadRecords counts the bad records passed by.
 	BadRecords atomic.Int64
 	// Late counts the rows dropped because their event time was behind
@@ -200,7 +201,7 @@ func (r *ReaderSource) takeDead() {
 func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 	r.takeDead()
 	for i, d := range r.dead {
-		b.W.Set(DeadLetterKey(r.opID, b.Epoch, uint32(i)), EncodeDeadLetter(r.Name, d))
+		b.W.Set(DeadLetterKey(r.opID, b.Epoch, uint32(i)), EncodeDeadLetter(r.SourceName, d))
 	}
 	clear(r.dead)
 	r.dead = r.dead[:0]

@@ -270,7 +270,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 				return fail(err)
 			}
 			rs.OnError = j.fail
-			rs.SourceID = n.Source.SourceID
+			rs.SourceID, rs.SourceName = n.Source.SourceID, n.Source.Name
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
 			if wm := n.Source.Watermark; wm != nil {
