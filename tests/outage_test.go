@@ -286,7 +286,7 @@ func startPrivatePostgres(t *testing.T) *Server {
 	if os.Geteuid() == 0 {
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	dir, err := os.MkdirTemp("", "sluice-outage-pg-")
+	dir, err := os.MkdirTemp("", "sluice-private-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func startPrivatePostgres(t *testing.T) *Server {
 	srv := NewServer(t, Options{
 		Command: []string{filepath.Join(bin, "postgres"), "-D", data, "-p", portOf(addr),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir,
-			"-c", "fsync=on", "-c", "max_connections=20", "-c", "shared_buffers=16MB"},
+			"-c", "fsync=on", "-c", "max_connections=40", "-c", "shared_buffers=16MB"},
 		Addr: addr, DataDir: data, Credential: cred, User: "postgres", Database: "postgres",
 	})
 	if err := srv.Start(); err != nil {

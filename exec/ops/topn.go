@@ -66,33 +66,5 @@ func (t *TopN) Finish(out *flow.Emitter) error {
 // SortRows sorts rows by order, as Postgres does: NULLs are larger than
 // any value unless NullsFirst.
 func SortRows(rows []types.Row, order []spec.OrderItem) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		for _, o := range order {
-			a, b := rows[i][o.Col], rows[j][o.Col]
-			var c int
-			switch {
-			case a.IsNull() && b.IsNull():
-				c = 0
-			case a.IsNull():
-				c = 1
-				if o.NullsFirst {
-					c = -1
-				}
-			case b.IsNull():
-				c = -1
-				if o.NullsFirst {
-					c = 1
-				}
-			default:
-				c = types.Compare(a, b)
-				if o.Desc {
-					c = -c
-				}
-			}
-			if c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
+	sort.SliceStable(rows, func(i, j int) bool { return compareOrder(rows[i], rows[j], order) < 0 })
 }
