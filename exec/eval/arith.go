@@ -93,8 +93,23 @@ func build2(f func(a, c types.Datum) (types.Datum, error)) builder {
 	return func(b *bctx) (Fn, error) { return strict2(b.fn(0), b.fn(1), f), nil }
 }
 
-func buildN(f func(args []types.Datum) (types.Datum, error)) builder {
-	return func(b *bctx) (Fn, error) { return strictN(argFns(b), f), nil }
+// build3 builds a strict three-argument function; the arguments travel by
+// value, so a call allocates nothing.
+func build3(f func(a, b, c types.Datum) (types.Datum, error)) builder {
+	return func(b *bctx) (Fn, error) {
+		x, y, z := b.fn(0), b.fn(1), b.fn(2)
+		return func(row types.Row) (types.Datum, error) {
+			a, c, ok, err := eval2(x, y, row)
+			if !ok || err != nil {
+				return types.Null, err
+			}
+			d, err := z(row)
+			if err != nil || d.K == types.KNull {
+				return types.Null, err
+			}
+			return f(a, c, d)
+		}, nil
+	}
 }
 
 // buildIntArith builds + - * / % on integers; the result type gives the range.

@@ -5,6 +5,8 @@ import (
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
+	"sort"
+	"strings"
 )
 
 // Fn evaluates a compiled expression over one input row. An Fn holds no
@@ -162,10 +164,37 @@ func (c *compiler) compile(e spec.Expr) (arg, error) {
 	return arg{}, pgerror.New(pgcode.Internal, "unsupported expression %T", e)
 }
 
+// exprCost ranks an expression's evaluation cost: regular expressions and
+// subqueries are expensive, the rest is cheap.
+func exprCost(e spec.Expr) int {
+	cost := 0
+	spec.Walk(e, func(x spec.Expr) bool {
+		switch y := x.(type) {
+		case *spec.Subquery:
+			cost += 100
+		case *spec.Func:
+			n := normName(y.Name)
+			if strings.HasPrefix(n, "regexp") || strings.Contains(n, "~") || n == "similar_to" {
+				cost += 10
+			}
+		}
+		return true
+	})
+	return cost
+}
+
 func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 	name := normName(f.Name)
-	args := make([]arg, len(f.Args))
-	for i, e := range f.Args {
+	exprs := f.Args
+	if (name == "and" || name == "or") && len(exprs) > 1 {
+		// AND and OR stop at the first deciding argument and their
+		// result does not depend on the order: evaluate cheap arguments
+		// first, so that a regular expression runs only when needed.
+		exprs = append([]spec.Expr(nil), exprs...)
+		sort.SliceStable(exprs, func(i, j int) bool { return exprCost(exprs[i]) < exprCost(exprs[j]) })
+	}
+	args := make([]arg, len(exprs))
+	for i, e := range exprs {
 		a, err := c.compile(e)
 		if err != nil {
 			return arg{}, err

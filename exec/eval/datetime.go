@@ -1150,12 +1150,12 @@ func init() {
 	reg("current_time", nil, types.TTime, now(types.KTime, func(v int64) int64 { return floorMod(v, usPerDay) })).volatile = true
 
 	reg("to_timestamp", fams(F8), types.TTimestampTZ, build1(func(a types.Datum) (types.Datum, error) { return toTimestamp(a.F) }))
-	reg("make_date", fams(I4, I4, I4), types.TDate, buildN(func(v []types.Datum) (types.Datum, error) {
-		d, err := makeDate(v[0].I, v[1].I, v[2].I)
+	reg("make_date", fams(I4, I4, I4), types.TDate, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		d, err := makeDate(v0.I, v1.I, v2.I)
 		return types.NewDate(d), err
 	}))
-	reg("make_time", fams(I4, I4, F8), types.TTime, buildN(func(v []types.Datum) (types.Datum, error) {
-		t, err := makeTime(v[0].I, v[1].I, v[2].F)
+	reg("make_time", fams(I4, I4, F8), types.TTime, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		t, err := makeTime(v0.I, v1.I, v2.F)
 		return types.NewTime(t), err
 	}))
 	makeTS := func(kind types.Kind) builder {

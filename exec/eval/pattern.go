@@ -608,6 +608,16 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 		if err != nil || null || s.K == types.KNull {
 			return types.Null, err
 		}
+		if lit := requiredLiteral(re); lit != "" && !strings.Contains(s.S, lit) {
+			switch name { // no match
+			case "regexp_like":
+				return boolD(false), nil
+			case "regexp_count":
+				return intD(0), nil
+			case "substring", "regexp_match":
+				return types.Null, nil
+			}
+		}
 		switch name {
 		case "regexp_like":
 			return boolD(re.MatchString(s.S)), nil
@@ -663,4 +673,43 @@ func init() {
 	reg("regexp_count", fams(T, T), types.TInt4, buildRegexMatch)
 	reg("regexp_split_to_array", fams(T, T), types.TTextArray, buildRegexMatch)
 	reg("regexp_split_to_array", fams(T, T, T), types.TTextArray, buildRegexMatch)
+}
+
+// requiredLiterals caches, per compiled pattern, a literal every match
+// contains ("" if none is known): a string without it cannot match, which
+// strings.Contains finds far faster than the regexp engine can.
+var requiredLiterals sync.Map // *regexp.Regexp -> string
+
+func requiredLiteral(re *regexp.Regexp) string {
+	if v, ok := requiredLiterals.Load(re); ok {
+		return v.(string)
+	}
+	lit := ""
+	if t, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
+		lit = longestLiteral(t.Simplify())
+	}
+	requiredLiterals.Store(re, lit)
+	return lit
+}
+
+// longestLiteral returns the longest case-sensitive literal that every
+// match of t contains: a top-level literal of a concatenation.
+func longestLiteral(t *syntax.Regexp) string {
+	switch t.Op {
+	case syntax.OpLiteral:
+		if t.Flags&syntax.FoldCase == 0 {
+			return string(t.Rune)
+		}
+	case syntax.OpCapture:
+		return longestLiteral(t.Sub[0])
+	case syntax.OpConcat:
+		best := ""
+		for _, s := range t.Sub {
+			if l := longestLiteral(s); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return ""
 }

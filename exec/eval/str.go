@@ -169,14 +169,24 @@ func splitPart(s, delim string, n int64) (types.Datum, error) {
 		}
 		return str(""), nil
 	}
-	parts := strings.Split(s, delim)
 	if n < 0 {
-		n = int64(len(parts)) + n + 1
+		n = int64(strings.Count(s, delim)) + 1 + n + 1
+		if n < 1 {
+			return str(""), nil
+		}
 	}
-	if n < 1 || n > int64(len(parts)) {
-		return str(""), nil
+	// Walk to the n-th field without splitting the whole string.
+	for ; n > 1; n-- {
+		i := strings.Index(s, delim)
+		if i < 0 {
+			return str(""), nil
+		}
+		s = s[i+len(delim):]
 	}
-	return str(parts[n-1]), nil
+	if i := strings.Index(s, delim); i >= 0 {
+		s = s[:i]
+	}
+	return str(s), nil
 }
 
 func reverse(s string) string {
@@ -469,8 +479,8 @@ func init() {
 	reg("substring", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) {
 		return substring(a.S, c.I, 0, false)
 	}))
-	reg("substring", fams(T, I4, I4), tt, buildN(func(v []types.Datum) (types.Datum, error) {
-		return substring(v[0].S, v[1].I, v[2].I, true)
+	reg("substring", fams(T, I4, I4), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		return substring(v0.S, v1.I, v2.I, true)
 	}))
 	reg("substring", fams(T, T), tt, buildRegexSubstring)
 	reg("position", fams(T, T), ti, build2(func(a, c types.Datum) (types.Datum, error) {
@@ -479,11 +489,11 @@ func init() {
 	reg("__pg_position", fams(T, T), ti, build2(func(a, c types.Datum) (types.Datum, error) {
 		return intD(position(c.S, a.S)), nil
 	}))
-	reg("replace", fams(T, T, T), tt, buildN(func(v []types.Datum) (types.Datum, error) {
-		if v[1].S == "" {
-			return v[0], nil
+	reg("replace", fams(T, T, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		if v1.S == "" {
+			return v0, nil
 		}
-		return str(strings.ReplaceAll(v[0].S, v[1].S, v[2].S)), nil
+		return str(strings.ReplaceAll(v0.S, v1.S, v2.S)), nil
 	}))
 	regVariadic("concat", fams(famAny), tt, buildConcat)
 	regVariadic("concat_ws", fams(T, famAny), tt, buildConcat)
@@ -503,13 +513,13 @@ func init() {
 		reg(n, fams(T, T), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(trim(a.S, c.S)), nil }))
 	}
 	reg("lpad", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", true) }))
-	reg("lpad", fams(T, I4, T), tt, buildN(func(v []types.Datum) (types.Datum, error) { return pad(v[0].S, v[1].I, v[2].S, true) }))
+	reg("lpad", fams(T, I4, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, true) }))
 	reg("rpad", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", false) }))
-	reg("rpad", fams(T, I4, T), tt, buildN(func(v []types.Datum) (types.Datum, error) { return pad(v[0].S, v[1].I, v[2].S, false) }))
+	reg("rpad", fams(T, I4, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, false) }))
 	reg("left", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(leftN(a.S, c.I)), nil }))
 	reg("right", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(rightN(a.S, c.I)), nil }))
-	reg("split_part", fams(T, T, I4), tt, buildN(func(v []types.Datum) (types.Datum, error) {
-		return splitPart(v[0].S, v[1].S, v[2].I)
+	reg("split_part", fams(T, T, I4), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		return splitPart(v0.S, v1.S, v2.I)
 	}))
 	reg("starts_with", fams(T, T), types.TBool, build2(func(a, c types.Datum) (types.Datum, error) {
 		return boolD(strings.HasPrefix(a.S, c.S)), nil
@@ -522,8 +532,8 @@ func init() {
 	})
 	reg("md5", fams(T), tt, md5fn)
 	reg("md5", fams(By), tt, md5fn)
-	reg("translate", fams(T, T, T), tt, buildN(func(v []types.Datum) (types.Datum, error) {
-		return str(translate(v[0].S, v[1].S, v[2].S)), nil
+	reg("translate", fams(T, T, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
+		return str(translate(v0.S, v1.S, v2.S)), nil
 	}))
 	reg("ascii", fams(T), ti, build1(func(a types.Datum) (types.Datum, error) {
 		if a.S == "" {
