@@ -98,6 +98,9 @@ func (o *Output) Send(ctx context.Context, m Msg) error {
 type Emitter struct {
 	b    *types.Batch
 	full func(*types.Batch) error
+	// hint is the size of the last batch handed on: the next one starts
+	// with that room, so a steady flow does not regrow its slices.
+	hint int
 }
 
 // maxBatch is the size at which an Emitter hands a batch on.
@@ -106,7 +109,7 @@ const maxBatch = 4096
 // Emit adds one change to the output.
 func (e *Emitter) Emit(r types.Row, diff int64) error {
 	if e.b == nil {
-		e.b = types.NewBatch(256)
+		e.b = types.NewBatch(min(max(e.hint, 64), maxBatch))
 	}
 	e.b.Add(r, diff)
 	if len(e.b.Rows) >= maxBatch {
@@ -122,6 +125,7 @@ func (e *Emitter) Flush() error {
 	}
 	b := e.b
 	e.b = nil
+	e.hint = len(b.Rows)
 	return e.full(b)
 }
 

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"sluice/exec/flow"
@@ -29,6 +30,9 @@ type Agg struct {
 	// windows indexes the groups by the value of group column gi, for
 	// each gi that has received a watermark.
 	windows map[int]*valueIndex
+	// cleared holds groups dropped since the last checkpoint (their
+	// stored set entries are deleted then).
+	cleared map[string]struct{}
 }
 
 type group struct {
@@ -44,7 +48,16 @@ type acc struct {
 	d   types.Datum // decimal sum
 	f   float64     // float sum
 	set map[string]*setEntry
+	// changed holds the keys of set entries changed since the last
+	// checkpoint. A small set is stored inside its group's header; a
+	// large one (split) as one key per entry, of which a checkpoint
+	// writes only the changed ones.
+	changed map[string]struct{}
+	split   bool
 }
+
+// splitSetAt is the size from which a multiset is stored entry by entry.
+var splitSetAt = 128
 
 type setEntry struct {
 	v types.Datum
@@ -68,11 +81,41 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	}
 	if db != nil {
 		err := db.Scan(a.prefix, func(k, v []byte) error {
-			g, err := a.decodeGroup(v)
-			if err != nil {
-				return err
+			rest := k[len(a.prefix):]
+			if len(rest) == 0 {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
 			}
-			a.groups[string(k[len(a.prefix):])] = g
+			switch rest[0] {
+			case 'h':
+				g, err := a.decodeGroup(v)
+				if err != nil {
+					return err
+				}
+				a.groups[string(rest[1:])] = g
+			case 's':
+				n, m := binary.Uvarint(rest[1:])
+				if m <= 0 || 1+m+int(n)+1 > len(rest) {
+					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
+				}
+				gk := string(rest[1+m : 1+m+int(n)])
+				ai := int(rest[1+m+int(n)])
+				vk := string(rest[1+m+int(n)+1:])
+				g := a.groups[gk]
+				if g == nil || ai >= len(g.accs) {
+					return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
+				}
+				r, err := types.DecodeRow(v)
+				if err != nil || len(r) != 2 {
+					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
+				}
+				if g.accs[ai].set == nil {
+					g.accs[ai].set = map[string]*setEntry{}
+				}
+				g.accs[ai].set[vk] = &setEntry{v: r[0], n: r[1].I}
+				g.accs[ai].split = true
+			default:
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+			}
 			return nil
 		})
 		if err != nil {
@@ -161,6 +204,12 @@ func (a *Agg) indexGroup(k string, g *group) {
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
 	a.dirty[k] = struct{}{}
+	for i := range g.accs {
+		if g.accs[i].split {
+			a.markCleared(k) // its entries are stored apart
+			break
+		}
+	}
 	for gi, idx := range a.windows {
 		if d := g.key[gi]; !d.IsNull() {
 			idx.remove(d.I, k)
@@ -292,6 +341,12 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		if e == nil {
 			e = &setEntry{v: v}
 			ac.set[string(kb)] = e
+		}
+		if ac.split { // inline sets are written whole
+			if ac.changed == nil {
+				ac.changed = map[string]struct{}{}
+			}
+			ac.changed[string(kb)] = struct{}{}
 		}
 		e.n += diff
 		if e.n == 0 {
@@ -468,15 +523,82 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		}
 	}
 	for k := range a.dirty {
-		key := append(append([]byte(nil), a.prefix...), k...)
-		if g, ok := a.groups[k]; ok {
-			b.W.Set(key, a.encodeGroup(g))
-		} else {
-			b.W.Delete(key)
+		key := a.headerKey(k)
+		g, ok := a.groups[k]
+		if _, cleared := a.cleared[k]; cleared {
+			sp := a.setPrefix(k)
+			b.W.DeleteRange(sp, storage.PrefixEnd(sp))
 		}
+		if !ok {
+			b.W.Delete(key)
+			continue
+		}
+		if _, cleared := a.cleared[k]; cleared {
+			for i := range g.accs {
+				if g.accs[i].split {
+					g.accs[i].split = false
+					g.accs[i].changed = nil // rewritten whole below if still large
+				}
+			}
+		}
+		for i := range g.accs {
+			ac := &g.accs[i]
+			switch {
+			case len(ac.set) >= splitSetAt && !ac.split:
+				// Becomes split: every entry goes out once.
+				ac.split = true
+				for vk, e := range ac.set {
+					b.W.Set(a.setEntryKey(k, i, vk), types.EncodeRow(nil, types.Row{e.v, types.NewInt(e.n)}))
+				}
+			case len(ac.set) < splitSetAt/2 && ac.split:
+				// Back to inline: drop the entries.
+				ac.split = false
+				ep := a.setEntryKey(k, i, "")
+				b.W.DeleteRange(ep, storage.PrefixEnd(ep))
+			case ac.split:
+				for vk := range ac.changed {
+					ek := a.setEntryKey(k, i, vk)
+					if e := ac.set[vk]; e != nil {
+						b.W.Set(ek, types.EncodeRow(nil, types.Row{e.v, types.NewInt(e.n)}))
+					} else {
+						b.W.Delete(ek)
+					}
+				}
+			}
+			ac.changed = nil
+		}
+		b.W.Set(key, a.encodeGroup(g))
 	}
 	clear(a.dirty)
+	clear(a.cleared)
 	return nil
+}
+
+// State layout: h<group key> holds a group's header (key, count and the
+// accumulators' scalars); s<len><group key><agg><value key> holds one entry
+// of a DISTINCT or min/max multiset, so that a checkpoint writes only the
+// entries that changed, not whole sets.
+func (a *Agg) headerKey(k string) []byte {
+	return append(append(append([]byte(nil), a.prefix...), 'h'), k...)
+}
+
+func (a *Agg) setPrefix(k string) []byte {
+	p := append(append([]byte(nil), a.prefix...), 's')
+	p = binary.AppendUvarint(p, uint64(len(k)))
+	return append(p, k...)
+}
+
+func (a *Agg) setEntryKey(k string, agg int, vk string) []byte {
+	return append(append(a.setPrefix(k), byte(agg)), vk...)
+}
+
+// markCleared notes that group k was dropped: its stored set entries go at
+// the next checkpoint, before a group of the same key is written again.
+func (a *Agg) markCleared(k string) {
+	if a.cleared == nil {
+		a.cleared = map[string]struct{}{}
+	}
+	a.cleared[k] = struct{}{}
 }
 
 // Finish implements flow.Finisher (batch queries).
@@ -498,6 +620,10 @@ func (a *Agg) encodeGroup(g *group) []byte {
 	r = append(r, g.key...)
 	r = append(r, types.NewInt(g.count), types.NewBool(g.emitted))
 	for _, ac := range g.accs {
+		if ac.split {
+			r = append(r, types.NewInt(ac.n), types.NewInt(ac.i), types.NewFloat(ac.f), ac.d, types.NewInt(0))
+			continue
+		}
 		r = append(r, types.NewInt(ac.n), types.NewInt(ac.i), types.NewFloat(ac.f), ac.d, types.NewInt(int64(len(ac.set))))
 		for _, e := range ac.set {
 			r = append(r, e.v, types.NewInt(e.n))

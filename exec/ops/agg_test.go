@@ -400,12 +400,18 @@ func TestAggRandomWithRestore(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		groupBy []int
+		split   int // store multisets entry by entry from this size (0: default)
 	}{
-		{"grouped", []int{cG}},
-		{"two keys", []int{cG, cFlag}},
-		{"global", nil},
+		{"grouped", []int{cG}, 0},
+		{"two keys", []int{cG, cFlag}, 0},
+		{"global", nil, 0},
+		{"grouped, split sets", []int{cG}, 4},
+		{"global, split sets", nil, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.split > 0 {
+				defer ops.SetSplitSetAt(tc.split)()
+			}
 			rng := rand.New(rand.NewSource(42))
 			n := aggNode(tc.groupBy, allAggs())
 			ck := newCheckpointer(t)
