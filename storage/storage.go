@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 
@@ -39,6 +40,10 @@ type DB struct {
 		snap      *Snapshot
 		committed uint64
 	}
+	// lastEpochBytes is the size of the last committed epoch's batch: the
+	// next one starts with that room instead of regrowing (and copying)
+	// its buffer many times.
+	lastEpochBytes atomic.Int64
 }
 
 // Open opens (or creates) the store in dir.
@@ -173,6 +178,7 @@ func (db *DB) Commit(w *EpochWriter, e uint64) error {
 		return fmt.Errorf("epoch %d committed twice", e)
 	}
 	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
+	db.lastEpochBytes.Store(int64(b.Len()))
 	if err := b.Commit(pebble.Sync); err != nil {
 		return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
 	}
@@ -222,7 +228,7 @@ func (db *DB) WriteSync(w *WriteBatch) error {
 
 // NewEpochWriter returns the collector of one epoch's writes.
 func (db *DB) NewEpochWriter() *EpochWriter {
-	return &EpochWriter{b: db.pdb.NewBatch()}
+	return &EpochWriter{b: db.pdb.NewBatchWithSize(int(min(db.lastEpochBytes.Load(), 256<<20)))}
 }
 
 // Snapshot returns the latest committed snapshot; call Release when done.
