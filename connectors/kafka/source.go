@@ -15,6 +15,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"sluice/connectors/internal/chunkq"
 	"sluice/connectors/internal/decode"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
@@ -318,8 +319,8 @@ type srcReader struct {
 	item    int   // next item of cur
 	fatal   error // a fetcher error that ends the source
 	pending error // a bad record met after rows were added to the batch
-	dead    []connector.DeadLetter
-	wait    *time.Timer
+	dead    chunkq.DeadLetters
+	take    chunkq.Taker[*srcChunk]
 }
 
 var (
@@ -331,11 +332,8 @@ func newSrcReader(c *srcConfig) *srcReader {
 	return &srcReader{cfg: c, client: newSrcClient(c), next: map[int32]int64{}}
 }
 
-// srcReadWait is how long Read waits for data when none is ready.
-const srcReadWait = 5 * time.Millisecond
-
 // Read implements connector.Source. It takes only what the fetcher has
-// ready, waiting at most srcReadWait when nothing is. The rows of one
+// ready, waiting at most chunkq.Wait when nothing is. The rows of one
 // record are never split across reads (Position counts whole records): a
 // Debezium update gives two rows even when max is 1.
 func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, error) {
@@ -354,30 +352,16 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 	waited := false
 	for n < max {
 		if r.cur == nil {
-			select {
-			case c := <-r.chunks:
-				r.cur, r.item = c, 0
-			default:
-				if n > 0 || waited {
-					return n, nil
-				}
-				waited = true
-				if r.wait == nil {
-					r.wait = time.NewTimer(srcReadWait)
-				} else {
-					r.wait.Reset(srcReadWait)
-				}
-				select {
-				case c := <-r.chunks:
-					r.wait.Stop()
-					r.cur, r.item = c, 0
-				case <-r.wait.C:
-					return 0, nil
-				case <-ctx.Done():
-					r.wait.Stop()
-					return 0, ctx.Err()
-				}
+			mayWait := n == 0 && !waited
+			waited = waited || mayWait
+			c, ok, err := r.take.Next(ctx, r.chunks, mayWait)
+			if err != nil {
+				return 0, err
 			}
+			if !ok {
+				return n, nil
+			}
+			r.cur, r.item = c, 0
 		}
 		c := r.cur
 		if c.err != nil {
@@ -399,7 +383,7 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 					}
 					return 0, err
 				}
-				r.dead = append(r.dead, *it.bad)
+				r.dead.Add(*it.bad)
 				r.next[c.part] = it.off + 1
 				r.item++
 				continue
@@ -424,10 +408,7 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 
 // TakeDeadLetters implements connector.DeadLetterSource.
 func (r *srcReader) TakeDeadLetters(buf []connector.DeadLetter) []connector.DeadLetter {
-	buf = append(buf, r.dead...)
-	clear(r.dead)
-	r.dead = r.dead[:0]
-	return buf
+	return r.dead.Take(buf)
 }
 
 // srcPosVersion is the first byte of an encoded position.

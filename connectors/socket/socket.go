@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"sluice/connectors/internal/chunkq"
 	"sluice/connectors/internal/decode"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
@@ -39,8 +40,6 @@ const (
 	// waiting for Read (with the line limit, the bound on memory).
 	chunkLines  = 256
 	chunkBuffer = 16
-	// readWait is how long Read waits for data when none is ready.
-	readWait = 5 * time.Millisecond
 )
 
 // provenanceTopic is the topic of a bad line's provenance.
@@ -166,8 +165,8 @@ type source struct {
 	cur     *chunk
 	item    int
 	pending error
-	dead    []connector.DeadLetter
-	wait    *time.Timer
+	dead    chunkq.DeadLetters
+	take    chunkq.Taker[*chunk]
 }
 
 var _ connector.DeadLetterSource = (*source)(nil)
@@ -307,30 +306,16 @@ func (s *source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 	waited := false
 	for n < max {
 		if s.cur == nil {
-			select {
-			case c := <-s.chunks:
-				s.cur, s.item = c, 0
-			default:
-				if n > 0 || waited {
-					return n, nil
-				}
-				waited = true
-				if s.wait == nil {
-					s.wait = time.NewTimer(readWait)
-				} else {
-					s.wait.Reset(readWait)
-				}
-				select {
-				case c := <-s.chunks:
-					s.wait.Stop()
-					s.cur, s.item = c, 0
-				case <-s.wait.C:
-					return 0, nil
-				case <-ctx.Done():
-					s.wait.Stop()
-					return 0, ctx.Err()
-				}
+			mayWait := n == 0 && !waited
+			waited = waited || mayWait
+			c, ok, err := s.take.Next(ctx, s.chunks, mayWait)
+			if err != nil {
+				return 0, err
 			}
+			if !ok {
+				return n, nil
+			}
+			s.cur, s.item = c, 0
 		}
 		c := s.cur
 		for s.item < len(c.items) && n < max {
@@ -345,7 +330,7 @@ func (s *source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 					}
 					return 0, err
 				}
-				s.dead = append(s.dead, *it.bad)
+				s.dead.Add(*it.bad)
 				s.item++
 				continue
 			}
@@ -362,10 +347,7 @@ func (s *source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 
 // TakeDeadLetters implements connector.DeadLetterSource.
 func (s *source) TakeDeadLetters(buf []connector.DeadLetter) []connector.DeadLetter {
-	buf = append(buf, s.dead...)
-	clear(s.dead)
-	s.dead = s.dead[:0]
-	return buf
+	return s.dead.Take(buf)
 }
 
 // Close implements connector.Source: it stops listening, closes every
