@@ -32,7 +32,10 @@ type Window struct {
 
 type wpart struct {
 	rows    []types.Row // sorted by the window order, then the whole row
-	emitted []types.Row // output rows currently emitted
+	emitted []types.Row // output rows currently emitted; emitted[i] is rows[i]'s
+	// from is the first position of rows changed since the partition's
+	// output was last computed (len(rows) when none).
+	from int
 }
 
 // NewWindow creates the operator of node n with id opID; appendOnly says
@@ -136,18 +139,23 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			w.parts[string(w.kbuf)] = p
 		}
 		k := string(w.kbuf)
-		w.touched[k] = struct{}{}
+		if _, ok := w.touched[k]; !ok {
+			w.touched[k] = struct{}{}
+			p.from = len(p.rows)
+		}
 		w.dirty[k] = struct{}{}
 		for d := b.Diffs[i]; d > 0; d-- {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) > 0 })
 			p.rows = append(p.rows, nil)
 			copy(p.rows[j+1:], p.rows[j:])
 			p.rows[j] = r
+			p.from = min(p.from, j)
 		}
 		for d := b.Diffs[i]; d < 0; d++ {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) >= 0 })
 			if j < len(p.rows) && w.cmp(p.rows[j], r) == 0 {
 				p.rows = append(p.rows[:j], p.rows[j+1:]...)
+				p.from = min(p.from, j)
 			}
 		}
 	}
@@ -157,11 +165,15 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 func (w *Window) emitTouched(out *flow.Emitter) error {
 	for k := range w.touched {
 		p := w.parts[k]
-		now := w.compute(p)
-		if err := diffRows(p.emitted, now, out); err != nil {
+		// Output before the first changed row stays as it was (see
+		// stableBefore): recompute and diff only the rest.
+		keep := min(w.stableBefore(p), len(p.emitted))
+		now := append(p.emitted[:keep:keep], w.computeFrom(p, keep)...)
+		if err := diffRows(p.emitted[keep:], now[keep:], out); err != nil {
 			return err
 		}
 		p.emitted = now
+		p.from = len(p.rows)
 		if w.appendOnly && w.n.Limit >= 0 {
 			// Rows beyond the limit never re-enter an append-only input's
 			// top rows: keep only those output (and their peers).
@@ -225,19 +237,83 @@ func diffRows(old, now []types.Row, out *flow.Emitter) error {
 	return nil
 }
 
+// stableBefore returns how many leading rows of p keep their output after
+// the changes since the last computation, which start at p.from: a row's
+// ROW_NUMBER, RANK, DENSE_RANK and ROWS/RANGE frame aggregate depend only
+// on the rows before it and its peers; its session on its own session; an
+// aggregate without ORDER BY on the whole partition.
+func (w *Window) stableBefore(p *wpart) int {
+	i := p.from
+	if i > len(p.rows) {
+		i = len(p.rows)
+	}
+	for _, f := range w.n.WinFuncs {
+		switch {
+		case f.Func == "session_start" || f.Func == "session_end":
+			// Back to the start of the session of the row before the
+			// change (a new row can merge it with the next one): sessions
+			// are computed from a session's start.
+			for i > 0 {
+				i--
+				if i == 0 || sessionBreak(p.rows[i-1][f.Arg], p.rows[i][f.Arg], f.Gap) {
+					break
+				}
+			}
+			return i
+		case !rankFunc(f.Func) && len(w.n.Order) == 0:
+			return 0 // an aggregate over the whole partition
+		}
+	}
+	// Back to the first peer of the row before the change: a change at i
+	// alters the ranks and RANGE frames of that row's peers (a deleted row
+	// may have been one of them).
+	if i > 0 && len(w.n.Order) > 0 {
+		i--
+		for i > 0 && compareOrder(p.rows[i-1], p.rows[i], w.n.Order) == 0 {
+			i--
+		}
+	}
+	return i
+}
+
+// sessionBreak reports whether a session ends between times a and b
+// (b after a): more than gap apart, or a NULL.
+func sessionBreak(a, b types.Datum, gap int64) bool {
+	return a.IsNull() || b.IsNull() || b.I-a.I > gap
+}
+
+func rankFunc(f string) bool { return f == "row_number" || f == "rank" || f == "dense_rank" }
+
 // compute returns the partition's output rows in window order.
-func (w *Window) compute(p *wpart) []types.Row {
+func (w *Window) compute(p *wpart) []types.Row { return w.computeFrom(p, 0) }
+
+// computeFrom returns the output rows of p from row start on (start must
+// begin a run of peers, so that ranks restart correctly from it).
+func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 	n := w.n
 	var out []types.Row
 	rank, dense := int64(0), int64(0)
+	if start > 0 && start <= len(p.emitted) {
+		// Carry the ranks of the row before start.
+		prev := p.emitted[start-1]
+		for fi, f := range n.WinFuncs {
+			switch f.Func {
+			case "rank":
+				rank = prev[len(prev)-len(n.WinFuncs)+fi].I
+			case "dense_rank":
+				dense = prev[len(prev)-len(n.WinFuncs)+fi].I
+			}
+		}
+	}
 	var sessStart, sessEnd []types.Datum
 	for _, f := range n.WinFuncs {
 		if f.Func == "session_start" || f.Func == "session_end" {
-			sessStart, sessEnd = sessions(p.rows, f)
+			sessStart, sessEnd = sessions(p.rows[start:], f)
 			break
 		}
 	}
-	for i, r := range p.rows {
+	for i := start; i < len(p.rows); i++ {
+		r := p.rows[i]
 		peerOfPrev := i > 0 && compareOrder(p.rows[i-1], r, n.Order) == 0
 		if !peerOfPrev {
 			rank = int64(i) + 1
@@ -254,9 +330,9 @@ func (w *Window) compute(p *wpart) []types.Row {
 			case "dense_rank":
 				row = append(row, types.NewInt(dense))
 			case "session_start":
-				row = append(row, sessStart[i])
+				row = append(row, sessStart[i-start])
 			case "session_end":
-				row = append(row, sessEnd[i])
+				row = append(row, sessEnd[i-start])
 			default:
 				row = append(row, w.frameAgg(p.rows, i, f))
 			}
