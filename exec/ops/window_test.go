@@ -26,7 +26,7 @@ func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 		"dense_rank top 2": {WinFuncs: []spec.WindowCall{{Func: "dense_rank", Arg: -1, T: types.TInt8}}, Order: order, Limit: 2},
 		"sum rows 2 preceding": {WinFuncs: []spec.WindowCall{{Func: "sum", Arg: 3, Rows: true, Preceding: 2, T: types.TNumeric}},
 			Order: order, Limit: -1},
-		"sum range (peers)": {WinFuncs: []spec.WindowCall{{Func: "sum", Arg: 3, Preceding: -1, T: types.TNumeric}}, Order: order, Limit: -1},
+		"sum range (peers)":   {WinFuncs: []spec.WindowCall{{Func: "sum", Arg: 3, Preceding: -1, T: types.TNumeric}}, Order: order, Limit: -1},
 		"max whole partition": {WinFuncs: []spec.WindowCall{{Func: "max", Arg: 3, Preceding: -1, T: types.TInt8}}, Limit: -1},
 		"sessions": {WinFuncs: []spec.WindowCall{{Func: "session_start", Arg: 2, Gap: 10, T: types.TTimestamp},
 			{Func: "session_end", Arg: 2, Gap: 10, T: types.TTimestamp}}, Order: []spec.OrderItem{{Col: 2}}, Limit: -1},
