@@ -168,16 +168,17 @@ func (w *Window) emitTouched(out *flow.Emitter) error {
 		// Output before the first changed row stays as it was (see
 		// stableBefore): recompute and diff only the rest.
 		keep := min(w.stableBefore(p), len(p.emitted))
-		now := append(p.emitted[:keep:keep], w.computeFrom(p, keep)...)
-		if err := diffRows(p.emitted[keep:], now[keep:], out); err != nil {
+		fresh := w.computeFrom(p, keep)
+		if err := diffRows(p.emitted[keep:], fresh, out); err != nil {
 			return err
 		}
-		p.emitted = now
+		clear(p.emitted[keep:])
+		p.emitted = append(p.emitted[:keep], fresh...) // the kept prefix stays in place
 		p.from = len(p.rows)
 		if w.appendOnly && w.n.Limit >= 0 {
 			// Rows beyond the limit never re-enter an append-only input's
 			// top rows: keep only those output (and their peers).
-			w.trim(p, now)
+			w.trim(p, p.emitted)
 		}
 		if len(p.rows) == 0 {
 			delete(w.parts, k)
