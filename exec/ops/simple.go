@@ -6,6 +6,8 @@ import (
 	"sluice/exec/eval"
 	"sluice/exec/flow"
 	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
@@ -75,12 +77,18 @@ type Project struct {
 	// passed maps an input column to the output columns that are that
 	// column as is: where its watermarks go.
 	passed map[int][]int
+	// prefix: the output is the input's first len(fns) columns as they
+	// are, so each output row is a slice of its input row (no copy).
+	prefix bool
 }
 
 // NewProject compiles a projection.
 func NewProject(exprs []spec.Expr, ctx *eval.Context, errs *ErrorSink) (*Project, error) {
-	p := &Project{errs: errs, passed: map[int][]int{}}
+	p := &Project{errs: errs, passed: map[int][]int{}, prefix: true}
 	for i, e := range exprs {
+		if r, ok := e.(*spec.ColRef); !ok || r.Idx != i {
+			p.prefix = false
+		}
 		fn, err := eval.Compile(e, ctx)
 		if err != nil {
 			return nil, err
@@ -106,6 +114,17 @@ func (p *Project) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.
 
 // Process implements flow.Operator.
 func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	if n := len(p.fns); p.prefix {
+		for i, r := range b.Rows {
+			if len(r) < n {
+				return pgerror.New(pgcode.Internal, "projection of %d columns over a row of %d", n, len(r))
+			}
+			if err := out.Emit(r[:n:n], b.Diffs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for i, r := range b.Rows {
 		nr := make(types.Row, len(p.fns))
 		for j, fn := range p.fns {
