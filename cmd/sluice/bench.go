@@ -16,11 +16,12 @@ package main
 // exhausted, so the command wraps the registered 'nexmark' source
 // connector (in this process only) and counts its readers' io.EOFs.
 //
-// The query texts are those of tests/testdata/nexmark (TestNexmark checks
-// them against --print-sql).
+// The query texts are nexmark/qN.sql, which TestNexmark also runs and
+// checks against PostgreSQL.
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,7 +29,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,192 +44,46 @@ import (
 // nexmarkQuery is one query of the benchmark: statements that prepare it
 // (a function, a table) and the SELECT the sink is made of.
 type nexmarkQuery struct {
-	setup  []string
-	query  string
-	reason string // why it cannot run as a benchmark, if it cannot
+	setup []string
+	query string
 }
 
-// nexmarkQueries are the texts of tests/testdata/nexmark/qN.sql.
-var nexmarkQueries = map[string]nexmarkQuery{
-	"q0": {query: `SELECT auction, bidder, price, date_time FROM bid`},
-	"q1": {query: `SELECT auction, bidder, 0.908 * price AS price, date_time
-FROM bid`},
-	"q2": {query: `SELECT auction, price FROM bid
-WHERE auction = 1007 OR auction = 1020 OR auction = 2001 OR auction = 2019 OR auction = 2087`},
-	"q3": {query: `SELECT P.name, P.city, P.state, A.id
-FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
-WHERE A.category = 10 AND (P.state = 'or' OR P.state = 'id' OR P.state = 'ca')`},
-	"q4": {query: `SELECT Q.category, AVG(Q.final) AS avg
-FROM (
-    SELECT MAX(B.price) AS final, A.category
-    FROM auction A, bid B
-    WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
-    GROUP BY A.id, A.category
-) Q
-GROUP BY Q.category`},
-	"q5": {query: `SELECT AuctionBids.auction, AuctionBids.num
-FROM (
-    SELECT bid.auction, count(*) AS num, window_start AS starttime
-    FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-    GROUP BY window_start, bid.auction
-) AS AuctionBids
-JOIN (
-    SELECT max(CountBids.num) AS maxn, CountBids.starttime_c
-    FROM (
-        SELECT count(*) AS num, window_start AS starttime_c
-        FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-        GROUP BY bid.auction, window_start
-    ) AS CountBids
-    GROUP BY CountBids.starttime_c
-) AS MaxBids
-ON AuctionBids.starttime = MaxBids.starttime_c AND AuctionBids.num >= MaxBids.maxn`},
-	"q6": {query: `SELECT Q.seller,
-       AVG(Q.final) OVER
-         (PARTITION BY Q.seller ORDER BY Q.date_time, Q.id ROWS BETWEEN 10 PRECEDING AND CURRENT ROW)
-       AS avg
-FROM (
-    SELECT ROW_NUMBER() OVER (PARTITION BY A.id, A.seller ORDER BY B.price, B.date_time, B.extra) AS rank,
-           A.id, A.seller, B.price AS final, B.date_time
-    FROM auction AS A, bid AS B
-    WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
-) AS Q
-WHERE Q.rank <= 1`},
-	"q7": {query: `SELECT B.auction, B.price, B.bidder, B.date_time
-FROM bid B
-JOIN (
-    SELECT MAX(price) AS maxprice, window_end AS date_time
-    FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND)
-    GROUP BY window_end
-) B1 ON B.price = B1.maxprice
-WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time`},
-	"q8": {query: `SELECT P.id, P.name, P.starttime
-FROM (
-    SELECT id, name, window_start AS starttime, window_end AS endtime
-    FROM TUMBLE(person, date_time, INTERVAL '10' SECOND)
-    GROUP BY id, name, window_start, window_end
-) P
-JOIN (
-    SELECT seller, window_start AS starttime, window_end AS endtime
-    FROM TUMBLE(auction, date_time, INTERVAL '10' SECOND)
-    GROUP BY seller, window_start, window_end
-) A ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime`},
-	"q9": {query: `SELECT id, item_name, description, initial_bid, reserve, date_time, expires, seller, category,
-       auction, bidder, price, bid_date_time
-FROM (
-    SELECT A.*, B.auction, B.bidder, B.price, B.date_time AS bid_date_time,
-           ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.date_time ASC) AS rownum
-    FROM auction A, bid B
-    WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
-) tmp
-WHERE rownum <= 1`},
-	"q10": {query: `SELECT auction, bidder, price, date_time,
-       TO_CHAR(date_time, 'YYYY-MM-DD') AS date,
-       TO_CHAR(date_time, 'HH:MI') AS time
-FROM bid`},
-	"q11": {query: `SELECT bidder, count(*) AS bid_count, window_start AS starttime, window_end AS endtime
-FROM SESSION(bid, date_time, INTERVAL '10' SECOND, bidder)
-GROUP BY bidder, window_start, window_end`},
-	"q12": {setup: []string{`CREATE VIEW nexmark_q12_bid AS SELECT *, PROCTIME() AS p_time FROM bid`},
-		query: `SELECT bidder, count(*) AS bid_count, window_start, window_end
-FROM TUMBLE(nexmark_q12_bid, p_time, INTERVAL '10' SECOND)
-GROUP BY bidder, window_start, window_end`},
-	"q13": {setup: []string{`CREATE TABLE side_input (key BIGINT PRIMARY KEY, value VARCHAR)`,
-		`INSERT INTO side_input SELECT v, v::varchar FROM generate_series(0, 9999) AS v`},
-		query: `SELECT B.auction, B.bidder, B.price, B.date_time, S.value
-FROM bid B JOIN side_input FOR SYSTEM_TIME AS OF PROCTIME() S
-  ON mod(B.auction, 10000) = S.key`},
-	"q14": {setup: []string{`CREATE FUNCTION count_char(s varchar, c varchar) RETURNS int LANGUAGE SQL AS
-  $$SELECT LENGTH(s) - LENGTH(REPLACE(s, c, ''))$$`},
-		query: `SELECT auction, bidder, 0.908 * price AS price,
-       CASE
-         WHEN extract(hour from date_time) >= 8 AND extract(hour from date_time) <= 18
-           THEN 'dayTime'
-         WHEN extract(hour from date_time) <= 6 OR extract(hour from date_time) >= 20
-           THEN 'nightTime'
-         ELSE 'otherTime'
-       END AS bidTimeType,
-       date_time,
-       count_char(extra, 'c') AS c_counts
-FROM bid
-WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000`},
-	"q15": {query: `SELECT to_char(date_time, 'YYYY-MM-DD') AS "day",
-       count(*) AS total_bids,
-       count(*) filter (where price < 10000) AS rank1_bids,
-       count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
-       count(*) filter (where price >= 1000000) AS rank3_bids,
-       count(distinct bidder) AS total_bidders,
-       count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
-       count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
-       count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
-       count(distinct auction) AS total_auctions,
-       count(distinct auction) filter (where price < 10000) AS rank1_auctions,
-       count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
-       count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
-FROM bid
-GROUP BY to_char(date_time, 'YYYY-MM-DD')`},
-	"q16": {query: `SELECT channel,
-       to_char(date_time, 'YYYY-MM-DD') AS "day",
-       max(to_char(date_time, 'HH:mm')) AS "minute",
-       count(*) AS total_bids,
-       count(*) filter (where price < 10000) AS rank1_bids,
-       count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
-       count(*) filter (where price >= 1000000) AS rank3_bids,
-       count(distinct bidder) AS total_bidders,
-       count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
-       count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
-       count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
-       count(distinct auction) AS total_auctions,
-       count(distinct auction) filter (where price < 10000) AS rank1_auctions,
-       count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
-       count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
-FROM bid
-GROUP BY channel, to_char(date_time, 'YYYY-MM-DD')`},
-	"q17": {query: `SELECT auction,
-       to_char(date_time, 'YYYY-MM-DD') AS day,
-       count(*) AS total_bids,
-       count(*) filter (where price < 10000) AS rank1_bids,
-       count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
-       count(*) filter (where price >= 1000000) AS rank3_bids,
-       min(price) AS min_price,
-       max(price) AS max_price,
-       avg(price) AS avg_price,
-       sum(price) AS sum_price
-FROM bid
-GROUP BY auction, to_char(date_time, 'YYYY-MM-DD')`},
-	"q18": {query: `SELECT auction, bidder, price, channel, url, date_time, extra
-FROM (
-    SELECT *,
-           ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY date_time DESC, extra)
-             AS rank_number
-    FROM bid
-)
-WHERE rank_number <= 1`},
-	"q19": {query: `SELECT * FROM (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number
-    FROM bid
-)
-WHERE rank_number <= 10`},
-	"q20": {query: `SELECT auction, bidder, price, channel, url, B.date_time AS bid_date_time, B.extra AS bid_extra,
-       item_name, description, initial_bid, reserve, A.date_time AS auction_date_time,
-       expires, seller, category, A.extra AS auction_extra
-FROM bid AS B INNER JOIN auction AS A ON B.auction = A.id
-WHERE A.category = 10`},
-	"q21": {query: `SELECT auction, bidder, price, channel,
-       CASE
-         WHEN LOWER(channel) = 'apple' THEN '0'
-         WHEN LOWER(channel) = 'google' THEN '1'
-         WHEN LOWER(channel) = 'facebook' THEN '2'
-         WHEN LOWER(channel) = 'baidu' THEN '3'
-         ELSE (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2]
-       END AS channel_id
-FROM bid
-WHERE (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] IS NOT NULL
-   OR LOWER(channel) IN ('apple', 'google', 'facebook', 'baidu')`},
-	"q22": {query: `SELECT auction, bidder, price, channel,
-       split_part(url, '/', 4) AS dir1,
-       split_part(url, '/', 5) AS dir2,
-       split_part(url, '/', 6) AS dir3
-FROM bid`},
+// nexmarkFiles are the query texts, shared with the correctness test
+// (tests/nexmark_test.go): setup statements, then CREATE MATERIALIZED VIEW
+// nexmark_qN AS <select>; `--` lines are comments (the test's checks).
+//
+//go:embed nexmark/*.sql
+var nexmarkFiles embed.FS
+
+// nexmarkQueryOf reads query name (q0 … q22).
+func nexmarkQueryOf(name string) (nexmarkQuery, bool, error) {
+	b, err := nexmarkFiles.ReadFile("nexmark/" + name + ".sql")
+	if err != nil {
+		return nexmarkQuery{}, false, nil
+	}
+	var body []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			body = append(body, line)
+		}
+	}
+	// Statements end with ';' at the end of a line.
+	var stmts []string
+	for _, st := range strings.SplitAfter(strings.Join(body, "\n"), ";\n") {
+		if st = strings.TrimSuffix(strings.TrimSpace(st), ";"); st != "" {
+			stmts = append(stmts, st)
+		}
+	}
+	if len(stmts) == 0 {
+		return nexmarkQuery{}, false, fmt.Errorf("%s.sql holds no statement", name)
+	}
+	last := stmts[len(stmts)-1]
+	view := "CREATE MATERIALIZED VIEW nexmark_" + name
+	rest, ok := strings.CutPrefix(last, view)
+	if rest = strings.TrimSpace(rest); !ok || !strings.HasPrefix(rest, "AS") {
+		return nexmarkQuery{}, false, fmt.Errorf("%s.sql: the last statement is not %s AS …", name, view)
+	}
+	return nexmarkQuery{setup: stmts[:len(stmts)-1], query: strings.TrimSpace(rest[2:])}, true, nil
 }
 
 // nexmarkColumns are the three sources' column lists, with RisingWave's
@@ -261,14 +115,12 @@ func runBench(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	q, ok := nexmarkQueries[*query]
+	q, ok, err := nexmarkQueryOf(*query)
+	if err != nil {
+		return err
+	}
 	if !ok {
-		var names []string
-		for n := range nexmarkQueries {
-			names = append(names, n)
-		}
-		sort.Slice(names, func(i, j int) bool { return qnum(names[i]) < qnum(names[j]) })
-		return fmt.Errorf("--query %q: not one of %s", *query, strings.Join(names, ", "))
+		return fmt.Errorf("--query %q: not one of q0 … q22", *query)
 	}
 	if *printSQL {
 		for _, s := range q.setup {
@@ -388,12 +240,6 @@ func runBench(args []string) error {
 	fmt.Printf("query=%s events=%d seconds=%.3f events_per_sec=%.0f cpu_seconds_per_million=%.3f peak_rss_mib=%.1f\n",
 		*query, *events, sec, float64(*events)/sec, cpu/(float64(*events)/1e6), peakRSSMiB())
 	return nil
-}
-
-// qnum orders query names numerically.
-func qnum(name string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(name, "q"))
-	return n
 }
 
 func firstLine(s string) string {
