@@ -422,7 +422,11 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 	for _, c := range calls {
 		out.cols = append(out.cols, scopeCol{name: aggName(c.Func), t: c.T})
 	}
-	agg := p.plan.Add(&spec.Node{Kind: spec.Agg, Inputs: []int{proj}, GroupBy: gidx, Aggs: calls, Cols: out.columns()})
+	aggNode := &spec.Node{Kind: spec.Agg, Inputs: []int{proj}, GroupBy: gidx, Aggs: calls, Cols: out.columns()}
+	if p.Streaming {
+		aggNode.InputAppendOnly = p.AppendOnlyRel != nil && AppendOnly(p.plan, proj, p.AppendOnlyRel)
+	}
+	agg := p.plan.Add(aggNode)
 	h := func(e ast.ExprNode) (spec.Expr, bool, error) {
 		switch x := e.(type) {
 		case *ast.AggregateFuncExpr:

@@ -21,7 +21,10 @@ import (
 type Config struct {
 	DataDir            string
 	CheckpointInterval time.Duration
-	Logf               func(format string, args ...any)
+	// StateCacheBytes is the memory operators keep state in before they
+	// spill to the store (0: storage.DefaultStateCacheBytes).
+	StateCacheBytes int64
+	Logf            func(format string, args ...any)
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -55,6 +58,9 @@ func Open(cfg Config) (*Engine, error) {
 	db, err := storage.Open(cfg.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.StateCacheBytes > 0 {
+		db.StateCache().SetLimit(cfg.StateCacheBytes)
 	}
 	entries, next, err := db.LoadCatalog()
 	if err != nil {

@@ -44,6 +44,7 @@ type DB struct {
 	// next one starts with that room instead of regrowing (and copying)
 	// its buffer many times.
 	lastEpochBytes atomic.Int64
+	cache          StateCache
 }
 
 // Open opens (or creates) the store in dir.
@@ -51,6 +52,7 @@ func Open(dir string) (*DB, error) {
 	opts := &pebble.Options{
 		Cache:        pebble.NewCache(128 << 20),
 		MemTableSize: 64 << 20,
+		Merger:       countMerger,
 	}
 	defer opts.Cache.Unref()
 	pdb, err := pebble.Open(dir, opts)
@@ -58,6 +60,7 @@ func Open(dir string) (*DB, error) {
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
 	}
 	db := &DB{pdb: pdb}
+	db.cache.limit.Store(DefaultStateCacheBytes)
 	v, err := db.getRaw([]byte("m/epoch"))
 	if err != nil {
 		pdb.Close()
@@ -258,6 +261,16 @@ func (w *EpochWriter) Set(k, v []byte) {
 func (w *EpochWriter) Delete(k []byte) {
 	w.mu.Lock()
 	w.b.Delete(k, nil)
+	w.mu.Unlock()
+}
+
+// Merge records adding the varint count delta to key's varint count (a
+// missing key counts 0; a key whose count reaches 0 disappears), without
+// reading it: how spilled operator state takes changes.
+func (w *EpochWriter) Merge(k []byte, delta int64) {
+	var buf [binary.MaxVarintLen64]byte
+	w.mu.Lock()
+	w.b.Merge(k, binary.AppendVarint(buf[:0], delta), nil)
 	w.mu.Unlock()
 }
 

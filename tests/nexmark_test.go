@@ -53,7 +53,9 @@ func TestNexmark(t *testing.T) {
 	all := os.Getenv("SLUICE_NEXMARK_ALL") == "1"
 
 	ref := loadNexmarkReference(t)
-	s := StartServer(t, Options{})
+	// A 1 MiB state cache and frequent checkpoints: the joins spill their
+	// state and read it back while the queries run.
+	s := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond, ExtraArgs: []string{"--state-cache-mb", "1"}})
 	conn := s.ConnectSimple(t)
 	for _, table := range []string{"person", "auction", "bid"} {
 		ExecAll(t, conn, nexmarkSourceDDL(table))

@@ -111,6 +111,7 @@ func runBench(args []string) error {
 	dataDir := fs.String("data-dir", "", "directory of the embedded store (default: a temporary one, removed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to FILE")
+	stateCache := fs.Int64("state-cache-mb", 0, "memory for operator state before it spills to the store, MiB (0: the server's default)")
 	printSQL := fs.Bool("print-sql", false, "print the statements of the query and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -148,7 +149,7 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval})
+	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval, StateCacheBytes: *stateCache << 20})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // serves the Postgres wire protocol, keeps its state in an embedded Pebble
 // store and runs materialized views as checkpointed dataflows.
 //
-//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s]
+//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--state-cache-mb 512]
 //	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
 
@@ -29,6 +29,7 @@ import (
 	_ "sluice/connectors/socket"
 	"sluice/server"
 	"sluice/server/pgwire"
+	"sluice/storage"
 )
 
 // tuneGC trades memory for CPU: the dataflow allocates rows at a high
@@ -60,19 +61,20 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:4566", "address to serve the Postgres protocol on")
 	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
+	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, logger); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger); err != nil {
 		logger.Printf("error: %v", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, logger *log.Logger) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, Logf: logger.Printf})
+	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf})
 	if err != nil {
 		return err
 	}

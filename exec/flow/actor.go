@@ -28,6 +28,9 @@ type Actor struct {
 
 // Run processes messages until ctx is done or every input has ended.
 func (a *Actor) Run(ctx context.Context) (err error) {
+	if r, ok := a.Op.(Releaser); ok {
+		defer r.Release()
+	}
 	out := NewEmitter(func(b *types.Batch) error {
 		return a.Out.Send(ctx, Msg{Kind: MsgData, Batch: b})
 	})

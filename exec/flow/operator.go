@@ -31,6 +31,13 @@ type Starter interface {
 	Start(out *Emitter) error
 }
 
+// Releaser is an optional capability: Release is called once when the
+// actor stops, to give back what the operator holds outside itself (its
+// share of the state cache).
+type Releaser interface {
+	Release()
+}
+
 // WatermarkOp is an optional capability: the operator knows what a
 // watermark on its input means for its output. Operators without it stop
 // watermarks (their output carries none).

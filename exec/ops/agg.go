@@ -33,6 +33,9 @@ type Agg struct {
 	// cleared holds groups dropped since the last checkpoint (their
 	// stored set entries are deleted then).
 	cleared map[string]struct{}
+	// appendOnly: the input never retracts, so min and max keep only the
+	// extreme value (in acc.d), not a multiset of every value.
+	appendOnly bool
 }
 
 type group struct {
@@ -76,7 +79,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		groupBy: n.GroupBy, aggs: n.Aggs,
 		prefix: storage.Key(storage.SpaceState, opID),
 		groups: map[string]*group{}, dirty: map[string]struct{}{},
-		global: len(n.GroupBy) == 0, eowc: n.EOWC,
+		global: len(n.GroupBy) == 0, eowc: n.EOWC, appendOnly: n.InputAppendOnly,
 		windows: map[int]*valueIndex{},
 	}
 	if db != nil {
@@ -132,7 +135,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 func (a *Agg) newGroup(key types.Row) *group {
 	g := &group{key: key, accs: make([]acc, len(a.aggs))}
 	for i, ag := range a.aggs {
-		if ag.Distinct || ag.Func == "min" || ag.Func == "max" {
+		if ag.Distinct || (!a.appendOnly && (ag.Func == "min" || ag.Func == "max")) {
 			g.accs[i].set = map[string]*setEntry{}
 		}
 	}
@@ -357,6 +360,17 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		}
 		return nil
 	}
+	if ag.Func == "min" || ag.Func == "max" {
+		// Append-only input: the extreme so far.
+		if diff < 0 {
+			return pgerror.New(pgcode.Internal, "a retraction reached an aggregation planned for an append-only input")
+		}
+		if c := types.Compare(v, ac.d); ac.n == 0 || (ag.Func == "min" && c < 0) || (ag.Func == "max" && c > 0) {
+			ac.d = v
+		}
+		ac.n += diff
+		return nil
+	}
 	ac.n += diff
 	switch ag.Func {
 	case "sum", "avg":
@@ -422,6 +436,12 @@ func (a *Agg) result(ac *acc, ag *spec.AggCall) types.Datum {
 		}
 		return types.NewInt(ac.n)
 	case "min", "max":
+		if ac.set == nil {
+			if ac.n == 0 {
+				return types.Null
+			}
+			return ac.d
+		}
 		var best *setEntry
 		for _, e := range ac.set {
 			if best == nil {

@@ -252,12 +252,24 @@ func newCheckpointer(t *testing.T) *checkpointer {
 // its collector, so that what a barrier emits is counted) and commits it.
 func (c *checkpointer) checkpoint(t *testing.T, ops []flow.Operator, cols []*collector) {
 	t.Helper()
+	c.begin(t, ops, cols)()
+}
+
+// begin runs Checkpoint of every operator against the next epoch and
+// returns the commit of that epoch, to be called later (as the
+// coordinator does once every operator has checkpointed).
+func (c *checkpointer) begin(t *testing.T, ops []flow.Operator, cols []*collector) (commit func()) {
+	t.Helper()
 	c.epoch++
-	b := &flow.Barrier{Epoch: c.epoch, W: c.db.NewEpochWriter()}
+	e := c.epoch
+	b := &flow.Barrier{Epoch: e, W: c.db.NewEpochWriter()}
 	for i, op := range ops {
 		cols[i].step(t, func(out *flow.Emitter) error { return op.Checkpoint(b, out) })
 	}
-	if err := c.db.Commit(b.W, c.epoch); err != nil {
-		t.Fatal(err)
+	return func() {
+		t.Helper()
+		if err := c.db.Commit(b.W, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
@@ -16,6 +17,14 @@ import (
 // kept, bucketed by join key; a change on one side probes the other. Outer
 // joins track, per preserved row, whether it has matches, and swap the
 // NULL-extended row in and out as matches come and go.
+//
+// State lives in Pebble under s/<op>/<side><len(key)><key><row> = count,
+// written once per barrier. In memory, a side keeps its hot buckets whole;
+// when the operators' shared state cache (storage.StateCache) is full, the
+// join spills clean, committed buckets and keeps only their row counts, so
+// that a probe of a key that has no rows costs no read. A spilled bucket
+// takes new rows without being read (as Merge deltas of the counts); it is
+// read back from the store when the other side probes it.
 type Join struct {
 	kind     spec.JoinKind
 	keys     [2][]int
@@ -23,8 +32,7 @@ type Join struct {
 	cond     func(types.Row) (bool, error)
 	errs     *ErrorSink
 	prefix   []byte
-	sides    [2]map[string]*bucket
-	dirty    [2]map[string]map[string]struct{} // join key -> row keys
+	s        [2]joinSide
 	preserve [2]bool
 	scratch  types.Row
 	// lookup: the right side is a lookup table (FOR SYSTEM_TIME AS OF
@@ -36,11 +44,44 @@ type Join struct {
 	// key has a watermark: side -> i -> index.
 	wm     *flow.WatermarkMin
 	keyIdx [2]map[int]*valueIndex
+
+	db       *storage.DB // nil: a batch query (nothing saved or spilled)
+	cache    *storage.StateCache
+	reported int64 // bytes last added to cache
+	kbuf     []byte
+	// evicted and loaded count buckets spilled and read back.
+	evicted, loaded int
+}
+
+// Spills returns how many buckets the join has spilled and read back.
+func (j *Join) Spills() (evicted, loaded int) { return j.evicted, j.loaded }
+
+// joinSide is one input's state.
+type joinSide struct {
+	// hot holds the resident buckets, and the spilled ones with changes
+	// not yet known committed; cold the other spilled buckets' row counts.
+	hot  map[string]*bucket
+	cold map[string]int64
+	// dirty: join key -> row keys changed since the last barrier.
+	dirty map[string]map[string]struct{}
+	// drop: spilled buckets deleted whole, removed from the store at the
+	// next barrier; flying: spilled buckets with writes in flight.
+	drop   map[string]struct{}
+	flying map[string]struct{}
+	bytes  int64 // estimated memory of the resident rows
 }
 
 type bucket struct {
+	// rows: every row of a resident bucket; of a spilled one, the changes
+	// since the last barrier (counts are deltas).
 	rows  map[string]*jrow
 	total int64
+	// spilled buckets: flight holds the changes that barriers wrote and
+	// that may not be committed yet.
+	spilled bool
+	flight  []flight
+	saved   uint64 // the last epoch that wrote the bucket
+	ref     bool   // probed since the last eviction pass
 }
 
 type jrow struct {
@@ -48,16 +89,30 @@ type jrow struct {
 	n   int64
 }
 
+type flight struct {
+	rk    string
+	row   types.Row
+	n     int64
+	epoch uint64
+}
+
+// rowBytes estimates the memory a resident row takes.
+func rowBytes(rk string, r types.Row) int64 {
+	return 2*int64(len(rk)) + int64(len(r))*int64(unsafe.Sizeof(types.Datum{})) + 128
+}
+
 // NewJoin creates the join of node n (inputs of widths lw and rw) with
 // state under opID, loading saved state from db (nil: batch query).
 func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Context, errs *ErrorSink) (*Join, error) {
 	j := &Join{
 		kind: n.JoinKind, keys: [2][]int{n.LeftKeys, n.RightKeys}, widths: [2]int{lw, rw},
-		errs: errs, prefix: storage.Key(storage.SpaceState, opID), lookup: n.Temporal,
+		errs: errs, prefix: storage.Key(storage.SpaceState, opID), lookup: n.Temporal, db: db,
 	}
 	for s := 0; s < 2; s++ {
-		j.sides[s] = map[string]*bucket{}
-		j.dirty[s] = map[string]map[string]struct{}{}
+		j.s[s] = joinSide{
+			hot: map[string]*bucket{}, cold: map[string]int64{}, dirty: map[string]map[string]struct{}{},
+			drop: map[string]struct{}{}, flying: map[string]struct{}{},
+		}
 	}
 	j.preserve[0] = n.JoinKind == spec.LeftJoin || n.JoinKind == spec.FullJoin
 	j.preserve[1] = n.JoinKind == spec.RightJoin || n.JoinKind == spec.FullJoin
@@ -68,42 +123,189 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		}
 		j.cond = c
 	}
-	if db != nil {
-		err := db.Scan(j.prefix, func(k, v []byte) error {
-			rest := k[len(j.prefix):]
-			if len(rest) < 1 {
-				return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
-			}
-			side := int(rest[0])
-			rest = rest[1:]
-			kl, m := binary.Uvarint(rest)
-			if m <= 0 || uint64(len(rest)-m) < kl || side > 1 {
-				return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
-			}
-			jk := string(rest[m : m+int(kl)])
-			rk := rest[m+int(kl):]
-			row, err := types.DecodeRow(rk)
-			if err != nil {
-				return err
-			}
-			cnt, m2 := binary.Varint(v)
-			if m2 <= 0 {
-				return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
-			}
-			b := j.sides[side][jk]
-			if b == nil {
-				b = &bucket{rows: map[string]*jrow{}}
-				j.sides[side][jk] = b
-			}
-			b.rows[string(rk)] = &jrow{row: row, n: cnt}
-			b.total += cnt
-			return nil
-		})
+	if db == nil {
+		return j, nil
+	}
+	j.cache = db.StateCache()
+	// Load buckets whole while the cache has room, then only their counts.
+	room := j.cache.Limit() - j.cache.Used()
+	var cur *bucket
+	var curSide int
+	var curKey string
+	err := db.Scan(j.prefix, func(k, v []byte) error {
+		side, jk, rk, err := j.splitKey(k)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		cnt, m := binary.Varint(v)
+		if m <= 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
+		}
+		if cnt == 0 {
+			return nil
+		}
+		s := &j.s[side]
+		if cur == nil || side != curSide || string(jk) != curKey {
+			cur, curSide, curKey = nil, side, string(jk)
+			if s.bytes+j.s[1-side].bytes < room {
+				cur = &bucket{rows: map[string]*jrow{}}
+				s.hot[curKey] = cur
+			}
+		}
+		if cur == nil {
+			s.cold[curKey] += cnt
+			return nil
+		}
+		row, err := types.DecodeRow(rk)
+		if err != nil {
+			return err
+		}
+		cur.rows[string(rk)] = &jrow{row: row, n: cnt}
+		cur.total += cnt
+		s.bytes += rowBytes(string(rk), row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	j.report()
+	return j, nil
+}
+
+// splitKey splits a state key into side, join key and row key.
+func (j *Join) splitKey(k []byte) (int, []byte, []byte, error) {
+	rest := k[len(j.prefix):]
+	if len(rest) < 1 || rest[0] > 1 {
+		return 0, nil, nil, pgerror.New(pgcode.DataCorrupted, "corrupt join state")
+	}
+	side := int(rest[0])
+	rest = rest[1:]
+	kl, m := binary.Uvarint(rest)
+	if m <= 0 || uint64(len(rest)-m) < kl {
+		return 0, nil, nil, pgerror.New(pgcode.DataCorrupted, "corrupt join state")
+	}
+	return side, rest[m : m+int(kl)], rest[m+int(kl):], nil
+}
+
+// bucketKey appends the store prefix of side's bucket jk to buf.
+func (j *Join) bucketKey(buf []byte, side int, jk string) []byte {
+	buf = append(buf, j.prefix...)
+	buf = append(buf, byte(side))
+	buf = binary.AppendUvarint(buf, uint64(len(jk)))
+	return append(buf, jk...)
+}
+
+// report brings the cache's count of this join's bytes up to date.
+func (j *Join) report() {
+	if j.cache == nil {
+		return
+	}
+	own := j.s[0].bytes + j.s[1].bytes
+	j.cache.Add(own - j.reported)
+	j.reported = own
+}
+
+// Release implements flow.Releaser: the join's memory leaves the cache.
+func (j *Join) Release() {
+	if j.cache != nil {
+		j.cache.Add(-j.reported)
+		j.reported = 0
+	}
+}
+
+// probe returns side's bucket jk whole (reading it back if spilled), or
+// nil if it has no rows.
+func (j *Join) probe(side int, jk string) (*bucket, error) {
+	s := &j.s[side]
+	b := s.hot[jk]
+	if b != nil && !b.spilled {
+		b.ref = true
+		return b, nil
+	}
+	if b == nil {
+		if len(s.cold) == 0 {
+			return nil, nil
+		}
+		if _, ok := s.cold[jk]; !ok {
+			return nil, nil
 		}
 	}
-	return j, nil
+	return j.load(side, jk, b)
+}
+
+// load reads spilled bucket jk of side (b: its in-memory part, or nil)
+// back from the latest committed state, adds the changes the store does
+// not have yet, and makes it resident.
+func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
+	s := &j.s[side]
+	want := s.cold[jk]
+	if b != nil {
+		want = b.total
+	}
+	nb := &bucket{rows: map[string]*jrow{}, ref: true}
+	add := func(rk string, row types.Row, n int64) {
+		e := nb.rows[rk]
+		if e == nil {
+			e = &jrow{row: row}
+			nb.rows[rk] = e
+		}
+		e.n += n
+		nb.total += n
+	}
+	j.loaded++
+	snap := j.db.Snapshot()
+	j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+	err := snap.Scan(j.kbuf, func(k, v []byte) error {
+		cnt, m := binary.Varint(v)
+		if m <= 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
+		}
+		if cnt == 0 {
+			return nil
+		}
+		rk := k[len(j.kbuf):]
+		row, err := types.DecodeRow(rk)
+		if err != nil {
+			return err
+		}
+		add(string(rk), row, cnt)
+		return nil
+	})
+	committed := snap.Epoch
+	snap.Release()
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		for _, f := range b.flight {
+			if f.epoch > committed {
+				add(f.rk, f.row, f.n)
+			}
+			nb.saved = max(nb.saved, f.epoch)
+		}
+		for rk, e := range b.rows {
+			add(rk, e.row, e.n)
+		}
+		delete(s.flying, jk)
+	}
+	if nb.total != want {
+		return nil, pgerror.Newf(pgcode.DataCorrupted, "join state of a spilled key holds %d rows, want %d", nb.total, want)
+	}
+	for rk, e := range nb.rows {
+		if e.n == 0 {
+			delete(nb.rows, rk)
+			continue
+		}
+		s.bytes += rowBytes(rk, e.row)
+	}
+	delete(s.cold, jk)
+	if len(nb.rows) == 0 {
+		delete(s.hot, jk)
+		j.indexBucket(side, jk, false)
+		return nil, nil
+	}
+	s.hot[jk] = nb
+	return nb, nil
 }
 
 func (j *Join) combine(side int, r, o types.Row) types.Row {
@@ -197,7 +399,10 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 		jk := string(kbuf)
 		var ob *bucket
 		if !null {
-			ob = j.sides[other][jk]
+			var err error
+			if ob, err = j.probe(other, jk); err != nil {
+				return err
+			}
 		}
 		// Matches of r on the other side.
 		var deg int64
@@ -213,7 +418,13 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 				deg += o.n
 				if j.preserve[other] {
 					// o's degree changes by diff: swap its NULL-extended row.
-					before, err := j.degree(other, o.row, j.bucketOf(side, jk, null))
+					var own *bucket
+					if !null {
+						if own, err = j.probe(side, jk); err != nil {
+							return err
+						}
+					}
+					before, err := j.degree(other, o.row, own)
 					if err != nil {
 						return err
 					}
@@ -245,78 +456,185 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 	return nil
 }
 
-func (j *Join) bucketOf(side int, jk string, null bool) *bucket {
-	if null {
-		return nil
-	}
-	return j.sides[side][jk]
-}
-
+// store adds diff copies of row r to side's bucket jk. A spilled bucket
+// is not read: the change is kept as a delta until the next barrier.
 func (j *Join) store(side int, jk string, r types.Row, diff int64) {
-	rk := string(types.EncodeRow(nil, r))
-	b := j.sides[side][jk]
+	s := &j.s[side]
+	b := s.hot[jk]
 	if b == nil {
-		b = &bucket{rows: map[string]*jrow{}}
-		j.sides[side][jk] = b
+		if n, ok := s.cold[jk]; ok {
+			b = &bucket{rows: map[string]*jrow{}, total: n, spilled: true}
+			delete(s.cold, jk)
+		} else {
+			b = &bucket{rows: map[string]*jrow{}}
+			j.indexBucket(side, jk, true)
+		}
+		s.hot[jk] = b
 	}
+	rk := string(types.EncodeRow(nil, r))
 	e := b.rows[rk]
 	if e == nil {
 		e = &jrow{row: r}
 		b.rows[rk] = e
-		if len(b.rows) == 1 {
-			j.indexBucket(side, jk, r, true)
+		if !b.spilled {
+			s.bytes += rowBytes(rk, r)
 		}
 	}
 	e.n += diff
 	b.total += diff
 	if e.n == 0 {
 		delete(b.rows, rk)
+		if !b.spilled {
+			s.bytes -= rowBytes(rk, r)
+		}
 	}
-	if len(b.rows) == 0 {
-		delete(j.sides[side], jk)
-		j.indexBucket(side, jk, r, false)
+	if len(b.rows) == 0 && !b.spilled {
+		delete(s.hot, jk)
+		j.indexBucket(side, jk, false)
 	}
-	d := j.dirty[side][jk]
+	d := s.dirty[jk]
 	if d == nil {
 		d = map[string]struct{}{}
-		j.dirty[side][jk] = d
+		s.dirty[jk] = d
 	}
 	d[rk] = struct{}{}
 }
 
-// Checkpoint implements flow.Operator.
-func (j *Join) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
+// Checkpoint implements flow.Operator: it writes the changed rows
+// (resident buckets: their counts; spilled ones: count deltas), settles
+// spilled buckets whose writes are committed, and spills buckets when the
+// state cache is over its limit.
+func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
+	if j.db == nil {
+		return nil
+	}
+	committed := j.db.CommittedEpoch()
 	for side := 0; side < 2; side++ {
-		for jk, rks := range j.dirty[side] {
-			bk := j.sides[side][jk]
+		s := &j.s[side]
+		for jk := range s.drop {
+			j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+			bar.W.DeleteRange(j.kbuf, storage.PrefixEnd(j.kbuf))
+		}
+		clear(s.drop)
+		for jk, rks := range s.dirty {
+			bk := s.hot[jk]
 			for rk := range rks {
-				key := append([]byte(nil), j.prefix...)
-				key = append(key, byte(side))
-				key = binary.AppendUvarint(key, uint64(len(jk)))
-				key = append(key, jk...)
+				key := j.bucketKey(nil, side, jk)
 				key = append(key, rk...)
 				var e *jrow
 				if bk != nil {
 					e = bk.rows[rk]
 				}
-				if e == nil {
-					b.W.Delete(key)
-				} else {
-					b.W.Set(key, binary.AppendVarint(nil, e.n))
+				switch {
+				case bk != nil && bk.spilled:
+					if e != nil {
+						bar.W.Merge(key, e.n)
+						bk.flight = append(bk.flight, flight{rk: rk, row: e.row, n: e.n, epoch: bar.Epoch})
+					}
+				case e == nil:
+					bar.W.Delete(key)
+				default:
+					bar.W.Set(key, binary.AppendVarint(nil, e.n))
+				}
+			}
+			if bk != nil {
+				bk.saved = bar.Epoch
+				if bk.spilled {
+					clear(bk.rows)
+					s.flying[jk] = struct{}{}
 				}
 			}
 		}
-		clear(j.dirty[side])
+		clear(s.dirty)
+		// Spilled buckets whose writes are all committed go back to counts.
+		for jk := range s.flying {
+			b := s.hot[jk]
+			if b == nil || !b.spilled {
+				delete(s.flying, jk)
+				continue
+			}
+			keep := b.flight[:0]
+			for _, f := range b.flight {
+				if f.epoch > committed {
+					keep = append(keep, f)
+				}
+			}
+			clear(b.flight[len(keep):])
+			b.flight = keep
+			if b.saved > committed || len(b.rows) > 0 {
+				continue
+			}
+			delete(s.flying, jk)
+			delete(s.hot, jk)
+			if b.total != 0 {
+				s.cold[jk] = b.total
+			} else {
+				j.indexBucket(side, jk, false)
+			}
+		}
 	}
+	j.report()
+	j.evict(committed)
 	return nil
 }
 
-// indexBucket adds (or removes) bucket jk of side, whose rows have r's
-// join key, to the indexes of the keys that have watermarks.
-func (j *Join) indexBucket(side int, jk string, r types.Row, add bool) {
+// evict spills clean resident buckets, saved at or before the committed
+// epoch and not probed since the last pass, until the join's memory fits
+// its share of the state cache.
+func (j *Join) evict(committed uint64) {
+	own := j.s[0].bytes + j.s[1].bytes
+	target := j.cache.Target(own)
+	if own <= target {
+		return
+	}
+	for side := 0; side < 2 && own > target; side++ {
+		s := &j.s[side]
+		for jk, b := range s.hot {
+			if own <= target {
+				break
+			}
+			if b.spilled || b.saved > committed {
+				continue
+			}
+			if b.ref {
+				b.ref = false
+				continue
+			}
+			var n int64
+			for rk, e := range b.rows {
+				n += rowBytes(rk, e.row)
+			}
+			s.bytes -= n
+			own -= n
+			delete(s.hot, jk)
+			s.cold[jk] = b.total
+			j.evicted++
+		}
+	}
+	j.report()
+}
+
+// keyValue returns the value of join key i in the encoded join key jk.
+func keyValue(jk string, i int) (types.Datum, bool) {
+	buf := []byte(jk)
+	for k := 0; ; k++ {
+		d, rest, err := types.DecodeKey(buf)
+		if err != nil {
+			return types.Null, false
+		}
+		if k == i {
+			return d, true
+		}
+		buf = rest
+	}
+}
+
+// indexBucket adds (or removes) bucket jk of side to the indexes of the
+// keys that have watermarks.
+func (j *Join) indexBucket(side int, jk string, add bool) {
 	for i, idx := range j.keyIdx[side] {
-		d := r[j.keys[side][i]]
-		if d.IsNull() {
+		d, ok := keyValue(jk, i)
+		if !ok || d.IsNull() {
 			continue
 		}
 		if add {
@@ -356,6 +674,7 @@ func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Wa
 
 // dropBelow deletes side's buckets whose key i is below ts.
 func (j *Join) dropBelow(side, i int, ts int64) {
+	s := &j.s[side]
 	if j.keyIdx[side] == nil {
 		j.keyIdx[side] = map[int]*valueIndex{}
 	}
@@ -363,44 +682,62 @@ func (j *Join) dropBelow(side, i int, ts int64) {
 	if idx == nil {
 		idx = newValueIndex()
 		j.keyIdx[side][i] = idx
-		for jk, b := range j.sides[side] {
-			for _, e := range b.rows {
-				if d := e.row[j.keys[side][i]]; !d.IsNull() {
-					idx.add(d.I, jk)
-				}
-				break
+		add := func(jk string) {
+			if d, ok := keyValue(jk, i); ok && !d.IsNull() {
+				idx.add(d.I, jk)
 			}
+		}
+		for jk := range s.hot {
+			add(jk)
+		}
+		for jk := range s.cold {
+			add(jk)
 		}
 	}
 	for _, jk := range idx.takeBelow(ts) {
-		b := j.sides[side][jk]
-		if b == nil {
-			continue
+		b := s.hot[jk]
+		switch {
+		case b != nil && !b.spilled:
+			d := s.dirty[jk]
+			if d == nil {
+				d = map[string]struct{}{}
+				s.dirty[jk] = d
+			}
+			for rk, e := range b.rows {
+				d[rk] = struct{}{}
+				s.bytes -= rowBytes(rk, e.row)
+			}
+			delete(s.hot, jk)
+		case b != nil:
+			delete(s.hot, jk)
+			delete(s.flying, jk)
+			s.drop[jk] = struct{}{}
+		default:
+			if _, ok := s.cold[jk]; !ok {
+				continue
+			}
+			delete(s.cold, jk)
+			s.drop[jk] = struct{}{}
 		}
-		d := j.dirty[side][jk]
-		if d == nil {
-			d = map[string]struct{}{}
-			j.dirty[side][jk] = d
-		}
-		var any types.Row
-		for rk, e := range b.rows {
-			d[rk] = struct{}{}
-			any = e.row
-		}
-		delete(j.sides[side], jk)
-		if any != nil {
-			// Out of the other keys' indexes too.
-			j.indexBucket(side, jk, any, false)
-		}
+		// Out of the other keys' indexes too.
+		j.indexBucket(side, jk, false)
 	}
 }
 
-// StoredRows returns the number of distinct rows the join keeps.
+// StoredRows returns the number of distinct rows the join keeps in memory
+// plus the row count of its spilled buckets.
 func (j *Join) StoredRows() int {
 	n := 0
 	for side := 0; side < 2; side++ {
-		for _, b := range j.sides[side] {
-			n += len(b.rows)
+		for _, b := range j.s[side].hot {
+			if b.spilled {
+				n += int(b.total)
+			} else {
+				n += len(b.rows)
+			}
+		}
+		for _, c := range j.s[side].cold {
+			n += int(c)
 		}
 	}
 	return n

@@ -202,7 +202,15 @@ func bruteJoin(kind spec.JoinKind, withCond bool, l, r joinInput) bag {
 // and without a residual condition, and after every batch compares the
 // accumulated output with the join recomputed from scratch. At random
 // barriers the state is committed and the join is recreated from the store.
+// With spill, the state cache holds nothing: every bucket is spilled at
+// each barrier and read back when probed, and commits lag a batch behind
+// their barriers, so that reads meet writes still in flight.
 func TestJoinRandomAgainstBruteForce(t *testing.T) {
+	t.Run("resident", func(t *testing.T) { testJoinRandom(t, false) })
+	t.Run("spill", func(t *testing.T) { testJoinRandom(t, true) })
+}
+
+func testJoinRandom(t *testing.T, spill bool) {
 	for _, kind := range []spec.JoinKind{spec.InnerJoin, spec.LeftJoin, spec.RightJoin, spec.FullJoin} {
 		for _, withCond := range []bool{false, true} {
 			name := kind.String()
@@ -216,7 +224,17 @@ func TestJoinRandomAgainstBruteForce(t *testing.T) {
 				}
 				n := joinNode(kind, cond)
 				ck := newCheckpointer(t)
+				if spill {
+					ck.db.StateCache().SetLimit(0)
+				}
 				j := newJoin(t, n, 7, ck.db, nil)
+				var commit func() // a checkpoint written, not committed yet
+				var evicted, loaded int
+				defer func() {
+					if ev, ld := j.Spills(); spill && (evicted+ev == 0 || loaded+ld == 0) {
+						t.Errorf("spilled %d buckets and read back %d", evicted+ev, loaded+ld)
+					}
+				}()
 				c := newCollector()
 				rng := rand.New(rand.NewSource(int64(kind)*2 + 1))
 				inputs := [2]joinInput{{}, {}}
@@ -263,15 +281,27 @@ func TestJoinRandomAgainstBruteForce(t *testing.T) {
 						}
 					}
 					c.step(t, process(j, side, batchChanges(bt)...))
+					if commit != nil {
+						commit()
+						commit = nil
+					}
 					want := bruteJoin(kind, withCond, inputs[0], inputs[1])
 					if !c.total.equal(want) {
 						t.Fatalf("after %d changes (side %d batch %v):\noutput %v\n  want %v\nleft %v\nright %v",
 							done, side, batchBag(bt), c.total, want, inputBag(inputs[0]), inputBag(inputs[1]))
 					}
-					if rng.Intn(15) == 0 {
+					if spill && commit == nil && rng.Intn(4) == 0 {
+						commit = ck.begin(t, []flow.Operator{j}, []*collector{c})
+						c.wantDelta(t, bag{})
+						continue
+					}
+					if commit == nil && rng.Intn(15) == 0 {
 						ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
 						c.wantDelta(t, bag{})
 						if rng.Intn(2) == 0 {
+							j.Release()
+							ev, ld := j.Spills()
+							evicted, loaded = evicted+ev, loaded+ld
 							j = newJoin(t, n, 7, ck.db, nil)
 						}
 					}

@@ -1,10 +1,13 @@
 package ops
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"sluice/exec/flow"
 	"sluice/exec/spec"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
 	"sluice/sql/types"
 	"sluice/storage"
 )
@@ -17,17 +20,41 @@ import (
 // output; when the input is append-only, rows that fall beyond the limit
 // can never come back, so they are dropped from state.
 //
-// State: s/<op>/<partition key> holds the partition's rows.
+// State: s/<op>/<len(partition key)><partition key><row> = count, one key
+// per distinct row, so that a barrier writes only the rows that came and
+// went (count deltas, by Merge). Rows that arrive and leave between two
+// barriers (most of an append-only Top-N's input) are never written.
 type Window struct {
 	n          *spec.Node
 	appendOnly bool
 	inCols     int
 	prefix     []byte
 	parts      map[string]*wpart
-	dirty      map[string]struct{}
 	touched    map[string]struct{}
 	kbuf       []byte
 	calc       Agg // accumulator helpers for window aggregates
+	// positional: every function is a rank (ROW_NUMBER, RANK,
+	// DENSE_RANK): output rows are compared position by position.
+	positional bool
+	// stateful: changes are saved at barriers (not a batch query).
+	stateful bool
+	// added holds the rows inserted since the last barrier, by their
+	// first datum's address (the row object is the identity: a row that
+	// leaves before the barrier is simply forgotten); pending the other
+	// count changes of the barrier (rows without columns, rows that
+	// were stored and leave).
+	added   map[*types.Datum]addedRow
+	pending []wchange
+}
+
+type addedRow struct {
+	pk string
+	r  types.Row
+}
+
+type wchange struct {
+	key []byte
+	d   int64
 }
 
 type wpart struct {
@@ -42,30 +69,86 @@ type wpart struct {
 // its input never retracts. db nil: a batch query.
 func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *storage.DB) (*Window, error) {
 	w := &Window{n: n, appendOnly: appendOnly, inCols: inCols, prefix: storage.Key(storage.SpaceState, opID),
-		parts: map[string]*wpart{}, dirty: map[string]struct{}{}, touched: map[string]struct{}{}}
-	if db != nil {
-		err := db.Scan(w.prefix, func(k, v []byte) error {
-			r, err := types.DecodeRow(v)
-			if err != nil {
-				return err
-			}
-			p := &wpart{}
-			for _, d := range r {
-				row, err := types.DecodeRow([]byte(d.S))
-				if err != nil {
-					return err
-				}
-				p.rows = append(p.rows, row)
-			}
-			p.emitted = w.compute(p)
-			w.parts[string(k[len(w.prefix):])] = p
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		parts: map[string]*wpart{}, touched: map[string]struct{}{},
+		stateful: db != nil, added: map[*types.Datum]addedRow{}, positional: true}
+	for _, f := range n.WinFuncs {
+		if !rankFunc(f.Func) {
+			w.positional = false
 		}
 	}
+	if db == nil {
+		return w, nil
+	}
+	err := db.Scan(w.prefix, func(k, v []byte) error {
+		rest := k[len(w.prefix):]
+		kl, m := binary.Uvarint(rest)
+		if m <= 0 || uint64(len(rest)-m) < kl {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
+		}
+		cnt, m2 := binary.Varint(v)
+		if m2 <= 0 || cnt < 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
+		}
+		pk := rest[m : m+int(kl)]
+		row, err := types.DecodeRow(rest[m+int(kl):])
+		if err != nil {
+			return err
+		}
+		p := w.parts[string(pk)]
+		if p == nil {
+			p = &wpart{}
+			w.parts[string(pk)] = p
+		}
+		for ; cnt > 0; cnt-- {
+			p.rows = append(p.rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range w.parts {
+		sort.SliceStable(p.rows, func(i, j int) bool { return w.cmp(p.rows[i], p.rows[j]) < 0 })
+		p.emitted = w.compute(p)
+	}
 	return w, nil
+}
+
+// rowKey returns the state key of row r of partition pk.
+func (w *Window) rowKey(pk string, r types.Row) []byte {
+	key := append([]byte(nil), w.prefix...)
+	key = binary.AppendUvarint(key, uint64(len(pk)))
+	key = append(key, pk...)
+	return types.EncodeRow(key, r)
+}
+
+// inserted notes that row r joined partition pk.
+func (w *Window) inserted(pk string, r types.Row) {
+	if !w.stateful {
+		return
+	}
+	if len(r) > 0 {
+		if _, dup := w.added[&r[0]]; !dup {
+			w.added[&r[0]] = addedRow{pk: pk, r: r}
+			return
+		}
+	}
+	w.pending = append(w.pending, wchange{key: w.rowKey(pk, r), d: 1})
+}
+
+// removed notes that row r (the object that was in the partition) left
+// partition pk.
+func (w *Window) removed(pk string, r types.Row) {
+	if !w.stateful {
+		return
+	}
+	if len(r) > 0 {
+		if _, ok := w.added[&r[0]]; ok {
+			delete(w.added, &r[0])
+			return
+		}
+	}
+	w.pending = append(w.pending, wchange{key: w.rowKey(pk, r), d: -1})
 }
 
 // cmp orders two input rows: window order, then the whole row (a stable
@@ -143,17 +226,18 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			w.touched[k] = struct{}{}
 			p.from = len(p.rows)
 		}
-		w.dirty[k] = struct{}{}
 		for d := b.Diffs[i]; d > 0; d-- {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) > 0 })
 			p.rows = append(p.rows, nil)
 			copy(p.rows[j+1:], p.rows[j:])
 			p.rows[j] = r
 			p.from = min(p.from, j)
+			w.inserted(k, r)
 		}
 		for d := b.Diffs[i]; d < 0; d++ {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) >= 0 })
 			if j < len(p.rows) && w.cmp(p.rows[j], r) == 0 {
+				w.removed(k, p.rows[j])
 				p.rows = append(p.rows[:j], p.rows[j+1:]...)
 				p.from = min(p.from, j)
 			}
@@ -169,7 +253,11 @@ func (w *Window) emitTouched(out *flow.Emitter) error {
 		// stableBefore): recompute and diff only the rest.
 		keep := min(w.stableBefore(p), len(p.emitted))
 		fresh := w.computeFrom(p, keep)
-		if err := diffRows(p.emitted[keep:], fresh, out); err != nil {
+		diff := diffRows
+		if w.positional {
+			diff = diffPositional
+		}
+		if err := diff(p.emitted[keep:], fresh, out); err != nil {
 			return err
 		}
 		clear(p.emitted[keep:])
@@ -178,7 +266,7 @@ func (w *Window) emitTouched(out *flow.Emitter) error {
 		if w.appendOnly && w.n.Limit >= 0 {
 			// Rows beyond the limit never re-enter an append-only input's
 			// top rows: keep only those output (and their peers).
-			w.trim(p, p.emitted)
+			w.trim(k, p, p.emitted)
 		}
 		if len(p.rows) == 0 {
 			delete(w.parts, k)
@@ -188,17 +276,42 @@ func (w *Window) emitTouched(out *flow.Emitter) error {
 	return nil
 }
 
-// trim drops rows after the last one output.
-func (w *Window) trim(p *wpart, now []types.Row) {
+// trim drops partition pk's rows after the last one output.
+func (w *Window) trim(pk string, p *wpart, now []types.Row) {
 	if len(now) == 0 || len(now) >= len(p.rows) {
 		return
 	}
 	last := now[len(now)-1][:w.inCols]
 	j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], last) > 0 })
 	if j < len(p.rows) {
+		for _, r := range p.rows[j:] {
+			w.removed(pk, r)
+		}
 		clear(p.rows[j:])
 		p.rows = p.rows[:j]
 	}
+}
+
+// diffPositional emits the change from old to now, rows compared position
+// by position: rank functions give every row a distinct output (its rank
+// or its position), so a row that moved has changed anyway.
+func diffPositional(old, now []types.Row, out *flow.Emitter) error {
+	for i := 0; i < max(len(old), len(now)); i++ {
+		if i < len(old) && i < len(now) && rowsEqual(old[i], now[i]) {
+			continue
+		}
+		if i < len(old) {
+			if err := out.Emit(old[i], -1); err != nil {
+				return err
+			}
+		}
+		if i < len(now) {
+			if err := out.Emit(now[i], 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // diffRows emits -old for rows of old not in now and +new for rows of now
@@ -313,6 +426,9 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 			break
 		}
 	}
+	// The output rows share one allocation (they are replaced together
+	// when the partition changes before them).
+	var slab []types.Datum
 	for i := start; i < len(p.rows); i++ {
 		r := p.rows[i]
 		peerOfPrev := i > 0 && compareOrder(p.rows[i-1], r, n.Order) == 0
@@ -320,7 +436,16 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 			rank = int64(i) + 1
 			dense++
 		}
-		row := make(types.Row, 0, len(r)+len(n.WinFuncs))
+		width := len(r) + len(n.WinFuncs)
+		if len(slab) < width {
+			rows := len(p.rows) - i
+			if n.Limit >= 0 {
+				rows = min(rows, int(n.Limit)+8)
+			}
+			slab = make([]types.Datum, rows*width)
+		}
+		row := types.Row(slab[:0:width])
+		slab = slab[width:]
 		row = append(row, r...)
 		for _, f := range n.WinFuncs {
 			switch f.Func {
@@ -405,21 +530,17 @@ func (w *Window) frameAgg(rows []types.Row, i int, f spec.WindowCall) types.Datu
 	return w.calc.result(&ac, &call)
 }
 
-// Checkpoint implements flow.Operator.
+// Checkpoint implements flow.Operator: it writes the count changes of the
+// rows that came and went since the last barrier.
 func (w *Window) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
-	for k := range w.dirty {
-		key := append(append([]byte(nil), w.prefix...), k...)
-		p := w.parts[k]
-		if p == nil || len(p.rows) == 0 {
-			b.W.Delete(key)
-			continue
-		}
-		r := make(types.Row, len(p.rows))
-		for i, row := range p.rows {
-			r[i] = types.NewBytes(types.EncodeRow(nil, row))
-		}
-		b.W.Set(key, types.EncodeRow(nil, r))
+	for _, a := range w.added {
+		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}
-	clear(w.dirty)
+	clear(w.added)
+	for _, c := range w.pending {
+		b.W.Merge(c.key, c.d)
+	}
+	clear(w.pending)
+	w.pending = w.pending[:0]
 	return nil
 }

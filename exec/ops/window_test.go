@@ -14,8 +14,15 @@ import (
 // Window nodes of every kind and checks, after every batch, that what the
 // operator has emitted in total (it recomputes only from the first changed
 // row of each touched partition) equals a fresh operator's output over the
-// current input.
+// current input. The operator saves its state at random barriers and is
+// sometimes recreated from the store; with an append-only input (inserts
+// only) a Top-N drops the rows beyond its limit, from the store too.
 func TestWindowIncrementalEqualsRecompute(t *testing.T) {
+	t.Run("retractions", func(t *testing.T) { testWindowRandom(t, false) })
+	t.Run("append-only", func(t *testing.T) { testWindowRandom(t, true) })
+}
+
+func testWindowRandom(t *testing.T, appendOnly bool) {
 	// Input columns: partition, order value (few distinct: many peers),
 	// time in µs for sessions, value.
 	cols := []types.Column{{Name: "p", Type: types.TInt8}, {Name: "o", Type: types.TInt8}, {Name: "ts", Type: types.TTimestamp}, {Name: "v", Type: types.TInt8}}
@@ -37,16 +44,21 @@ func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 			n.PartitionBy = []int{0}
 			n.Cols = cols
 			rng := rand.New(rand.NewSource(7))
-			w, err := ops.NewWindow(n, len(cols), false, 1, nil)
+			ck := newCheckpointer(t)
+			w, err := ops.NewWindow(n, len(cols), appendOnly, 1, ck.db)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c := newCollector()
 			var live []types.Row
-			for step := 0; step < 400; step++ {
+			steps := 400
+			if appendOnly { // the input only grows: fewer steps keep the recomputation cheap
+				steps = 150
+			}
+			for step := 0; step < steps; step++ {
 				b := types.NewBatch(4)
 				for k := rng.Intn(4) + 1; k > 0; k-- {
-					if len(live) > 0 && rng.Intn(3) == 0 {
+					if !appendOnly && len(live) > 0 && rng.Intn(3) == 0 {
 						i := rng.Intn(len(live))
 						b.Add(live[i], -1)
 						live = append(live[:i], live[i+1:]...)
@@ -58,7 +70,15 @@ func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 					live = append(live, r)
 				}
 				c.step(t, func(out *flow.Emitter) error { return w.Process(0, b, out) })
-				fresh, err := ops.NewWindow(n, len(cols), false, 2, nil)
+				if rng.Intn(10) == 0 {
+					ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+					if rng.Intn(2) == 0 {
+						if w, err = ops.NewWindow(n, len(cols), appendOnly, 1, ck.db); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				fresh, err := ops.NewWindow(n, len(cols), appendOnly, 2, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,6 +90,13 @@ func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 				want.step(t, func(out *flow.Emitter) error { return fresh.Process(0, all, out) })
 				if !c.total.equal(want.total) {
 					t.Fatalf("step %d: incremental output %v\nrecomputed %v", step, c.total, want.total)
+				}
+			}
+			if appendOnly && n.Limit >= 0 {
+				// Rows beyond the limit left the store too.
+				ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+				if keys := stateKeys(t, ck.db, 1); keys > len(c.total) {
+					t.Fatalf("%d rows stored for %d rows output", keys, len(c.total))
 				}
 			}
 		})

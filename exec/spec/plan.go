@@ -171,7 +171,7 @@ type Node struct {
 	PartitionBy []int        // Window
 	WinFuncs    []WindowCall // Window
 	LimitFunc   int          // Window: the function Limit applies to
-	// InputAppendOnly (Window) says the input never retracts a row.
+	// InputAppendOnly (Window, Agg) says the input never retracts a row.
 	InputAppendOnly bool
 	// Temporal marks a Subscribe read as a lookup table (FOR SYSTEM_TIME
 	// AS OF PROCTIME()) and a Join whose right side is one: the lookup
