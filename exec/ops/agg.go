@@ -36,6 +36,7 @@ type Agg struct {
 	// appendOnly: the input never retracts, so min and max keep only the
 	// extreme value (in acc.d), not a multiset of every value.
 	appendOnly bool
+	encBuf     []byte // encodeGroup's buffer
 }
 
 type group struct {
@@ -60,7 +61,7 @@ type acc struct {
 }
 
 // splitSetAt is the size from which a multiset is stored entry by entry.
-var splitSetAt = 128
+var splitSetAt = 16
 
 type setEntry struct {
 	v types.Datum
@@ -635,21 +636,41 @@ func (a *Agg) Finish(out *flow.Emitter) error {
 // encodeGroup stores a group as one row: key columns, count, emitted, then
 // per aggregate n, i, f, d and the multiset as (n, value, count…).
 func (a *Agg) encodeGroup(g *group) []byte {
-	r := make(types.Row, 0, len(g.key)+2+5*len(g.accs))
-	r = append(r, types.NewInt(int64(len(g.key))))
-	r = append(r, g.key...)
-	r = append(r, types.NewInt(g.count), types.NewBool(g.emitted))
+	n := 1 + len(g.key) + 2
 	for _, ac := range g.accs {
-		if ac.split {
-			r = append(r, types.NewInt(ac.n), types.NewInt(ac.i), types.NewFloat(ac.f), ac.d, types.NewInt(0))
-			continue
-		}
-		r = append(r, types.NewInt(ac.n), types.NewInt(ac.i), types.NewFloat(ac.f), ac.d, types.NewInt(int64(len(ac.set))))
-		for _, e := range ac.set {
-			r = append(r, e.v, types.NewInt(e.n))
+		n += 5
+		if !ac.split {
+			n += 2 * len(ac.set)
 		}
 	}
-	return types.EncodeRow(nil, r)
+	// The values are appended straight into a reused buffer (the batch
+	// copies it): no row is built.
+	buf := binary.AppendUvarint(a.encBuf[:0], uint64(n))
+	buf = types.AppendValue(buf, types.NewInt(int64(len(g.key))))
+	for _, d := range g.key {
+		buf = types.AppendValue(buf, d)
+	}
+	buf = types.AppendValue(buf, types.NewInt(g.count))
+	buf = types.AppendValue(buf, types.NewBool(g.emitted))
+	for _, ac := range g.accs {
+		ns := len(ac.set)
+		if ac.split {
+			ns = 0
+		}
+		buf = types.AppendValue(buf, types.NewInt(ac.n))
+		buf = types.AppendValue(buf, types.NewInt(ac.i))
+		buf = types.AppendValue(buf, types.NewFloat(ac.f))
+		buf = types.AppendValue(buf, ac.d)
+		buf = types.AppendValue(buf, types.NewInt(int64(ns)))
+		if ns > 0 {
+			for _, e := range ac.set {
+				buf = types.AppendValue(buf, e.v)
+				buf = types.AppendValue(buf, types.NewInt(e.n))
+			}
+		}
+	}
+	a.encBuf = buf
+	return buf
 }
 
 func (a *Agg) decodeGroup(v []byte) (*group, error) {

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"sluice/exec/eval"
@@ -51,6 +52,11 @@ type Join struct {
 	kbuf     []byte
 	// evicted and loaded count buckets spilled and read back.
 	evicted, loaded int
+	// bounds are the interval-join bounds of the condition; tidx indexes
+	// each side's rows by the time columns bounds can delete them by:
+	// side -> column -> index.
+	bounds []joinBound
+	tidx   [2]map[int]*timeIndex
 }
 
 // Spills returns how many buckets the join has spilled and read back.
@@ -123,6 +129,17 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		}
 		j.cond = c
 	}
+	if n.Cond != nil && n.JoinKind == spec.InnerJoin && !j.lookup {
+		j.bounds = intervalBounds(n.Cond, lw)
+		for _, b := range j.bounds {
+			if b.lo != math.MinInt64 {
+				j.timeIndex(0, b.l)
+			}
+			if b.hi != math.MaxInt64 {
+				j.timeIndex(1, b.r)
+			}
+		}
+	}
 	if db == nil {
 		return j, nil
 	}
@@ -154,11 +171,19 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		}
 		if cur == nil {
 			s.cold[curKey] += cnt
-			return nil
+			if len(j.tidx[side]) == 0 {
+				return nil
+			}
 		}
 		row, err := types.DecodeRow(rk)
 		if err != nil {
 			return err
+		}
+		for _, x := range j.tidx[side] {
+			x.add(row, curKey, string(rk))
+		}
+		if cur == nil {
+			return nil
 		}
 		cur.rows[string(rk)] = &jrow{row: row, n: cnt}
 		cur.total += cnt
@@ -479,6 +504,9 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 		if !b.spilled {
 			s.bytes += rowBytes(rk, r)
 		}
+		for _, x := range j.tidx[side] {
+			x.add(r, jk, rk)
+		}
 	}
 	e.n += diff
 	b.total += diff
@@ -669,7 +697,73 @@ func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Wa
 			j.dropBelow(side, i, ts)
 		}
 	}
+	for _, b := range j.bounds {
+		var err error
+		switch {
+		case in == 1 && w.Col == b.r && b.lo != math.MinInt64:
+			err = j.dropRows(0, b.l, satAdd(w.Ts, b.lo))
+		case in == 0 && w.Col == b.l && b.hi != math.MaxInt64:
+			err = j.dropRows(1, b.r, satAdd(w.Ts, -b.hi))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// satAdd adds without overflowing.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return math.MaxInt64
+	case b < 0 && c > a:
+		return math.MinInt64
+	}
+	return c
+}
+
+func (j *Join) timeIndex(side, col int) {
+	if j.tidx[side] == nil {
+		j.tidx[side] = map[int]*timeIndex{}
+	}
+	if j.tidx[side][col] == nil {
+		j.tidx[side][col] = newTimeIndex(col)
+	}
+}
+
+// dropRows deletes side's rows whose time column col is below ts (no
+// future row of the other side can match them).
+func (j *Join) dropRows(side, col int, ts int64) error {
+	s := &j.s[side]
+	for _, ref := range j.tidx[side][col].takeBelow(ts) {
+		b, err := j.probe(side, ref.jk)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			continue
+		}
+		e := b.rows[ref.rk]
+		if e == nil {
+			continue // gone already
+		}
+		b.total -= e.n
+		delete(b.rows, ref.rk)
+		s.bytes -= rowBytes(ref.rk, e.row)
+		d := s.dirty[ref.jk]
+		if d == nil {
+			d = map[string]struct{}{}
+			s.dirty[ref.jk] = d
+		}
+		d[ref.rk] = struct{}{}
+		if len(b.rows) == 0 {
+			delete(s.hot, ref.jk)
+			j.indexBucket(side, ref.jk, false)
+		}
+	}
+	return nil
 }
 
 // dropBelow deletes side's buckets whose key i is below ts.

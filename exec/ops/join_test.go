@@ -332,3 +332,67 @@ func inputBag(in joinInput) bag {
 	}
 	return out
 }
+
+// TestJoinIntervalBoundsDeleteRows runs an interval join (equal keys and
+// left.ts BETWEEN right.ts - 10 AND right.ts) over rows that never fall
+// behind the watermarks, which both inputs advance as time goes: the
+// output must equal the join of everything inserted, while the rows kept
+// stay a window's worth, not the whole input. Half the runs spill every
+// bucket and restore the join from the store along the way.
+func TestJoinIntervalBoundsDeleteRows(t *testing.T) {
+	ts := types.TTimestamp
+	ten := &spec.Const{D: types.NewInterval(0, 0, 10), T: types.T{Fam: types.Interval}}
+	cond := fn("and", types.TBool,
+		fn(">=", types.TBool, col(1, ts), fn("-", ts, col(3, ts), ten)),
+		fn("<=", types.TBool, col(1, ts), col(3, ts)))
+	for _, spill := range []bool{false, true} {
+		n := joinNode(spec.InnerJoin, cond)
+		ck := newCheckpointer(t)
+		if spill {
+			ck.db.StateCache().SetLimit(0)
+		}
+		j := newJoin(t, n, 7, ck.db, nil)
+		c := newCollector()
+		rng := rand.New(rand.NewSource(3))
+		var all [2][]types.Row
+		now := int64(0)
+		maxKept := 0
+		for step := 0; step < 600; step++ {
+			side := rng.Intn(2)
+			bt := types.NewBatch(3)
+			for k := 1 + rng.Intn(3); k > 0; k-- {
+				r := types.Row{types.NewInt(int64(rng.Intn(3))), types.NewTimestamp(now + int64(rng.Intn(6)))}
+				bt.Add(r, 1)
+				all[side] = append(all[side], r)
+			}
+			c.step(t, process(j, side, batchChanges(bt)...))
+			now += int64(rng.Intn(3))
+			var fwd []flow.Watermark
+			for s := 0; s < 2; s++ {
+				c.step(t, watermark(j, s, flow.Watermark{Col: 1, Ts: now}, &fwd))
+			}
+			maxKept = max(maxKept, j.StoredRows())
+			if rng.Intn(10) == 0 {
+				ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
+				if rng.Intn(3) == 0 {
+					j.Release()
+					j = newJoin(t, n, 7, ck.db, nil)
+				}
+			}
+		}
+		want := bag{}
+		for _, l := range all[0] {
+			for _, r := range all[1] {
+				if l[0].I == r[0].I && l[1].I >= r[1].I-10 && l[1].I <= r[1].I {
+					want.add(append(l.Copy(), r...), 1)
+				}
+			}
+		}
+		if !c.total.equal(want) {
+			t.Fatalf("spill %v: output %v\nwant %v", spill, c.total, want)
+		}
+		if total := len(all[0]) + len(all[1]); maxKept > total/5 {
+			t.Fatalf("spill %v: kept up to %d of %d rows", spill, maxKept, total)
+		}
+	}
+}
