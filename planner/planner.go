@@ -115,6 +115,7 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Materialize, Inputs: []int{root}, Rel: id, RelName: name, Key: q.Key, Cols: q.Columns})
+	pruneJoinSources(p.plan)
 	pruneSources(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
@@ -137,6 +138,7 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Sink, Inputs: []int{root}, Rel: id, RelName: name, Cols: q.Columns})
+	pruneJoinSources(p.plan)
 	pruneSources(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil

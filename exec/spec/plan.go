@@ -241,9 +241,9 @@ func (n *Node) describe() string {
 		return fmt.Sprintf("Subscribe %s", n.RelName)
 	case SourceRead:
 		if w := n.Source.Watermark; w != nil {
-			return fmt.Sprintf("SourceRead %s (connector: %s, watermark: %s)", n.Source.Name, n.Source.Connector, w.describe(n.Cols))
+			return fmt.Sprintf("SourceRead %s [%s] (connector: %s, watermark: %s)", n.Source.Name, allColNames(n.Cols), n.Source.Connector, w.describe(n.Cols))
 		}
-		return fmt.Sprintf("SourceRead %s (connector: %s)", n.Source.Name, n.Source.Connector)
+		return fmt.Sprintf("SourceRead %s [%s] (connector: %s)", n.Source.Name, allColNames(n.Cols), n.Source.Connector)
 	case Values:
 		return fmt.Sprintf("Values (%d rows)", len(n.Rows))
 	case Filter:
@@ -359,4 +359,14 @@ func groupStr(idx []int) string {
 		s[i] = fmt.Sprintf("$%d", c)
 	}
 	return strings.Join(s, ", ")
+}
+
+
+// allColNames lists every column's name, comma-separated.
+func allColNames(cols []types.Column) string {
+	idx := make([]int, len(cols))
+	for i := range idx {
+		idx[i] = i
+	}
+	return colNames(cols, idx)
 }
