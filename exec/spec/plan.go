@@ -361,7 +361,6 @@ func groupStr(idx []int) string {
 	return strings.Join(s, ", ")
 }
 
-
 // allColNames lists every column's name, comma-separated.
 func allColNames(cols []types.Column) string {
 	idx := make([]int, len(cols))
