@@ -2,7 +2,9 @@ package ops
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
+	"strings"
 
 	"sluice/exec/flow"
 	"sluice/exec/spec"
@@ -23,7 +25,7 @@ type Agg struct {
 	groups  map[string]*group
 	dirty   map[string]struct{}
 	global  bool
-	touched map[string]*touch
+	touched []*group // groups the current batch changed, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
 	// WINDOW CLOSE), never before and never retracted.
 	eowc bool
@@ -37,13 +39,19 @@ type Agg struct {
 	// extreme value (in acc.d), not a multiset of every value.
 	appendOnly bool
 	encBuf     []byte // encodeGroup's buffer
+	kb         []byte // update's key buffer
 }
 
 type group struct {
 	key     types.Row
 	count   int64 // rows in the group
 	accs    []acc
-	emitted bool // the global group's row has been emitted
+	emitted bool   // the global group's row has been emitted
+	k       string // the group's key in groups
+	// touch is set while the group is in touched (the current batch);
+	// dirty while its key is in dirty (the current epoch).
+	touch *touch
+	dirty bool
 }
 
 type acc struct {
@@ -66,6 +74,7 @@ var splitSetAt = 16
 type setEntry struct {
 	v types.Datum
 	n int64
+	k string // the entry's key in its set
 }
 
 type touch struct {
@@ -95,7 +104,8 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 				if err != nil {
 					return err
 				}
-				a.groups[string(rest[1:])] = g
+				g.k = string(rest[1:])
+				a.groups[g.k] = g
 			case 's':
 				n, m := binary.Uvarint(rest[1:])
 				if m <= 0 || 1+m+int(n)+1 > len(rest) {
@@ -115,7 +125,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 				if g.accs[ai].set == nil {
 					g.accs[ai].set = map[string]*setEntry{}
 				}
-				g.accs[ai].set[vk] = &setEntry{v: r[0], n: r[1].I}
+				g.accs[ai].set[vk] = &setEntry{v: r[0], n: r[1].I, k: vk}
 				g.accs[ai].split = true
 			default:
 				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
@@ -145,9 +155,6 @@ func (a *Agg) newGroup(key types.Row) *group {
 
 // Process implements flow.Operator.
 func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
-	if a.touched == nil {
-		a.touched = map[string]*touch{}
-	}
 	var kbuf []byte
 	for i, r := range b.Rows {
 		diff := b.Diffs[i]
@@ -156,24 +163,30 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			kbuf = types.AppendKey(kbuf, r[c])
 		}
 		g := a.groups[string(kbuf)]
-		k := string(kbuf)
-		if _, ok := a.touched[k]; !ok {
-			t := &touch{}
-			if !a.eowc && g != nil && (g.count > 0 || (a.global && g.emitted)) {
-				t.old, t.hadOld = a.output(g), true
-			}
-			a.touched[k] = t
-		}
-		if g == nil {
+		switch {
+		case g == nil:
 			key := make(types.Row, len(a.groupBy))
 			for j, c := range a.groupBy {
 				key[j] = r[c]
 			}
 			g = a.newGroup(key)
-			a.groups[k] = g
-			a.indexGroup(k, g)
+			g.k = string(kbuf)
+			a.groups[g.k] = g
+			a.indexGroup(g.k, g)
+			g.touch = &touch{}
+			a.touched = append(a.touched, g)
+		case g.touch == nil:
+			t := &touch{}
+			if !a.eowc && (g.count > 0 || (a.global && g.emitted)) {
+				t.old, t.hadOld = a.output(g), true
+			}
+			g.touch = t
+			a.touched = append(a.touched, g)
 		}
-		a.dirty[k] = struct{}{}
+		if !g.dirty {
+			g.dirty = true
+			a.dirty[g.k] = struct{}{}
+		}
 		g.count += diff
 		for j := range a.aggs {
 			if err := a.update(&g.accs[j], &a.aggs[j], r, diff); err != nil {
@@ -183,12 +196,14 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 	}
 	if a.eowc {
 		// Nothing is emitted before the window closes.
-		for k := range a.touched {
-			if g := a.groups[k]; g != nil && g.count == 0 {
-				a.dropGroup(k, g)
+		for _, g := range a.touched {
+			g.touch = nil
+			if g.count == 0 {
+				a.dropGroup(g.k, g)
 			}
 		}
-		a.touched = nil
+		clear(a.touched)
+		a.touched = a.touched[:0]
 		return nil
 	}
 	return a.emitTouched(out)
@@ -277,16 +292,13 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 func (a *Agg) Groups() int { return len(a.groups) }
 
 func (a *Agg) emitTouched(out *flow.Emitter) error {
-	keys := make([]string, 0, len(a.touched))
-	for k := range a.touched {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t := a.touched[k]
-		g := a.groups[k]
+	// In key order: the output does not depend on the input's order.
+	slices.SortFunc(a.touched, func(x, y *group) int { return strings.Compare(x.k, y.k) })
+	for _, g := range a.touched {
+		t, k := g.touch, g.k
+		g.touch = nil
 		var nr types.Row
-		has := g != nil && (g.count > 0 || a.global)
+		has := g.count > 0 || a.global
 		if has {
 			nr = a.output(g)
 		}
@@ -304,11 +316,12 @@ func (a *Agg) emitTouched(out *flow.Emitter) error {
 			}
 			g.emitted = true
 		}
-		if g != nil && g.count == 0 && !a.global {
+		if g.count == 0 && !a.global {
 			a.dropGroup(k, g)
 		}
 	}
-	a.touched = nil
+	clear(a.touched)
+	a.touched = a.touched[:0]
 	return nil
 }
 
@@ -340,21 +353,22 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		return nil
 	}
 	if ac.set != nil {
-		kb := types.AppendKey(nil, v)
-		e := ac.set[string(kb)]
+		a.kb = types.AppendKey(a.kb[:0], v)
+		e := ac.set[string(a.kb)]
 		if e == nil {
-			e = &setEntry{v: v}
-			ac.set[string(kb)] = e
+			k := string(a.kb)
+			e = &setEntry{v: v, k: k}
+			ac.set[k] = e
 		}
 		if ac.split { // inline sets are written whole
 			if ac.changed == nil {
 				ac.changed = map[string]struct{}{}
 			}
-			ac.changed[string(kb)] = struct{}{}
+			ac.changed[e.k] = struct{}{}
 		}
 		e.n += diff
 		if e.n == 0 {
-			delete(ac.set, string(kb))
+			delete(ac.set, e.k)
 		}
 		if !ag.Distinct {
 			ac.n += diff
@@ -546,6 +560,9 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	for k := range a.dirty {
 		key := a.headerKey(k)
 		g, ok := a.groups[k]
+		if ok {
+			g.dirty = false
+		}
 		if _, cleared := a.cleared[k]; cleared {
 			sp := a.setPrefix(k)
 			b.W.DeleteRange(sp, storage.PrefixEnd(sp))
@@ -712,7 +729,8 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 			if ac.set == nil {
 				ac.set = map[string]*setEntry{}
 			}
-			ac.set[string(types.AppendKey(nil, v))] = &setEntry{v: v, n: n}
+			k := string(types.AppendKey(nil, v))
+			ac.set[k] = &setEntry{v: v, n: n, k: k}
 		}
 	}
 	if p > len(r) {
