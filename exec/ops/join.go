@@ -546,9 +546,12 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 		clear(s.drop)
 		for jk, rks := range s.dirty {
 			bk := s.hot[jk]
+			// The batch copies keys: one buffer serves every row.
+			j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+			bk0 := len(j.kbuf)
 			for rk := range rks {
-				key := j.bucketKey(nil, side, jk)
-				key = append(key, rk...)
+				j.kbuf = append(j.kbuf[:bk0], rk...)
+				key := j.kbuf
 				var e *jrow
 				if bk != nil {
 					e = bk.rows[rk]

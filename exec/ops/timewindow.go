@@ -66,8 +66,12 @@ func (o *TimeWindow) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			continue
 		}
 		s := o.firstStart(t.I)
+		// The row's windows share one allocation.
+		w := o.inCols + 2
+		slab := make([]types.Datum, int(o.n)*w)
 		for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
-			nr := make(types.Row, o.inCols+2)
+			nr := types.Row(slab[:w:w])
+			slab = slab[w:]
 			copy(nr, r)
 			nr[o.inCols] = types.Datum{K: t.K, I: s}
 			nr[o.inCols+1] = types.Datum{K: t.K, I: s + o.w.Size}
