@@ -154,12 +154,13 @@ func pruneJoinSources(plan *spec.Plan) {
 		if j.Kind != spec.Join || len(consumers[ji]) != 1 || (j.Cond != nil && !mappable(j.Cond)) {
 			continue
 		}
-		// Above: filters, then a projection.
+		// Above: filters and window functions (which pass their input's
+		// columns through), then a projection.
 		var above []*spec.Node
 		for cur := ji; len(consumers[cur]) == 1; {
 			m := plan.Nodes[consumers[cur][0]]
 			above = append(above, m)
-			if m.Kind != spec.Filter {
+			if m.Kind != spec.Filter && m.Kind != spec.Window {
 				break
 			}
 			cur = consumers[cur][0]
@@ -192,6 +193,22 @@ func pruneJoinSources(plan *spec.Plan) {
 			ok = ok && markCols(m.Pred, 0)
 			for _, e := range m.Exprs {
 				ok = ok && markCols(e, 0)
+			}
+			if m.Kind == spec.Window {
+				mark := func(c int) {
+					if c >= 0 && c < len(used) {
+						used[c] = true
+					}
+				}
+				for _, c := range m.PartitionBy {
+					mark(c)
+				}
+				for _, o := range m.Order {
+					mark(o.Col)
+				}
+				for _, f := range m.WinFuncs {
+					mark(f.Arg)
+				}
 			}
 		}
 		if !ok {
@@ -278,11 +295,15 @@ func pruneJoinSources(plan *spec.Plan) {
 			}
 		}
 		nl := len(newCols[0])
+		total, newTotal := widths[0]+widths[1], nl+len(newCols[1])
 		out := func(i int) int {
-			if i < widths[0] {
+			switch {
+			case i < widths[0]:
 				return remap[0][i]
+			case i < total:
+				return nl + remap[1][i-widths[0]]
 			}
-			return nl + remap[1][i-widths[0]]
+			return newTotal + i - total // a window function's column
 		}
 		for k, c := range j.LeftKeys {
 			j.LeftKeys[k] = remap[0][c]
@@ -294,6 +315,7 @@ func pruneJoinSources(plan *spec.Plan) {
 			j.Cond, _ = spec.MapCols(j.Cond, out)
 		}
 		j.Cols = append(append([]types.Column(nil), newCols[0]...), newCols[1]...)
+		chainCols := j.Cols
 		for _, m := range above {
 			if m.Pred != nil {
 				m.Pred, _ = spec.MapCols(m.Pred, out)
@@ -301,8 +323,23 @@ func pruneJoinSources(plan *spec.Plan) {
 			for k, e := range m.Exprs {
 				m.Exprs[k], _ = spec.MapCols(e, out)
 			}
-			if m.Kind == spec.Filter {
-				m.Cols = j.Cols
+			switch m.Kind {
+			case spec.Filter:
+				m.Cols = chainCols
+			case spec.Window:
+				for k, c := range m.PartitionBy {
+					m.PartitionBy[k] = out(c)
+				}
+				for k := range m.Order {
+					m.Order[k].Col = out(m.Order[k].Col)
+				}
+				for k := range m.WinFuncs {
+					if m.WinFuncs[k].Arg >= 0 {
+						m.WinFuncs[k].Arg = out(m.WinFuncs[k].Arg)
+					}
+				}
+				chainCols = append(append([]types.Column(nil), j.Cols...), m.Cols[total:]...)
+				m.Cols = chainCols
 			}
 		}
 	}
