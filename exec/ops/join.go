@@ -740,7 +740,8 @@ func (j *Join) timeIndex(side, col int) {
 // future row of the other side can match them).
 func (j *Join) dropRows(side, col int, ts int64) error {
 	s := &j.s[side]
-	for _, ref := range j.tidx[side][col].takeBelow(ts) {
+	for _, te := range j.tidx[side][col].takeBelow(ts) {
+		ref := te.ref
 		b, err := j.probe(side, ref.jk)
 		if err != nil {
 			return err

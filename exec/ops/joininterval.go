@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"sort"
 
 	"sluice/exec/spec"
 	"sluice/sql/types"
@@ -17,44 +18,59 @@ type joinBound struct {
 	lo, hi int64
 }
 
-// timeIndex finds a side's stored rows by the value of one time column.
+// timeIndex finds a side's stored rows by the value of one time column:
+// entries sorted by time (rows arrive almost in time order, so adding is
+// nearly always an append), taken from the front as watermarks pass.
 type timeIndex struct {
 	col  int
-	rows map[int64][]rowRef
-	low  int64 // no row below it
+	ents []timeEntry
+	head int // ents[:head] are taken
+}
+
+type timeEntry struct {
+	t   int64
+	ref rowRef
 }
 
 type rowRef struct{ jk, rk string }
 
-func newTimeIndex(col int) *timeIndex {
-	return &timeIndex{col: col, rows: map[int64][]rowRef{}, low: math.MaxInt64}
-}
+func newTimeIndex(col int) *timeIndex { return &timeIndex{col: col} }
 
 func (x *timeIndex) add(r types.Row, jk, rk string) {
 	d := r[x.col]
 	if d.IsNull() {
 		return
 	}
-	x.rows[d.I] = append(x.rows[d.I], rowRef{jk, rk})
-	x.low = min(x.low, d.I)
+	e := timeEntry{d.I, rowRef{jk, rk}}
+	n := len(x.ents)
+	if n == x.head || x.ents[n-1].t <= d.I {
+		x.ents = append(x.ents, e)
+		return
+	}
+	live := x.ents[x.head:]
+	i := x.head + sort.Search(len(live), func(i int) bool { return live[i].t > d.I })
+	x.ents = append(x.ents, timeEntry{})
+	copy(x.ents[i+1:], x.ents[i:])
+	x.ents[i] = e
 }
 
-// takeBelow removes and returns the rows whose time is below ts.
-func (x *timeIndex) takeBelow(ts int64) []rowRef {
-	if ts <= x.low {
-		return nil
+// takeBelow removes and returns the rows whose time is below ts; the
+// slice is valid until the next call.
+func (x *timeIndex) takeBelow(ts int64) []timeEntry {
+	k := x.head
+	for k < len(x.ents) && x.ents[k].t < ts {
+		k++
 	}
-	var out []rowRef
-	low := int64(math.MaxInt64)
-	for v, refs := range x.rows {
-		if v >= ts {
-			low = min(low, v)
-			continue
-		}
-		out = append(out, refs...)
-		delete(x.rows, v)
+	out := x.ents[x.head:k]
+	x.head = k
+	if x.head > 1024 && x.head > len(x.ents)/2 {
+		// Reclaim the taken front (out stays valid: it is copied first).
+		out = append([]timeEntry(nil), out...)
+		n := copy(x.ents, x.ents[x.head:])
+		clear(x.ents[n:])
+		x.ents = x.ents[:n]
+		x.head = 0
 	}
-	x.low = low
 	return out
 }
 
