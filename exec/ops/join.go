@@ -50,6 +50,7 @@ type Join struct {
 	cache    *storage.StateCache
 	reported int64 // bytes last added to cache
 	kbuf     []byte
+	rkbuf    []byte // store's row key buffer
 	// evicted and loaded count buckets spilled and read back.
 	evicted, loaded int
 	// bounds are the interval-join bounds of the condition; tidx indexes
@@ -496,8 +497,9 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 		}
 		s.hot[jk] = b
 	}
-	rk := string(types.EncodeRow(nil, r))
-	e := b.rows[rk]
+	j.rkbuf = types.EncodeRow(j.rkbuf[:0], r)
+	e := b.rows[string(j.rkbuf)] // no allocation to look up
+	rk := string(j.rkbuf)
 	if e == nil {
 		e = &jrow{row: r}
 		b.rows[rk] = e
