@@ -102,23 +102,10 @@ func pruneSources(plan *spec.Plan) {
 			}
 			return remap[i]
 		}
-		src := *n.Source
-		src.Columns = cols
-		if w := src.Watermark; w != nil {
-			w2 := *w
-			w2.Col = remap[w.Col]
-			src.Watermark = &w2
-		}
-		n.Source = &src
-		n.Cols = cols
+		narrowSource(n, remap, cols)
 		chainCols := cols
 		for _, m := range chain {
-			if m.Pred != nil {
-				m.Pred, _ = spec.MapCols(m.Pred, f)
-			}
-			for k, e := range m.Exprs {
-				m.Exprs[k], _ = spec.MapCols(e, f)
-			}
+			mapExprs(m, f)
 			switch m.Kind {
 			case spec.Filter:
 				m.Cols = chainCols
@@ -279,18 +266,9 @@ func pruneJoinSources(plan *spec.Plan) {
 			if !sp.pruned {
 				continue
 			}
-			f := func(i int) int { return sp.remap[i] }
-			src := *sp.src.Source
-			src.Columns = sp.cols
-			if w := src.Watermark; w != nil {
-				w2 := *w
-				w2.Col = sp.remap[w.Col]
-				src.Watermark = &w2
-			}
-			sp.src.Source = &src
-			sp.src.Cols = sp.cols
+			narrowSource(sp.src, sp.remap, sp.cols)
 			for _, m := range sp.chain {
-				m.Pred, _ = spec.MapCols(m.Pred, f)
+				mapExprs(m, func(i int) int { return sp.remap[i] })
 				m.Cols = sp.cols
 			}
 		}
@@ -317,12 +295,7 @@ func pruneJoinSources(plan *spec.Plan) {
 		j.Cols = append(append([]types.Column(nil), newCols[0]...), newCols[1]...)
 		chainCols := j.Cols
 		for _, m := range above {
-			if m.Pred != nil {
-				m.Pred, _ = spec.MapCols(m.Pred, out)
-			}
-			for k, e := range m.Exprs {
-				m.Exprs[k], _ = spec.MapCols(e, out)
-			}
+			mapExprs(m, out)
 			switch m.Kind {
 			case spec.Filter:
 				m.Cols = chainCols
@@ -357,4 +330,29 @@ func markColsInto(used []bool, e spec.Expr) bool {
 		return true
 	})
 	return true
+}
+
+// narrowSource makes source read n produce only cols, the columns its old
+// column c becomes remap[c] of.
+func narrowSource(n *spec.Node, remap []int, cols []types.Column) {
+	src := *n.Source
+	src.Columns = cols
+	if w := src.Watermark; w != nil {
+		w2 := *w
+		w2.Col = remap[w.Col]
+		src.Watermark = &w2
+	}
+	n.Source = &src
+	n.Cols = cols
+}
+
+// mapExprs renumbers the columns node m's predicate and expressions read
+// (the caller checked they can be).
+func mapExprs(m *spec.Node, f func(int) int) {
+	if m.Pred != nil {
+		m.Pred, _ = spec.MapCols(m.Pred, f)
+	}
+	for k, e := range m.Exprs {
+		m.Exprs[k], _ = spec.MapCols(e, f)
+	}
 }
