@@ -272,6 +272,9 @@ func fold(a arg, args []arg) arg {
 }
 
 func (c *compiler) compileCase(x *spec.Case) (arg, error) {
+	if x.Operand == nil {
+		x = withCommonOperand(x)
+	}
 	var operand arg
 	hasOperand := x.Operand != nil
 	if hasOperand {
@@ -422,4 +425,81 @@ func equalityTest(opType types.T, cond arg) (func(types.Row, types.Datum) (bool,
 		}
 		return cmp(x, y) == 0, nil
 	}, nil
+}
+
+// withCommonOperand rewrites a searched CASE whose every WHEN compares the
+// same expression with a constant (CASE WHEN lower(c) = 'a' THEN … WHEN
+// lower(c) = 'b' THEN …) into the simple form, which evaluates that
+// expression once per row instead of once per WHEN. Both sides of each
+// "=" must have the same type, so that the comparison is the same one.
+func withCommonOperand(x *spec.Case) *spec.Case {
+	if len(x.Whens) < 2 {
+		return x
+	}
+	var op spec.Expr
+	whens := make([]spec.When, len(x.Whens))
+	for i, w := range x.Whens {
+		f, ok := w.Cond.(*spec.Func)
+		if !ok || normName(f.Name) != "=" || len(f.Args) != 2 || f.Args[0].Type() != f.Args[1].Type() {
+			return x
+		}
+		e, k := f.Args[0], f.Args[1]
+		if constExpr(e) {
+			e, k = k, e
+		}
+		if !constExpr(k) {
+			return x
+		}
+		if op == nil {
+			op = e
+		} else if !sameExpr(op, e) {
+			return x
+		}
+		whens[i] = spec.When{Cond: k, Then: w.Then}
+	}
+	return &spec.Case{Operand: op, Whens: whens, Else: x.Else, T: x.T}
+}
+
+// constExpr reports whether e reads nothing of the row: a constant, or
+// casts and functions of constants.
+func constExpr(e spec.Expr) bool {
+	ok := true
+	spec.Walk(e, func(x spec.Expr) bool {
+		switch x.(type) {
+		case *spec.Const, *spec.Cast, *spec.Func:
+		default:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// sameExpr reports whether a and b are the same expression of columns,
+// constants, casts and functions (all of which are deterministic within a
+// row).
+func sameExpr(a, b spec.Expr) bool {
+	switch x := a.(type) {
+	case *spec.ColRef:
+		y, ok := b.(*spec.ColRef)
+		return ok && x.Idx == y.Idx && x.T == y.T
+	case *spec.Const:
+		y, ok := b.(*spec.Const)
+		return ok && x.T == y.T && x.D.IsNull() == y.D.IsNull() && (x.D.IsNull() || types.Compare(x.D, y.D) == 0) && x.D.K == y.D.K
+	case *spec.Cast:
+		y, ok := b.(*spec.Cast)
+		return ok && x.T == y.T && sameExpr(x.E, y.E)
+	case *spec.Func:
+		y, ok := b.(*spec.Func)
+		if !ok || normName(x.Name) != normName(y.Name) || x.T != y.T || len(x.Args) != len(y.Args) {
+			return false
+		}
+		for i := range x.Args {
+			if !sameExpr(x.Args[i], y.Args[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

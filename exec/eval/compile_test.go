@@ -349,3 +349,44 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseCommonOperand checks that a searched CASE comparing one
+// expression with constants becomes the simple form, and gives the same
+// answers, NULLs included.
+func TestCaseCommonOperand(t *testing.T) {
+	const src = "CASE WHEN lower(c0) = 'apple'::text THEN 0 WHEN lower(c0) = 'baidu'::text THEN 3 ELSE c1 END"
+	e, err := parseSQL(src, types.TText, types.TInt4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := withCommonOperand(e.(*spec.Case)); got.Operand == nil || got.Operand.String() != "lower(c0)" {
+		t.Fatalf("operand %v, want lower(c0)", got.Operand)
+	}
+	for _, c := range []struct {
+		row  types.Row
+		want string
+	}{
+		{types.Row{types.NewString("Apple"), i(9)}, "0"},
+		{types.Row{types.NewString("BAIDU"), i(9)}, "3"},
+		{types.Row{types.NewString("other"), i(9)}, "9"},
+		{types.Row{null, i(9)}, "9"},
+		{types.Row{null, null}, "NULL"},
+	} {
+		if got := evalSQL(src, c.row, types.TText, types.TInt4); got != c.want {
+			t.Errorf("%v: got %s, want %s", c.row, got, c.want)
+		}
+	}
+	for _, src := range []string{
+		"CASE WHEN lower(c0) = 'a'::text THEN 0 WHEN upper(c0) = 'B'::text THEN 1 END",
+		"CASE WHEN lower(c0) = 'a'::text THEN 0 WHEN lower(c0) <> 'b'::text THEN 1 END",
+		"CASE WHEN lower(c0) = 'a'::text THEN 0 WHEN lower(c0) = c0 THEN 1 END",
+	} {
+		e, err := parseSQL(src, types.TText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := withCommonOperand(e.(*spec.Case)); got.Operand != nil {
+			t.Errorf("%s: rewritten with operand %v", src, got.Operand)
+		}
+	}
+}

@@ -398,6 +398,7 @@ type regexCache struct {
 	pat   string
 	flags regexFlags
 	re    *regexp.Regexp
+	plan  *regexPlan // re's, derived on first use
 }
 
 func (c *regexCache) get(pat string, f regexFlags) (*regexp.Regexp, error) {
@@ -410,8 +411,21 @@ func (c *regexCache) get(pat string, f regexFlags) (*regexp.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.pat, c.flags, c.re = pat, f, re
+	c.pat, c.flags, c.re, c.plan = pat, f, re, nil
 	return re, nil
+}
+
+// planOf returns the search plan of re, which get returned.
+func (c *regexCache) planOf(re *regexp.Regexp) *regexPlan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.re != re {
+		return newRegexPlan(re) // another row's pattern replaced it meanwhile
+	}
+	if c.plan == nil {
+		c.plan = newRegexPlan(re)
+	}
+	return c.plan
 }
 
 // regexArgs gives a builder the compiled regexp of argument patIdx with
@@ -419,6 +433,7 @@ func (c *regexCache) get(pat string, f regexFlags) (*regexp.Regexp, error) {
 type regexArgs struct {
 	patFn, flagFn Fn
 	fixed         *regexp.Regexp
+	fixedPlan     *regexPlan
 	fixedFlags    regexFlags
 	cache         *regexCache
 	fname         string
@@ -446,10 +461,18 @@ func newRegexArgs(b *bctx, patIdx, flagIdx int, fname string, allowGlobal bool, 
 			if err != nil {
 				return nil, err
 			}
-			ra.fixed = re
+			ra.fixed, ra.fixedPlan = re, newRegexPlan(re)
 		}
 	}
 	return ra, nil
+}
+
+// plan returns the search plan of re, a regexp get returned.
+func (ra *regexArgs) plan(re *regexp.Regexp) *regexPlan {
+	if re == ra.fixed {
+		return ra.fixedPlan
+	}
+	return ra.cache.planOf(re)
 }
 
 // get returns the regexp for row; null reports a NULL pattern or flags.
@@ -495,7 +518,7 @@ func buildRegexOp(b *bctx) (Fn, error) {
 		if err != nil || null || s.K == types.KNull {
 			return types.Null, err
 		}
-		return boolD(re.MatchString(s.S) != negate), nil
+		return boolD(ra.plan(re).match(re, s.S) != negate), nil
 	}, nil
 }
 
@@ -608,20 +631,14 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 		if err != nil || null || s.K == types.KNull {
 			return types.Null, err
 		}
-		if lit := requiredLiteral(re); lit != "" && !strings.Contains(s.S, lit) {
-			switch name { // no match
-			case "regexp_like":
-				return boolD(false), nil
-			case "regexp_count":
-				return intD(0), nil
-			case "substring", "regexp_match":
-				return types.Null, nil
-			}
-		}
+		plan := ra.plan(re)
 		switch name {
 		case "regexp_like":
-			return boolD(re.MatchString(s.S)), nil
+			return boolD(plan.match(re, s.S)), nil
 		case "regexp_count":
+			if plan.lit != "" && !strings.Contains(s.S, plan.lit) {
+				return intD(0), nil
+			}
 			return intD(int64(len(re.FindAllStringIndex(s.S, -1)))), nil
 		case "regexp_split_to_array":
 			parts := re.Split(s.S, -1)
@@ -631,7 +648,7 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			}
 			return types.Datum{K: types.KArray, A: out}, nil
 		case "substring":
-			m := re.FindStringSubmatchIndex(s.S)
+			m := plan.find(re, s.S)
 			switch {
 			case m == nil:
 				return types.Null, nil
@@ -642,7 +659,7 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			}
 			return str(s.S[m[2]:m[3]]), nil
 		}
-		m := re.FindStringSubmatchIndex(s.S)
+		m := plan.find(re, s.S)
 		if m == nil {
 			return types.Null, nil
 		}
@@ -673,43 +690,4 @@ func init() {
 	reg("regexp_count", fams(T, T), types.TInt4, buildRegexMatch)
 	reg("regexp_split_to_array", fams(T, T), types.TTextArray, buildRegexMatch)
 	reg("regexp_split_to_array", fams(T, T, T), types.TTextArray, buildRegexMatch)
-}
-
-// requiredLiterals caches, per compiled pattern, a literal every match
-// contains ("" if none is known): a string without it cannot match, which
-// strings.Contains finds far faster than the regexp engine can.
-var requiredLiterals sync.Map // *regexp.Regexp -> string
-
-func requiredLiteral(re *regexp.Regexp) string {
-	if v, ok := requiredLiterals.Load(re); ok {
-		return v.(string)
-	}
-	lit := ""
-	if t, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
-		lit = longestLiteral(t.Simplify())
-	}
-	requiredLiterals.Store(re, lit)
-	return lit
-}
-
-// longestLiteral returns the longest case-sensitive literal that every
-// match of t contains: a top-level literal of a concatenation.
-func longestLiteral(t *syntax.Regexp) string {
-	switch t.Op {
-	case syntax.OpLiteral:
-		if t.Flags&syntax.FoldCase == 0 {
-			return string(t.Rune)
-		}
-	case syntax.OpCapture:
-		return longestLiteral(t.Sub[0])
-	case syntax.OpConcat:
-		best := ""
-		for _, s := range t.Sub {
-			if l := longestLiteral(s); len(l) > len(best) {
-				best = l
-			}
-		}
-		return best
-	}
-	return ""
 }
