@@ -69,8 +69,10 @@ type joinSide struct {
 	// not yet known committed; cold the other spilled buckets' row counts.
 	hot  map[string]*bucket
 	cold map[string]int64
-	// dirty: join key -> row keys changed since the last barrier.
-	dirty map[string]map[string]struct{}
+	// dirty: the buckets changed since the last barrier, in the order of
+	// their first change (a bucket that replaces an emptied one of the same
+	// key comes after it, so its writes win).
+	dirty []*bucket
 	// drop: spilled buckets deleted whole, removed from the store at the
 	// next barrier; flying: spilled buckets with writes in flight.
 	drop   map[string]struct{}
@@ -79,9 +81,10 @@ type joinSide struct {
 }
 
 type bucket struct {
+	jk string
 	// rows: every row of a resident bucket; of a spilled one, the changes
 	// since the last barrier (counts are deltas).
-	rows  map[string]*jrow
+	rows  rowSet
 	total int64
 	// spilled buckets: flight holds the changes that barriers wrote and
 	// that may not be committed yet.
@@ -89,11 +92,109 @@ type bucket struct {
 	flight  []flight
 	saved   uint64 // the last epoch that wrote the bucket
 	ref     bool   // probed since the last eviction pass
+	// dirty lists the row keys changed since the last barrier, once per
+	// entry that carries the dirty flag (a key can recur after its entry
+	// went and came back). queued: the bucket is in its side's dirty list;
+	// skip: its changes went to the bucket that replaced it, or its key was
+	// dropped whole, and it writes nothing.
+	dirty  []string
+	queued bool
+	skip   bool
 }
 
-type jrow struct {
-	row types.Row
-	n   int64
+// jentry is one distinct row of a bucket: its encoding, the row, its count.
+type jentry struct {
+	rk    string
+	row   types.Row
+	n     int64
+	dirty bool // rk is in the bucket's dirty list
+}
+
+// rowSet holds a bucket's rows in a slice (most buckets have one or a
+// few), indexed by encoding once it outgrows a linear search.
+type rowSet struct {
+	list []jentry
+	idx  map[string]int32
+}
+
+const rowSetIndexAt = 8
+
+// find returns the index of the entry encoded rk, or -1.
+func (rs *rowSet) find(rk []byte) int {
+	if rs.idx != nil {
+		if i, ok := rs.idx[string(rk)]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range rs.list {
+		if rs.list[i].rk == string(rk) {
+			return i
+		}
+	}
+	return -1
+}
+
+// findString is find for a string key.
+func (rs *rowSet) findString(rk string) int {
+	if rs.idx != nil {
+		if i, ok := rs.idx[rk]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i := range rs.list {
+		if rs.list[i].rk == rk {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends e and returns its index.
+func (rs *rowSet) add(e jentry) int {
+	i := len(rs.list)
+	rs.list = append(rs.list, e)
+	if rs.idx != nil {
+		rs.idx[e.rk] = int32(i)
+	} else if len(rs.list) > rowSetIndexAt {
+		rs.idx = make(map[string]int32, 2*len(rs.list))
+		for k := range rs.list {
+			rs.idx[rs.list[k].rk] = int32(k)
+		}
+	}
+	return i
+}
+
+// remove deletes entry i; the last entry takes its place.
+func (rs *rowSet) remove(i int) {
+	last := len(rs.list) - 1
+	if rs.idx != nil {
+		delete(rs.idx, rs.list[i].rk)
+		if i != last {
+			rs.idx[rs.list[last].rk] = int32(i)
+		}
+	}
+	rs.list[i] = rs.list[last]
+	rs.list[last] = jentry{}
+	rs.list = rs.list[:last]
+}
+
+// touch records that entry e of bucket b changed since the last barrier.
+func (s *joinSide) touch(b *bucket, e *jentry) {
+	if !e.dirty {
+		e.dirty = true
+		b.dirty = append(b.dirty, e.rk)
+	}
+	s.queue(b)
+}
+
+// queue puts b in the side's dirty list.
+func (s *joinSide) queue(b *bucket) {
+	if !b.queued {
+		b.queued = true
+		s.dirty = append(s.dirty, b)
+	}
 }
 
 type flight struct {
@@ -117,7 +218,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 	}
 	for s := 0; s < 2; s++ {
 		j.s[s] = joinSide{
-			hot: map[string]*bucket{}, cold: map[string]int64{}, dirty: map[string]map[string]struct{}{},
+			hot: map[string]*bucket{}, cold: map[string]int64{},
 			drop: map[string]struct{}{}, flying: map[string]struct{}{},
 		}
 	}
@@ -166,7 +267,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		if cur == nil || side != curSide || string(jk) != curKey {
 			cur, curSide, curKey = nil, side, string(jk)
 			if s.bytes+j.s[1-side].bytes < room {
-				cur = &bucket{rows: map[string]*jrow{}}
+				cur = &bucket{jk: curKey}
 				s.hot[curKey] = cur
 			}
 		}
@@ -186,7 +287,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		if cur == nil {
 			return nil
 		}
-		cur.rows[string(rk)] = &jrow{row: row, n: cnt}
+		cur.rows.add(jentry{rk: string(rk), row: row, n: cnt})
 		cur.total += cnt
 		s.bytes += rowBytes(string(rk), row)
 		return nil
@@ -268,14 +369,13 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	if b != nil {
 		want = b.total
 	}
-	nb := &bucket{rows: map[string]*jrow{}, ref: true}
+	nb := &bucket{jk: jk, ref: true}
 	add := func(rk string, row types.Row, n int64) {
-		e := nb.rows[rk]
-		if e == nil {
-			e = &jrow{row: row}
-			nb.rows[rk] = e
+		i := nb.rows.findString(rk)
+		if i < 0 {
+			i = nb.rows.add(jentry{rk: rk, row: row})
 		}
-		e.n += n
+		nb.rows.list[i].n += n
 		nb.total += n
 	}
 	j.loaded++
@@ -309,23 +409,42 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 			}
 			nb.saved = max(nb.saved, f.epoch)
 		}
-		for rk, e := range b.rows {
-			add(rk, e.row, e.n)
+		for _, e := range b.rows.list {
+			add(e.rk, e.row, e.n)
 		}
 		delete(s.flying, jk)
 	}
 	if nb.total != want {
 		return nil, pgerror.Newf(pgcode.DataCorrupted, "join state of a spilled key holds %d rows, want %d", nb.total, want)
 	}
-	for rk, e := range nb.rows {
-		if e.n == 0 {
-			delete(nb.rows, rk)
+	for i := 0; i < len(nb.rows.list); {
+		if e := &nb.rows.list[i]; e.n == 0 {
+			nb.rows.remove(i)
 			continue
+		} else {
+			s.bytes += rowBytes(e.rk, e.row)
 		}
-		s.bytes += rowBytes(rk, e.row)
+		i++
+	}
+	if b != nil && b.queued {
+		// The spilled bucket's unwritten changes become nb's: rows that
+		// net to nothing are deleted at the barrier.
+		for _, rk := range b.dirty {
+			if i := nb.rows.findString(rk); i >= 0 {
+				e := &nb.rows.list[i]
+				if !e.dirty {
+					e.dirty = true
+					nb.dirty = append(nb.dirty, rk)
+				}
+			} else {
+				nb.dirty = append(nb.dirty, rk)
+			}
+		}
+		b.skip = true
+		s.queue(nb)
 	}
 	delete(s.cold, jk)
-	if len(nb.rows) == 0 {
+	if len(nb.rows.list) == 0 {
 		delete(s.hot, jk)
 		j.indexBucket(side, jk, false)
 		return nil, nil
@@ -389,7 +508,8 @@ func (j *Join) degree(side int, r types.Row, b *bucket) (int64, error) {
 		return b.total, nil
 	}
 	var d int64
-	for _, o := range b.rows {
+	for k := range b.rows.list {
+		o := &b.rows.list[k]
 		ok, err := j.matches(side, r, o.row)
 		if err != nil {
 			return 0, err
@@ -433,7 +553,8 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 		// Matches of r on the other side.
 		var deg int64
 		if ob != nil {
-			for _, o := range ob.rows {
+			for k := range ob.rows.list {
+				o := &ob.rows.list[k]
 				ok, err := j.matches(side, r, o.row)
 				if err != nil {
 					return err
@@ -489,20 +610,19 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	b := s.hot[jk]
 	if b == nil {
 		if n, ok := s.cold[jk]; ok {
-			b = &bucket{rows: map[string]*jrow{}, total: n, spilled: true}
+			b = &bucket{jk: jk, total: n, spilled: true}
 			delete(s.cold, jk)
 		} else {
-			b = &bucket{rows: map[string]*jrow{}}
+			b = &bucket{jk: jk}
 			j.indexBucket(side, jk, true)
 		}
 		s.hot[jk] = b
 	}
 	j.rkbuf = types.EncodeRow(j.rkbuf[:0], r)
-	e := b.rows[string(j.rkbuf)] // no allocation to look up
-	rk := string(j.rkbuf)
-	if e == nil {
-		e = &jrow{row: r}
-		b.rows[rk] = e
+	i := b.rows.find(j.rkbuf)
+	if i < 0 {
+		rk := string(j.rkbuf)
+		i = b.rows.add(jentry{rk: rk, row: r})
 		if !b.spilled {
 			s.bytes += rowBytes(rk, r)
 		}
@@ -510,24 +630,20 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 			x.add(r, jk, rk)
 		}
 	}
+	e := &b.rows.list[i]
 	e.n += diff
 	b.total += diff
+	s.touch(b, e)
 	if e.n == 0 {
-		delete(b.rows, rk)
 		if !b.spilled {
-			s.bytes -= rowBytes(rk, r)
+			s.bytes -= rowBytes(e.rk, e.row)
 		}
+		b.rows.remove(i)
 	}
-	if len(b.rows) == 0 && !b.spilled {
+	if len(b.rows.list) == 0 && !b.spilled {
 		delete(s.hot, jk)
 		j.indexBucket(side, jk, false)
 	}
-	d := s.dirty[jk]
-	if d == nil {
-		d = map[string]struct{}{}
-		s.dirty[jk] = d
-	}
-	d[rk] = struct{}{}
 }
 
 // Checkpoint implements flow.Operator: it writes the changed rows
@@ -546,39 +662,46 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 			bar.W.DeleteRange(j.kbuf, storage.PrefixEnd(j.kbuf))
 		}
 		clear(s.drop)
-		for jk, rks := range s.dirty {
-			bk := s.hot[jk]
-			// The batch copies keys: one buffer serves every row.
-			j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+		var vbuf [binary.MaxVarintLen64]byte
+		for _, bk := range s.dirty {
+			if bk.skip {
+				continue
+			}
+			// The batch copies keys and values: one buffer serves every row.
+			j.kbuf = j.bucketKey(j.kbuf[:0], side, bk.jk)
 			bk0 := len(j.kbuf)
-			for rk := range rks {
+			for _, rk := range bk.dirty {
 				j.kbuf = append(j.kbuf[:bk0], rk...)
 				key := j.kbuf
-				var e *jrow
-				if bk != nil {
-					e = bk.rows[rk]
-				}
+				i := bk.rows.findString(rk)
 				switch {
-				case bk != nil && bk.spilled:
-					if e != nil {
-						bar.W.Merge(key, e.n)
-						bk.flight = append(bk.flight, flight{rk: rk, row: e.row, n: e.n, epoch: bar.Epoch})
+				case i < 0:
+					if !bk.spilled {
+						bar.W.Delete(key)
 					}
-				case e == nil:
-					bar.W.Delete(key)
+				case !bk.rows.list[i].dirty: // listed twice, written already
+				case bk.spilled:
+					e := &bk.rows.list[i]
+					e.dirty = false
+					bar.W.Merge(key, e.n)
+					bk.flight = append(bk.flight, flight{rk: rk, row: e.row, n: e.n, epoch: bar.Epoch})
 				default:
-					bar.W.Set(key, binary.AppendVarint(nil, e.n))
+					e := &bk.rows.list[i]
+					e.dirty = false
+					bar.W.Set(key, binary.AppendVarint(vbuf[:0], e.n))
 				}
 			}
-			if bk != nil {
-				bk.saved = bar.Epoch
-				if bk.spilled {
-					clear(bk.rows)
-					s.flying[jk] = struct{}{}
-				}
+			clear(bk.dirty)
+			bk.dirty = bk.dirty[:0]
+			bk.queued = false
+			bk.saved = bar.Epoch
+			if bk.spilled {
+				bk.rows = rowSet{}
+				s.flying[bk.jk] = struct{}{}
 			}
 		}
 		clear(s.dirty)
+		s.dirty = s.dirty[:0]
 		// Spilled buckets whose writes are all committed go back to counts.
 		for jk := range s.flying {
 			b := s.hot[jk]
@@ -594,7 +717,7 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 			}
 			clear(b.flight[len(keep):])
 			b.flight = keep
-			if b.saved > committed || len(b.rows) > 0 {
+			if b.saved > committed || len(b.rows.list) > 0 {
 				continue
 			}
 			delete(s.flying, jk)
@@ -634,8 +757,8 @@ func (j *Join) evict(committed uint64) {
 				continue
 			}
 			var n int64
-			for rk, e := range b.rows {
-				n += rowBytes(rk, e.row)
+			for _, e := range b.rows.list {
+				n += rowBytes(e.rk, e.row)
 			}
 			s.bytes -= n
 			own -= n
@@ -751,20 +874,16 @@ func (j *Join) dropRows(side, col int, ts int64) error {
 		if b == nil {
 			continue
 		}
-		e := b.rows[ref.rk]
-		if e == nil {
+		i := b.rows.findString(ref.rk)
+		if i < 0 {
 			continue // gone already
 		}
+		e := &b.rows.list[i]
 		b.total -= e.n
-		delete(b.rows, ref.rk)
-		s.bytes -= rowBytes(ref.rk, e.row)
-		d := s.dirty[ref.jk]
-		if d == nil {
-			d = map[string]struct{}{}
-			s.dirty[ref.jk] = d
-		}
-		d[ref.rk] = struct{}{}
-		if len(b.rows) == 0 {
+		s.bytes -= rowBytes(e.rk, e.row)
+		s.touch(b, e)
+		b.rows.remove(i)
+		if len(b.rows.list) == 0 {
 			delete(s.hot, ref.jk)
 			j.indexBucket(side, ref.jk, false)
 		}
@@ -798,19 +917,19 @@ func (j *Join) dropBelow(side, i int, ts int64) {
 		b := s.hot[jk]
 		switch {
 		case b != nil && !b.spilled:
-			d := s.dirty[jk]
-			if d == nil {
-				d = map[string]struct{}{}
-				s.dirty[jk] = d
+			// Its rows are deleted at the barrier, one by one.
+			for k := range b.rows.list {
+				e := &b.rows.list[k]
+				s.touch(b, e)
+				s.bytes -= rowBytes(e.rk, e.row)
 			}
-			for rk, e := range b.rows {
-				d[rk] = struct{}{}
-				s.bytes -= rowBytes(rk, e.row)
-			}
+			b.rows = rowSet{}
+			b.total = 0
 			delete(s.hot, jk)
 		case b != nil:
 			delete(s.hot, jk)
 			delete(s.flying, jk)
+			b.skip = true
 			s.drop[jk] = struct{}{}
 		default:
 			if _, ok := s.cold[jk]; !ok {
@@ -833,7 +952,7 @@ func (j *Join) StoredRows() int {
 			if b.spilled {
 				n += int(b.total)
 			} else {
-				n += len(b.rows)
+				n += len(b.rows.list)
 			}
 		}
 		for _, c := range j.s[side].cold {

@@ -116,3 +116,9 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	clear(m.dirty)
 	return nil
 }
+
+// jrow is a row with its multiplicity.
+type jrow struct {
+	row types.Row
+	n   int64
+}
