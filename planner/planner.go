@@ -117,6 +117,8 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 	p.plan.Add(&spec.Node{Kind: spec.Materialize, Inputs: []int{root}, Rel: id, RelName: name, Key: q.Key, Cols: q.Columns})
 	pruneJoinSources(p.plan)
 	pruneSources(p.plan)
+	foldProjects(p.plan)
+	shareCommon(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
 }
@@ -140,6 +142,8 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 	p.plan.Add(&spec.Node{Kind: spec.Sink, Inputs: []int{root}, Rel: id, RelName: name, Cols: q.Columns})
 	pruneJoinSources(p.plan)
 	pruneSources(p.plan)
+	foldProjects(p.plan)
+	shareCommon(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
 }

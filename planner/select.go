@@ -340,6 +340,7 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 		pre = append(pre, x)
 		groupStr = append(groupStr, x.String())
 	}
+	sortGroupCols(pre, groupStr)
 	ng := len(pre)
 	var calls []spec.AggCall
 	aggIndex := map[*ast.AggregateFuncExpr]int{}
@@ -462,6 +463,30 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 		return nil, false, nil
 	}
 	return agg, out, h, gidx, nil
+}
+
+// sortGroupCols puts a GROUP BY of plain columns in input column order
+// (keeping groupStr in step): the grouping is the same whatever order the
+// query lists them in, and two aggregations of one input that group by the
+// same columns become the same node, which the plan then computes once
+// (shareCommon; Nexmark q5 counts bids per auction and window twice).
+func sortGroupCols(pre []spec.Expr, groupStr []string) {
+	idx := make([]int, len(pre))
+	for i, e := range pre {
+		r, ok := e.(*spec.ColRef)
+		if !ok {
+			return
+		}
+		idx[i] = r.Idx
+	}
+	// Insertion sort: GROUP BY lists are short.
+	for i := 1; i < len(pre); i++ {
+		for j := i; j > 0 && idx[j] < idx[j-1]; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+			pre[j], pre[j-1] = pre[j-1], pre[j]
+			groupStr[j], groupStr[j-1] = groupStr[j-1], groupStr[j]
+		}
+	}
 }
 
 func aggType(fn string, t types.T) (types.T, error) {

@@ -194,25 +194,41 @@ func (p *Plan) Add(n *Node) int {
 	return len(p.Nodes) - 1
 }
 
-// Explain prints the plan as an indented tree, root first.
+// Explain prints the plan as an indented tree, root first. A node that
+// feeds several consumers is printed in full once, tagged "(shared #i)",
+// and as "Shared #i" where it is read again.
 func (p *Plan) Explain() string {
 	var b strings.Builder
 	if len(p.Nodes) > 0 {
-		p.explain(&b, p.Root(), 0)
+		uses := make([]int, len(p.Nodes))
+		for _, n := range p.Nodes {
+			for _, in := range n.Inputs {
+				uses[in]++
+			}
+		}
+		p.explain(&b, p.Root(), 0, uses, make([]bool, len(p.Nodes)))
 	}
 	return b.String()
 }
 
-func (p *Plan) explain(b *strings.Builder, i, depth int) {
+func (p *Plan) explain(b *strings.Builder, i, depth int, uses []int, shown []bool) {
 	n := p.Nodes[i]
 	b.WriteString(strings.Repeat("  ", depth))
 	if depth > 0 {
 		b.WriteString("└─ ")
 	}
+	if shown[i] {
+		fmt.Fprintf(b, "Shared #%d\n", i)
+		return
+	}
+	shown[i] = true
 	b.WriteString(n.describe())
+	if uses[i] > 1 {
+		fmt.Fprintf(b, " (shared #%d)", i)
+	}
 	b.WriteByte('\n')
 	for _, in := range n.Inputs {
-		p.explain(b, in, depth+1)
+		p.explain(b, in, depth+1, uses, shown)
 	}
 }
 
