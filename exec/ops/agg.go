@@ -40,6 +40,8 @@ type Agg struct {
 	appendOnly bool
 	encBuf     []byte // encodeGroup's buffer
 	kb         []byte // update's key buffer
+	ekBuf      []byte // Checkpoint's set entry key buffer
+	evBuf      []byte // encodeEntry's buffer
 }
 
 type group struct {
@@ -60,11 +62,12 @@ type acc struct {
 	d   types.Datum // decimal sum
 	f   float64     // float sum
 	set map[string]*setEntry
-	// changed holds the keys of set entries changed since the last
-	// checkpoint. A small set is stored inside its group's header; a
-	// large one (split) as one key per entry, of which a checkpoint
-	// writes only the changed ones.
-	changed map[string]struct{}
+	// changed lists the keys of set entries changed since the last
+	// checkpoint, once per entry that carries the changed flag (a key
+	// recurs if its entry went and came back). A small set is stored
+	// inside its group's header; a large one (split) as one key per entry,
+	// of which a checkpoint writes only the changed ones.
+	changed []string
 	split   bool
 }
 
@@ -72,9 +75,10 @@ type acc struct {
 var splitSetAt = 16
 
 type setEntry struct {
-	v types.Datum
-	n int64
-	k string // the entry's key in its set
+	v       types.Datum
+	n       int64
+	k       string // the entry's key in its set
+	changed bool   // k is in the acc's changed list
 }
 
 type touch struct {
@@ -360,11 +364,9 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 			e = &setEntry{v: v, k: k}
 			ac.set[k] = e
 		}
-		if ac.split { // inline sets are written whole
-			if ac.changed == nil {
-				ac.changed = map[string]struct{}{}
-			}
-			ac.changed[e.k] = struct{}{}
+		if ac.split && !e.changed { // inline sets are written whole
+			e.changed = true
+			ac.changed = append(ac.changed, e.k)
 		}
 		e.n += diff
 		if e.n == 0 {
@@ -581,29 +583,40 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		}
 		for i := range g.accs {
 			ac := &g.accs[i]
+			// The batch copies keys and values: one buffer serves each.
+			ek := a.setEntryKeyInto(a.ekBuf[:0], k, i)
+			ek0 := len(ek)
 			switch {
 			case len(ac.set) >= splitSetAt && !ac.split:
 				// Becomes split: every entry goes out once.
 				ac.split = true
 				for vk, e := range ac.set {
-					b.W.Set(a.setEntryKey(k, i, vk), types.EncodeRow(nil, types.Row{e.v, types.NewInt(e.n)}))
+					ek = append(ek[:ek0], vk...)
+					b.W.Set(ek, a.encodeEntry(e))
+					e.changed = false
 				}
 			case len(ac.set) < splitSetAt/2 && ac.split:
 				// Back to inline: drop the entries.
 				ac.split = false
-				ep := a.setEntryKey(k, i, "")
-				b.W.DeleteRange(ep, storage.PrefixEnd(ep))
+				b.W.DeleteRange(ek, storage.PrefixEnd(ek))
+				for _, e := range ac.set {
+					e.changed = false
+				}
 			case ac.split:
-				for vk := range ac.changed {
-					ek := a.setEntryKey(k, i, vk)
-					if e := ac.set[vk]; e != nil {
-						b.W.Set(ek, types.EncodeRow(nil, types.Row{e.v, types.NewInt(e.n)}))
-					} else {
+				for _, vk := range ac.changed {
+					ek = append(ek[:ek0], vk...)
+					switch e := ac.set[vk]; {
+					case e == nil:
 						b.W.Delete(ek)
+					case e.changed: // else listed twice, written already
+						b.W.Set(ek, a.encodeEntry(e))
+						e.changed = false
 					}
 				}
 			}
-			ac.changed = nil
+			a.ekBuf = ek
+			clear(ac.changed)
+			ac.changed = ac.changed[:0]
 		}
 		b.W.Set(key, a.encodeGroup(g))
 	}
@@ -626,8 +639,19 @@ func (a *Agg) setPrefix(k string) []byte {
 	return append(p, k...)
 }
 
-func (a *Agg) setEntryKey(k string, agg int, vk string) []byte {
-	return append(append(a.setPrefix(k), byte(agg)), vk...)
+// setEntryKeyInto appends the prefix of aggregate agg's set entries of
+// group k to buf.
+func (a *Agg) setEntryKeyInto(buf []byte, k string, agg int) []byte {
+	buf = append(append(buf, a.prefix...), 's')
+	buf = binary.AppendUvarint(buf, uint64(len(k)))
+	return append(append(buf, k...), byte(agg))
+}
+
+// encodeEntry encodes a set entry's value (valid until the next call).
+func (a *Agg) encodeEntry(e *setEntry) []byte {
+	a.evBuf = types.AppendValue(binary.AppendUvarint(a.evBuf[:0], 2), e.v)
+	a.evBuf = types.AppendValue(a.evBuf, types.NewInt(e.n))
+	return a.evBuf
 }
 
 // markCleared notes that group k was dropped: its stored set entries go at
