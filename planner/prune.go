@@ -16,12 +16,7 @@ import (
 var prunable = map[string]bool{"nexmark": true, "kafka": true}
 
 func pruneSources(plan *spec.Plan) {
-	consumers := make([]int, len(plan.Nodes))
-	for _, n := range plan.Nodes {
-		for _, in := range n.Inputs {
-			consumers[in]++
-		}
-	}
+	consumers := plan.Uses()
 	for i, n := range plan.Nodes {
 		if n.Kind != spec.SourceRead || n.Source == nil || !prunable[n.Source.Connector] || consumers[i] != 1 {
 			continue

@@ -84,12 +84,7 @@ func sameNode(a, b *spec.Node) bool {
 // HOP window are not copied once more to feed Nexmark q5's counts). The
 // folded nodes become nil; shareCommon drops them.
 func foldProjects(plan *spec.Plan) {
-	uses := make([]int, len(plan.Nodes))
-	for _, nd := range plan.Nodes {
-		for _, in := range nd.Inputs {
-			uses[in]++
-		}
-	}
+	uses := plan.Uses()
 	for _, nd := range plan.Nodes {
 		if len(nd.Inputs) != 1 || (nd.Kind != spec.Project && nd.Kind != spec.Agg) {
 			continue

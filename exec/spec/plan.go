@@ -194,19 +194,24 @@ func (p *Plan) Add(n *Node) int {
 	return len(p.Nodes) - 1
 }
 
+// Uses returns how many consumers read each node's output.
+func (p *Plan) Uses() []int {
+	uses := make([]int, len(p.Nodes))
+	for _, n := range p.Nodes {
+		for _, in := range n.Inputs {
+			uses[in]++
+		}
+	}
+	return uses
+}
+
 // Explain prints the plan as an indented tree, root first. A node that
 // feeds several consumers is printed in full once, tagged "(shared #i)",
 // and as "Shared #i" where it is read again.
 func (p *Plan) Explain() string {
 	var b strings.Builder
 	if len(p.Nodes) > 0 {
-		uses := make([]int, len(p.Nodes))
-		for _, n := range p.Nodes {
-			for _, in := range n.Inputs {
-				uses[in]++
-			}
-		}
-		p.explain(&b, p.Root(), 0, uses, make([]bool, len(p.Nodes)))
+		p.explain(&b, p.Root(), 0, p.Uses(), make([]bool, len(p.Nodes)))
 	}
 	return b.String()
 }
