@@ -115,9 +115,13 @@ func foldProjects(plan *spec.Plan) {
 			if !ok {
 				continue
 			}
+			// Fresh slices: planning may still hold the old ones.
+			gb := make([]int, len(nd.GroupBy))
 			for i, c := range nd.GroupBy {
-				nd.GroupBy[i] = cols[c]
+				gb[i] = cols[c]
 			}
+			nd.GroupBy = gb
+			nd.Aggs = append([]spec.AggCall(nil), nd.Aggs...)
 			for i := range nd.Aggs {
 				a := &nd.Aggs[i]
 				if a.Arg >= 0 {
@@ -126,8 +130,12 @@ func foldProjects(plan *spec.Plan) {
 				if a.Filter >= 0 {
 					a.Filter = cols[a.Filter]
 				}
-				for k, c := range a.Extra {
-					a.Extra[k] = cols[c]
+				if a.Extra != nil {
+					extra := make([]int, len(a.Extra))
+					for k, c := range a.Extra {
+						extra[k] = cols[c]
+					}
+					a.Extra = extra
 				}
 			}
 		}
