@@ -115,10 +115,7 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Materialize, Inputs: []int{root}, Rel: id, RelName: name, Key: q.Key, Cols: q.Columns})
-	pruneJoinSources(p.plan)
-	pruneSources(p.plan)
-	foldProjects(p.plan)
-	shareCommon(p.plan)
+	optimizeStreaming(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
 }
@@ -140,12 +137,20 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 	}
 	p.plan.Add(&spec.Node{Kind: spec.Sink, Inputs: []int{root}, Rel: id, RelName: name, Cols: q.Columns})
-	pruneJoinSources(p.plan)
-	pruneSources(p.plan)
-	foldProjects(p.plan)
-	shareCommon(p.plan)
+	optimizeStreaming(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
+}
+
+// optimizeStreaming runs the rewrites of a finished view or sink plan, in
+// order: column pruning at joins and sources, projection folding, then
+// sharing of common sub-plans (last, so the node order, which the
+// operators' state ids follow, is a pure function of the query).
+func optimizeStreaming(plan *spec.Plan) {
+	pruneJoinSources(plan)
+	pruneSources(plan)
+	foldProjects(plan)
+	shareCommon(plan)
 }
 
 func upsertFormat(s *spec.SourceSpec) bool {

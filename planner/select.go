@@ -1,8 +1,9 @@
 package planner
 
 import (
-	"github.com/pingcap/tidb/pkg/parser/ast"
 	"reflect"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"

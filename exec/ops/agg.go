@@ -633,21 +633,23 @@ func (a *Agg) headerKey(k string) []byte {
 	return append(append(append([]byte(nil), a.prefix...), 'h'), k...)
 }
 
-func (a *Agg) setPrefix(k string) []byte {
-	p := append(append([]byte(nil), a.prefix...), 's')
-	p = binary.AppendUvarint(p, uint64(len(k)))
-	return append(p, k...)
+func (a *Agg) setPrefix(k string) []byte { return a.appendSetPrefix(nil, k) }
+
+// appendSetPrefix appends the prefix of group k's set entries to buf.
+func (a *Agg) appendSetPrefix(buf []byte, k string) []byte {
+	buf = append(append(buf, a.prefix...), 's')
+	buf = binary.AppendUvarint(buf, uint64(len(k)))
+	return append(buf, k...)
 }
 
 // setEntryKeyInto appends the prefix of aggregate agg's set entries of
 // group k to buf.
 func (a *Agg) setEntryKeyInto(buf []byte, k string, agg int) []byte {
-	buf = append(append(buf, a.prefix...), 's')
-	buf = binary.AppendUvarint(buf, uint64(len(k)))
-	return append(append(buf, k...), byte(agg))
+	return append(a.appendSetPrefix(buf, k), byte(agg))
 }
 
-// encodeEntry encodes a set entry's value (valid until the next call).
+// encodeEntry encodes a set entry's value, the row (v, n) as EncodeRow
+// would, into a reused buffer (valid until the next call).
 func (a *Agg) encodeEntry(e *setEntry) []byte {
 	a.evBuf = types.AppendValue(binary.AppendUvarint(a.evBuf[:0], 2), e.v)
 	a.evBuf = types.AppendValue(a.evBuf, types.NewInt(e.n))
