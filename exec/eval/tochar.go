@@ -830,7 +830,19 @@ func applyCase(s string, cm caseMode) string {
 
 // padInt formats v with its digits zero-padded to width (0: no padding)
 // and a minus sign in front: Postgres widens the field for negative values.
+// twoDigits holds "00" … "99": hours, minutes, days and months are
+// formatted without building a string.
+var twoDigits = func() (t [100]string) {
+	for i := range t {
+		t[i] = string([]byte{byte('0' + i/10), byte('0' + i%10)})
+	}
+	return t
+}()
+
 func padInt(v int64, width int) string {
+	if width == 2 && v >= 0 && v < 100 {
+		return twoDigits[v]
+	}
 	s := strconv.FormatInt(absI(v), 10)
 	for len(s) < width {
 		s = "0" + s
@@ -878,6 +890,7 @@ func adjustYear(y int, interval bool) int {
 
 func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 	var b strings.Builder
+	b.Grow(4 * len(nodes)) // most fields are 2–4 characters: one allocation
 	for _, n := range nodes {
 		if n.def == nil {
 			b.WriteString(n.lit)
