@@ -15,17 +15,31 @@ import (
 )
 
 // Agg is a hash aggregation that handles insertions and retractions: for
-// every group touched by a batch it retracts the group's previous output
-// row and emits the new one. min/max and DISTINCT keep a multiset of the
-// group's values, so they stay right when the current extreme is deleted.
+// every group touched since the last flush it retracts the group's previous
+// output row and emits the new one. It flushes at each barrier (before the
+// barrier goes on, so the epoch's output is complete when it commits), at
+// end of stream, for groups a watermark closes, and when too many groups
+// are pending: a group changed by many rows of an epoch emits one change,
+// not one per batch.
+//
+// min/max over an input with retractions and DISTINCT keep a multiset of
+// the group's values, so they stay right when the current extreme is
+// deleted. The aggregates that keep a multiset of the same argument share
+// one (setClass): count(DISTINCT x) with several FILTERs looks each value
+// up once, and its entries count the rows per aggregate.
 type Agg struct {
 	groupBy []int
 	aggs    []spec.AggCall
+	// classes: the multiset-keeping aggregates grouped by argument; set[j]
+	// is aggregate j's class and slot in it, or -1.
+	classes []setClass
+	set     []setRef
+	plain   []int // the aggregates without a multiset
 	prefix  []byte
 	groups  map[string]*group
 	dirty   map[string]struct{}
 	global  bool
-	touched []*group // groups the current batch changed, in first-touch order
+	touched []*group // groups changed since the last flush, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
 	// WINDOW CLOSE), never before and never retracted.
 	eowc bool
@@ -44,29 +58,50 @@ type Agg struct {
 	evBuf      []byte // encodeEntry's buffer
 }
 
+// maxPending is how many groups may wait for a flush before Process
+// flushes on its own (it bounds the old rows held for their retraction).
+var maxPending = 1 << 16
+
+// setSlots is the most aggregates one multiset serves.
+const setSlots = 4
+
+// setClass is a multiset shared by the aggregates in slots, all of
+// argument column arg.
+type setClass struct {
+	arg   int
+	slots []int // aggregate indexes
+}
+
+type setRef struct{ class, slot int }
+
 type group struct {
 	key     types.Row
 	count   int64 // rows in the group
 	accs    []acc
+	sets    []vset // one per class
 	emitted bool   // the global group's row has been emitted
 	k       string // the group's key in groups
-	// touch is set while the group is in touched (the current batch);
+	// touch is set while the group is in touched (waiting for a flush);
 	// dirty while its key is in dirty (the current epoch).
 	touch *touch
 	dirty bool
 }
 
 type acc struct {
-	n   int64       // non-null inputs
-	i   int64       // integer sum
-	d   types.Datum // decimal sum
-	f   float64     // float sum
-	set map[string]*setEntry
-	// changed lists the keys of set entries changed since the last
-	// checkpoint, once per entry that carries the changed flag (a key
-	// recurs if its entry went and came back). A small set is stored
-	// inside its group's header; a large one (split) as one key per entry,
-	// of which a checkpoint writes only the changed ones.
+	n int64       // non-null inputs; of a DISTINCT aggregate, its distinct values
+	i int64       // integer sum
+	d types.Datum // decimal sum
+	f float64     // float sum
+}
+
+// vset is one class's multiset in a group.
+type vset struct {
+	m map[string]*setEntry
+	// changed lists the keys of entries changed since the last checkpoint,
+	// once per entry that carries the changed flag (a key recurs if its
+	// entry went and came back). A small set is stored inside its group's
+	// header; a large one (split) as one key per entry, of which a
+	// checkpoint writes only the changed ones.
 	changed []string
 	split   bool
 }
@@ -74,16 +109,24 @@ type acc struct {
 // splitSetAt is the size from which a multiset is stored entry by entry.
 var splitSetAt = 16
 
+// setEntry is one value of a multiset with its count per slot (the rows
+// with the value that passed the slot's aggregate's FILTER); it lives while
+// a count is not zero.
 type setEntry struct {
 	v       types.Datum
-	n       int64
+	n       [setSlots]int64
 	k       string // the entry's key in its set
-	changed bool   // k is in the acc's changed list
+	changed bool   // k is in the set's changed list
 }
 
 type touch struct {
 	old    types.Row
 	hadOld bool
+}
+
+// keepsSet reports whether aggregate ag needs a multiset of its values.
+func keepsSet(ag *spec.AggCall, appendOnly bool) bool {
+	return ag.Distinct || (!appendOnly && (ag.Func == "min" || ag.Func == "max"))
 }
 
 // NewAgg creates the aggregation of node n with state under opID, loading
@@ -95,6 +138,22 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		groups: map[string]*group{}, dirty: map[string]struct{}{},
 		global: len(n.GroupBy) == 0, eowc: n.EOWC, appendOnly: n.InputAppendOnly,
 		windows: map[int]*valueIndex{},
+		set:     make([]setRef, len(n.Aggs)),
+	}
+	for j := range a.aggs {
+		ag := &a.aggs[j]
+		if !keepsSet(ag, a.appendOnly) {
+			a.set[j] = setRef{class: -1}
+			a.plain = append(a.plain, j)
+			continue
+		}
+		c := slices.IndexFunc(a.classes, func(c setClass) bool { return c.arg == ag.Arg && len(c.slots) < setSlots })
+		if c < 0 {
+			c = len(a.classes)
+			a.classes = append(a.classes, setClass{arg: ag.Arg})
+		}
+		a.set[j] = setRef{class: c, slot: len(a.classes[c].slots)}
+		a.classes[c].slots = append(a.classes[c].slots, j)
 	}
 	if db != nil {
 		err := db.Scan(a.prefix, func(k, v []byte) error {
@@ -116,21 +175,22 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
 				}
 				gk := string(rest[1+m : 1+m+int(n)])
-				ai := int(rest[1+m+int(n)])
+				ci := int(rest[1+m+int(n)])
 				vk := string(rest[1+m+int(n)+1:])
 				g := a.groups[gk]
-				if g == nil || ai >= len(g.accs) {
+				if g == nil || ci >= len(g.sets) {
 					return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
 				}
 				r, err := types.DecodeRow(v)
-				if err != nil || len(r) != 2 {
+				if err != nil || len(r) != 1+len(a.classes[ci].slots) {
 					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
 				}
-				if g.accs[ai].set == nil {
-					g.accs[ai].set = map[string]*setEntry{}
+				e := &setEntry{v: r[0], k: vk}
+				for s := range a.classes[ci].slots {
+					e.n[s] = r[1+s].I
 				}
-				g.accs[ai].set[vk] = &setEntry{v: r[0], n: r[1].I, k: vk}
-				g.accs[ai].split = true
+				a.restoreEntry(g, ci, e)
+				g.sets[ci].split = true
 			default:
 				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
 			}
@@ -147,12 +207,20 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	return a, nil
 }
 
+// restoreEntry puts a loaded entry into class ci's set of g (the header,
+// loaded before, holds the aggregates' counts).
+func (a *Agg) restoreEntry(g *group, ci int, e *setEntry) {
+	vs := &g.sets[ci]
+	if vs.m == nil {
+		vs.m = map[string]*setEntry{}
+	}
+	vs.m[e.k] = e
+}
+
 func (a *Agg) newGroup(key types.Row) *group {
 	g := &group{key: key, accs: make([]acc, len(a.aggs))}
-	for i, ag := range a.aggs {
-		if ag.Distinct || (!a.appendOnly && (ag.Func == "min" || ag.Func == "max")) {
-			g.accs[i].set = map[string]*setEntry{}
-		}
+	if len(a.classes) > 0 {
+		g.sets = make([]vset, len(a.classes))
 	}
 	return g
 }
@@ -192,10 +260,13 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			a.dirty[g.k] = struct{}{}
 		}
 		g.count += diff
-		for j := range a.aggs {
+		for _, j := range a.plain {
 			if err := a.update(&g.accs[j], &a.aggs[j], r, diff); err != nil {
 				return err
 			}
+		}
+		for c := range a.classes {
+			a.updateSet(g, c, r, diff)
 		}
 	}
 	if a.eowc {
@@ -210,7 +281,10 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		a.touched = a.touched[:0]
 		return nil
 	}
-	return a.emitTouched(out)
+	if len(a.touched) > maxPending {
+		return a.Flush(out)
+	}
+	return nil
 }
 
 // indexGroup adds a new group to the window indexes.
@@ -227,8 +301,8 @@ func (a *Agg) indexGroup(k string, g *group) {
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
 	a.dirty[k] = struct{}{}
-	for i := range g.accs {
-		if g.accs[i].split {
+	for i := range g.sets {
+		if g.sets[i].split {
 			a.markCleared(k) // its entries are stored apart
 			break
 		}
@@ -242,9 +316,10 @@ func (a *Agg) dropGroup(k string, g *group) {
 
 // OnWatermark implements flow.WatermarkOp. A watermark on a group-by
 // column closes the groups below it: no row of theirs can come any more.
-// With EMIT ON WINDOW CLOSE their final rows are emitted now; either way
-// their state is deleted (the view keeps the rows already emitted). The
-// group column keeps the watermark.
+// With EMIT ON WINDOW CLOSE their final rows are emitted now, otherwise
+// their pending changes; either way their state is deleted (the view keeps
+// the rows already emitted). The group column keeps the watermark: the
+// groups still pending are at or above it.
 func (a *Agg) OnWatermark(_ int, w flow.Watermark, out *flow.Emitter) ([]flow.Watermark, error) {
 	var fwd []flow.Watermark
 	for gi, c := range a.groupBy {
@@ -282,6 +357,15 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 		if g == nil {
 			continue
 		}
+		if g.touch != nil {
+			// Pending: its change goes out before the watermark does.
+			if err := a.emitGroup(g, out); err != nil {
+				return err
+			}
+			if a.groups[k] != g {
+				continue // emptied, and dropped
+			}
+		}
 		if a.eowc && g.count > 0 {
 			if err := out.Emit(a.output(g), 1); err != nil {
 				return err
@@ -295,20 +379,35 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 // Groups returns the number of groups held in memory.
 func (a *Agg) Groups() int { return len(a.groups) }
 
-func (a *Agg) emitTouched(out *flow.Emitter) error {
+// Flush emits the changes of the groups touched since the last flush: per
+// group, the retraction of its previous row and its new row (nothing if
+// they are equal).
+func (a *Agg) Flush(out *flow.Emitter) error {
 	// In key order: the output does not depend on the input's order.
 	slices.SortFunc(a.touched, func(x, y *group) int { return strings.Compare(x.k, y.k) })
 	for _, g := range a.touched {
-		t, k := g.touch, g.k
-		g.touch = nil
-		var nr types.Row
-		has := g.count > 0 || a.global
-		if has {
-			nr = a.output(g)
+		if g.touch == nil {
+			continue // flushed already, by the watermark that closed it
 		}
-		if t.hadOld && has && rowsEqual(t.old, nr) {
-			continue
+		if err := a.emitGroup(g, out); err != nil {
+			return err
 		}
+	}
+	clear(a.touched)
+	a.touched = a.touched[:0]
+	return nil
+}
+
+// emitGroup emits touched group g's change and drops it if it emptied.
+func (a *Agg) emitGroup(g *group, out *flow.Emitter) error {
+	t := g.touch
+	g.touch = nil
+	var nr types.Row
+	has := g.count > 0 || a.global
+	if has {
+		nr = a.output(g)
+	}
+	if !(t.hadOld && has && rowsEqual(t.old, nr)) {
 		if t.hadOld {
 			if err := out.Emit(t.old, -1); err != nil {
 				return err
@@ -320,12 +419,10 @@ func (a *Agg) emitTouched(out *flow.Emitter) error {
 			}
 			g.emitted = true
 		}
-		if g.count == 0 && !a.global {
-			a.dropGroup(k, g)
-		}
 	}
-	clear(a.touched)
-	a.touched = a.touched[:0]
+	if g.count == 0 && !a.global {
+		a.dropGroup(g.k, g)
+	}
 	return nil
 }
 
@@ -344,6 +441,62 @@ func rowsEqual(x, y types.Row) bool {
 	return true
 }
 
+// updateSet adds diff copies of row r to class c's multiset of group g,
+// counted in the slots whose FILTER r passes.
+func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
+	cl := &a.classes[c]
+	v := r[cl.arg]
+	if v.IsNull() {
+		return
+	}
+	var pass [setSlots]bool
+	any := false
+	for s, j := range cl.slots {
+		if f := a.aggs[j].Filter; f < 0 || r[f].Bool() {
+			pass[s], any = true, true
+		}
+	}
+	if !any {
+		return
+	}
+	vs := &g.sets[c]
+	if vs.m == nil {
+		vs.m = map[string]*setEntry{}
+	}
+	a.kb = types.AppendKey(a.kb[:0], v)
+	e := vs.m[string(a.kb)]
+	if e == nil {
+		k := string(a.kb)
+		e = &setEntry{v: v, k: k}
+		vs.m[k] = e
+	}
+	if vs.split && !e.changed { // inline sets are written whole
+		e.changed = true
+		vs.changed = append(vs.changed, e.k)
+	}
+	live := false
+	for s, j := range cl.slots {
+		if pass[s] {
+			old := e.n[s]
+			e.n[s] += diff
+			ac := &g.accs[j]
+			if !a.aggs[j].Distinct {
+				ac.n += diff
+			} else if old == 0 {
+				ac.n++
+			} else if e.n[s] == 0 {
+				ac.n--
+			}
+		}
+		live = live || e.n[s] != 0
+	}
+	if !live {
+		delete(vs.m, e.k)
+	}
+}
+
+// update applies diff copies of row r to the accumulator of an aggregate
+// without a multiset.
 func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 	if ag.Filter >= 0 && !r[ag.Filter].Bool() {
 		return nil
@@ -354,27 +507,6 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 	}
 	v := r[ag.Arg]
 	if v.IsNull() {
-		return nil
-	}
-	if ac.set != nil {
-		a.kb = types.AppendKey(a.kb[:0], v)
-		e := ac.set[string(a.kb)]
-		if e == nil {
-			k := string(a.kb)
-			e = &setEntry{v: v, k: k}
-			ac.set[k] = e
-		}
-		if ac.split && !e.changed { // inline sets are written whole
-			e.changed = true
-			ac.changed = append(ac.changed, e.k)
-		}
-		e.n += diff
-		if e.n == 0 {
-			delete(ac.set, e.k)
-		}
-		if !ag.Distinct {
-			ac.n += diff
-		}
 		return nil
 	}
 	if ag.Func == "min" || ag.Func == "max" {
@@ -439,28 +571,38 @@ func (a *Agg) addDec(ac *acc, v types.Datum, diff int64) error {
 func (a *Agg) output(g *group) types.Row {
 	r := make(types.Row, 0, len(g.key)+len(a.aggs))
 	r = append(r, g.key...)
-	for i := range a.aggs {
-		r = append(r, a.result(&g.accs[i], &a.aggs[i]))
+	for j := range a.aggs {
+		r = append(r, a.result(g, j))
 	}
 	return r
 }
 
-func (a *Agg) result(ac *acc, ag *spec.AggCall) types.Datum {
+// result computes aggregate j of group g.
+func (a *Agg) result(g *group, j int) types.Datum {
+	if ref := a.set[j]; ref.class >= 0 {
+		return resultOf(&g.accs[j], &a.aggs[j], &g.sets[ref.class], ref.slot)
+	}
+	return resultOf(&g.accs[j], &a.aggs[j], nil, 0)
+}
+
+// resultOf computes aggregate ag from its accumulator and, if it keeps
+// one, slot slot of its multiset vs.
+func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 	switch ag.Func {
 	case "count_star", "count":
-		if ag.Distinct {
-			return types.NewInt(int64(len(ac.set)))
-		}
 		return types.NewInt(ac.n)
 	case "min", "max":
-		if ac.set == nil {
+		if vs == nil {
 			if ac.n == 0 {
 				return types.Null
 			}
 			return ac.d
 		}
 		var best *setEntry
-		for _, e := range ac.set {
+		for _, e := range vs.m {
+			if e.n[slot] == 0 {
+				continue
+			}
 			if best == nil {
 				best = e
 				continue
@@ -479,9 +621,11 @@ func (a *Agg) result(ac *acc, ag *spec.AggCall) types.Datum {
 	n := ac.n
 	sumI, sumF, sumD := ac.i, ac.f, ac.d
 	if ag.Distinct {
-		n = int64(len(ac.set))
 		sumI, sumF, sumD = 0, 0, types.Datum{}
-		for _, e := range ac.set {
+		for _, e := range vs.m {
+			if e.n[slot] == 0 {
+				continue
+			}
 			switch e.v.K {
 			case types.KInt:
 				if ag.T.Fam == types.Numeric {
@@ -547,9 +691,12 @@ func decAddSafe(a, b types.Datum) types.Datum {
 	return s
 }
 
-// Checkpoint implements flow.Operator: global aggregates emit their first
-// row; dirty groups are written.
+// Checkpoint implements flow.Operator: the pending changes are flushed,
+// global aggregates emit their first row, and dirty groups are written.
 func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
+	if err := a.Flush(out); err != nil {
+		return err
+	}
 	if a.global {
 		if g := a.groups[""]; !g.emitted {
 			g.emitted = true
@@ -565,7 +712,8 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		if ok {
 			g.dirty = false
 		}
-		if _, cleared := a.cleared[k]; cleared {
+		_, cleared := a.cleared[k]
+		if cleared {
 			sp := a.setPrefix(k)
 			b.W.DeleteRange(sp, storage.PrefixEnd(sp))
 		}
@@ -573,50 +721,46 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 			b.W.Delete(key)
 			continue
 		}
-		if _, cleared := a.cleared[k]; cleared {
-			for i := range g.accs {
-				if g.accs[i].split {
-					g.accs[i].split = false
-					g.accs[i].changed = nil // rewritten whole below if still large
-				}
+		for c := range g.sets {
+			vs := &g.sets[c]
+			if cleared && vs.split {
+				vs.split = false
+				vs.changed = vs.changed[:0] // rewritten whole below if still large
 			}
-		}
-		for i := range g.accs {
-			ac := &g.accs[i]
 			// The batch copies keys and values: one buffer serves each.
-			ek := a.setEntryKeyInto(a.ekBuf[:0], k, i)
+			ek := a.setEntryKeyInto(a.ekBuf[:0], k, c)
 			ek0 := len(ek)
 			switch {
-			case len(ac.set) >= splitSetAt && !ac.split:
+			case len(vs.m) >= splitSetAt && !vs.split:
 				// Becomes split: every entry goes out once.
-				ac.split = true
-				for vk, e := range ac.set {
+				vs.split = true
+				for vk, e := range vs.m {
 					ek = append(ek[:ek0], vk...)
-					b.W.Set(ek, a.encodeEntry(e))
+					b.W.Set(ek, a.encodeEntry(c, e))
 					e.changed = false
 				}
-			case len(ac.set) < splitSetAt/2 && ac.split:
+			case len(vs.m) < splitSetAt/2 && vs.split:
 				// Back to inline: drop the entries.
-				ac.split = false
+				vs.split = false
 				b.W.DeleteRange(ek, storage.PrefixEnd(ek))
-				for _, e := range ac.set {
+				for _, e := range vs.m {
 					e.changed = false
 				}
-			case ac.split:
-				for _, vk := range ac.changed {
+			case vs.split:
+				for _, vk := range vs.changed {
 					ek = append(ek[:ek0], vk...)
-					switch e := ac.set[vk]; {
+					switch e := vs.m[vk]; {
 					case e == nil:
 						b.W.Delete(ek)
 					case e.changed: // else listed twice, written already
-						b.W.Set(ek, a.encodeEntry(e))
+						b.W.Set(ek, a.encodeEntry(c, e))
 						e.changed = false
 					}
 				}
 			}
 			a.ekBuf = ek
-			clear(ac.changed)
-			ac.changed = ac.changed[:0]
+			clear(vs.changed)
+			vs.changed = vs.changed[:0]
 		}
 		b.W.Set(key, a.encodeGroup(g))
 	}
@@ -625,10 +769,10 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	return nil
 }
 
-// State layout: h<group key> holds a group's header (key, count and the
-// accumulators' scalars); s<len><group key><agg><value key> holds one entry
-// of a DISTINCT or min/max multiset, so that a checkpoint writes only the
-// entries that changed, not whole sets.
+// State layout: h<group key> holds a group's header (key, count, the
+// accumulators' scalars and the small multisets); s<len><group key><class>
+// <value key> holds one entry of a large multiset, so that a checkpoint
+// writes only the entries that changed, not whole sets.
 func (a *Agg) headerKey(k string) []byte {
 	return append(append(append([]byte(nil), a.prefix...), 'h'), k...)
 }
@@ -642,17 +786,20 @@ func (a *Agg) appendSetPrefix(buf []byte, k string) []byte {
 	return append(buf, k...)
 }
 
-// setEntryKeyInto appends the prefix of aggregate agg's set entries of
-// group k to buf.
-func (a *Agg) setEntryKeyInto(buf []byte, k string, agg int) []byte {
-	return append(a.appendSetPrefix(buf, k), byte(agg))
+// setEntryKeyInto appends the prefix of class c's set entries of group k
+// to buf.
+func (a *Agg) setEntryKeyInto(buf []byte, k string, c int) []byte {
+	return append(a.appendSetPrefix(buf, k), byte(c))
 }
 
-// encodeEntry encodes a set entry's value, the row (v, n) as EncodeRow
-// would, into a reused buffer (valid until the next call).
-func (a *Agg) encodeEntry(e *setEntry) []byte {
-	a.evBuf = types.AppendValue(binary.AppendUvarint(a.evBuf[:0], 2), e.v)
-	a.evBuf = types.AppendValue(a.evBuf, types.NewInt(e.n))
+// encodeEntry encodes an entry of class c's set, the row (v, n per slot)
+// as EncodeRow would, into a reused buffer (valid until the next call).
+func (a *Agg) encodeEntry(c int, e *setEntry) []byte {
+	ns := len(a.classes[c].slots)
+	a.evBuf = types.AppendValue(binary.AppendUvarint(a.evBuf[:0], uint64(1+ns)), e.v)
+	for s := 0; s < ns; s++ {
+		a.evBuf = types.AppendValue(a.evBuf, types.NewInt(e.n[s]))
+	}
 	return a.evBuf
 }
 
@@ -667,6 +814,9 @@ func (a *Agg) markCleared(k string) {
 
 // Finish implements flow.Finisher (batch queries).
 func (a *Agg) Finish(out *flow.Emitter) error {
+	if err := a.Flush(out); err != nil {
+		return err
+	}
 	if a.global {
 		if g := a.groups[""]; !g.emitted {
 			g.emitted = true
@@ -677,13 +827,14 @@ func (a *Agg) Finish(out *flow.Emitter) error {
 }
 
 // encodeGroup stores a group as one row: key columns, count, emitted, then
-// per aggregate n, i, f, d and the multiset as (n, value, count…).
+// per aggregate n, i, f, d, then per class its inline multiset as (size,
+// value, count per slot…), or size 0 when split.
 func (a *Agg) encodeGroup(g *group) []byte {
-	n := 1 + len(g.key) + 2
-	for _, ac := range g.accs {
-		n += 5
-		if !ac.split {
-			n += 2 * len(ac.set)
+	n := 1 + len(g.key) + 2 + 4*len(g.accs)
+	for c := range g.sets {
+		n++
+		if vs := &g.sets[c]; !vs.split {
+			n += (1 + len(a.classes[c].slots)) * len(vs.m)
 		}
 	}
 	// The values are appended straight into a reused buffer (the batch
@@ -696,19 +847,23 @@ func (a *Agg) encodeGroup(g *group) []byte {
 	buf = types.AppendValue(buf, types.NewInt(g.count))
 	buf = types.AppendValue(buf, types.NewBool(g.emitted))
 	for _, ac := range g.accs {
-		ns := len(ac.set)
-		if ac.split {
-			ns = 0
-		}
 		buf = types.AppendValue(buf, types.NewInt(ac.n))
 		buf = types.AppendValue(buf, types.NewInt(ac.i))
 		buf = types.AppendValue(buf, types.NewFloat(ac.f))
 		buf = types.AppendValue(buf, ac.d)
-		buf = types.AppendValue(buf, types.NewInt(int64(ns)))
-		if ns > 0 {
-			for _, e := range ac.set {
-				buf = types.AppendValue(buf, e.v)
-				buf = types.AppendValue(buf, types.NewInt(e.n))
+	}
+	for c := range g.sets {
+		vs := &g.sets[c]
+		if vs.split {
+			buf = types.AppendValue(buf, types.NewInt(0))
+			continue
+		}
+		buf = types.AppendValue(buf, types.NewInt(int64(len(vs.m))))
+		ns := len(a.classes[c].slots)
+		for _, e := range vs.m {
+			buf = types.AppendValue(buf, e.v)
+			for s := 0; s < ns; s++ {
+				buf = types.AppendValue(buf, types.NewInt(e.n[s]))
 			}
 		}
 	}
@@ -745,18 +900,24 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 	for i := range g.accs {
 		ac := &g.accs[i]
 		ac.n, ac.i, ac.f, ac.d = next().I, next().I, next().F, next()
+	}
+	for c := range g.sets {
 		ns := int(next().I)
 		if ns < 0 || ns > len(r) {
 			return nil, bad
 		}
+		vs := &g.sets[c]
 		for j := 0; j < ns; j++ {
 			v := next()
-			n := next().I
-			if ac.set == nil {
-				ac.set = map[string]*setEntry{}
-			}
 			k := string(types.AppendKey(nil, v))
-			ac.set[k] = &setEntry{v: v, n: n, k: k}
+			e := &setEntry{v: v, k: k}
+			for s := range a.classes[c].slots {
+				e.n[s] = next().I
+			}
+			if vs.m == nil {
+				vs.m = map[string]*setEntry{}
+			}
+			vs.m[k] = e
 		}
 	}
 	if p > len(r) {

@@ -252,8 +252,8 @@ func TestAggDeletesClosedWindowsWithoutEOWC(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newCollector()
-	c.step(t, process(a, 0, ins(row(10, "a", 1)), ins(row(20, "a", 2))))
-	c.step(t, process(a, 0, ins(row(10, "a", 3))))
+	c.step(t, aggStep(a, ins(row(10, "a", 1)), ins(row(20, "a", 2))))
+	c.step(t, aggStep(a, ins(row(10, "a", 3))))
 	c.wantDelta(t, bagOf("-(10,'a',1,1)", "(10,'a',2,4)"))
 	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
 	var fwd []flow.Watermark
@@ -311,4 +311,28 @@ func TestJoinWatermarksOnKeys(t *testing.T) {
 	c.step(t, process(j, 1, ins(row(20, "z"))))
 	c.wantDelta(t, bagOf("(20,'x',20,'z')"))
 	c.wantTotal(t, bagOf("(10,'x',10,'y')", "(20,'x',20,'z')"))
+}
+
+// TestAggWatermarkFlushesClosingGroups: changes wait for a flush, but a
+// watermark that closes a group first emits the group's pending change, so
+// nothing below the watermark follows it; the groups at or above it stay
+// pending until the flush.
+func TestAggWatermarkFlushesClosingGroups(t *testing.T) {
+	a := newAgg(t, windowAggNode(false))
+	c := newCollector()
+	c.step(t, process(a, 0, ins(row(10, "a", 1)), ins(row(20, "a", 2))))
+	c.step(t, process(a, 0, ins(row(10, "a", 3)), ins(row(20, "b", 4))))
+	c.wantDelta(t, bag{})
+	var fwd []flow.Watermark
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 15}, &fwd))
+	c.wantDelta(t, bagOf("(10,'a',2,4)"))
+	if fmt.Sprint(fwd) != "[{0 15}]" || a.Groups() != 2 {
+		t.Fatalf("forwarded %v, %d groups left; want [{0 15}], 2", fwd, a.Groups())
+	}
+	c.step(t, process(a, 0, ins(row(20, "a", 5))))
+	c.step(t, func(out *flow.Emitter) error { return a.Flush(out) })
+	c.wantDelta(t, bagOf("(20,'a',2,7)", "(20,'b',1,4)"))
+	c.step(t, aggStep(a, del(row(20, "b", 4))))
+	c.wantDelta(t, bagOf("-(20,'b',1,4)"))
+	c.wantTotal(t, bagOf("(10,'a',2,4)", "(20,'a',2,7)"))
 }

@@ -520,14 +520,11 @@ func (w *Window) frameAgg(rows []types.Row, i int, f spec.WindowCall) types.Datu
 		}
 	}
 	call := spec.AggCall{Func: f.Func, Arg: f.Arg, Filter: -1, T: f.T}
-	ac := acc{}
-	if f.Func == "min" || f.Func == "max" {
-		ac.set = map[string]*setEntry{}
-	}
+	ac := acc{} // the frame only grows: min and max keep the extreme
 	for j := lo; j <= hi; j++ {
 		_ = w.calc.update(&ac, &call, rows[j], 1)
 	}
-	return w.calc.result(&ac, &call)
+	return resultOf(&ac, &call, nil, 0)
 }
 
 // Checkpoint implements flow.Operator: it writes the count changes of the
