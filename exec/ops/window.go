@@ -13,12 +13,14 @@ import (
 )
 
 // Window computes window functions per partition, incrementally: it keeps
-// each partition's rows in window order, and after every input batch it
-// recomputes the partitions the batch touched and emits the difference
-// between what it had emitted for them and what they give now. With a
-// Limit (Top-N: ROW_NUMBER() … WHERE rn <= N) only the first rows are
-// output; when the input is append-only, rows that fall beyond the limit
-// can never come back, so they are dropped from state.
+// each partition's rows in window order, and at each barrier (and at end
+// of stream) it recomputes the partitions touched since and emits the
+// difference between what it had emitted for them and what they give now:
+// a session that many rows of an epoch extend is emitted once, not once
+// per batch. With a Limit (Top-N: ROW_NUMBER() … WHERE rn <= N) only the
+// first rows are output; when the input is append-only, rows that fall
+// beyond the limit can never come back, so they are dropped from state,
+// after every batch (so that a partition holds little more than N rows).
 //
 // State: s/<op>/<len(partition key)><partition key><row> = count, one key
 // per distinct row, so that a barrier writes only the rows that came and
@@ -243,17 +245,28 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 		}
 	}
-	return w.emitTouched(out)
+	if w.trims() || len(w.touched) > maxPending {
+		return w.Flush(out)
+	}
+	return nil
 }
 
-func (w *Window) emitTouched(out *flow.Emitter) error {
+// trims reports whether rows beyond the limit are dropped as they fall
+// out of the output (an append-only Top-N).
+func (w *Window) trims() bool { return w.appendOnly && w.n.Limit >= 0 }
+
+// Finish implements flow.Finisher (batch queries).
+func (w *Window) Finish(out *flow.Emitter) error { return w.Flush(out) }
+
+// Flush emits the changes of the partitions touched since the last flush.
+func (w *Window) Flush(out *flow.Emitter) error {
 	for k := range w.touched {
 		p := w.parts[k]
 		// Output before the first changed row stays as it was (see
 		// stableBefore): recompute and diff only the rest.
 		keep := min(w.stableBefore(p), len(p.emitted))
 		fresh := w.computeFrom(p, keep)
-		diff := diffRows
+		diff := w.diffMerge
 		if w.positional {
 			diff = diffPositional
 		}
@@ -263,7 +276,7 @@ func (w *Window) emitTouched(out *flow.Emitter) error {
 		clear(p.emitted[keep:])
 		p.emitted = append(p.emitted[:keep], fresh...) // the kept prefix stays in place
 		p.from = len(p.rows)
-		if w.appendOnly && w.n.Limit >= 0 {
+		if w.trims() {
 			// Rows beyond the limit never re-enter an append-only input's
 			// top rows: keep only those output (and their peers).
 			w.trim(k, p, p.emitted)
@@ -314,38 +327,37 @@ func diffPositional(old, now []types.Row, out *flow.Emitter) error {
 	return nil
 }
 
-// diffRows emits -old for rows of old not in now and +new for rows of now
-// not in old (multisets).
-func diffRows(old, now []types.Row, out *flow.Emitter) error {
-	if len(old) == 0 && len(now) == 0 {
-		return nil
-	}
-	count := map[string]int{}
-	var buf []byte
-	for _, r := range old {
-		buf = types.EncodeRow(buf[:0], r)
-		count[string(buf)]--
-	}
-	for _, r := range now {
-		buf = types.EncodeRow(buf[:0], r)
-		count[string(buf)]++
-	}
-	for _, r := range old {
-		buf = types.EncodeRow(buf[:0], r)
-		if count[string(buf)] < 0 {
-			count[string(buf)]++
-			if err := out.Emit(r, -1); err != nil {
-				return err
-			}
+// diffMerge emits the change from old to now, output rows in the
+// partition's order: it walks both, pairing rows of equal input (a row
+// whose window values changed is retracted and emitted again) and emitting
+// the unpaired ones. Whatever the pairing, the change is exactly now − old.
+func (w *Window) diffMerge(old, now []types.Row, out *flow.Emitter) error {
+	i, j := 0, 0
+	for i < len(old) || j < len(now) {
+		c := 0
+		switch {
+		case i == len(old):
+			c = 1
+		case j == len(now):
+			c = -1
+		default:
+			c = w.cmp(old[i][:w.inCols], now[j][:w.inCols])
 		}
-	}
-	for _, r := range now {
-		buf = types.EncodeRow(buf[:0], r)
-		if count[string(buf)] > 0 {
-			count[string(buf)]--
-			if err := out.Emit(r, 1); err != nil {
+		if c == 0 && rowsEqual(old[i], now[j]) {
+			i, j = i+1, j+1
+			continue
+		}
+		if c <= 0 {
+			if err := out.Emit(old[i], -1); err != nil {
 				return err
 			}
+			i++
+		}
+		if c >= 0 {
+			if err := out.Emit(now[j], 1); err != nil {
+				return err
+			}
+			j++
 		}
 	}
 	return nil
@@ -527,9 +539,13 @@ func (w *Window) frameAgg(rows []types.Row, i int, f spec.WindowCall) types.Datu
 	return resultOf(&ac, &call, nil, 0)
 }
 
-// Checkpoint implements flow.Operator: it writes the count changes of the
-// rows that came and went since the last barrier.
-func (w *Window) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
+// Checkpoint implements flow.Operator: it emits the touched partitions'
+// changes and writes the count changes of the rows that came and went
+// since the last barrier.
+func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
+	if err := w.Flush(out); err != nil {
+		return err
+	}
 	for _, a := range w.added {
 		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}
