@@ -47,6 +47,19 @@ type Window struct {
 	// were stored and leave).
 	added   map[*types.Datum]addedRow
 	pending []wchange
+	// Session windows and watermarks (sess: the session function over
+	// every partition's time column, nil if the node has others too): wm is
+	// the input's watermark on the time column, flushedWm its value at the
+	// last flush (hasWm, hasFlushedWm: received). A session that ended more
+	// than its gap before wm can take no row any more: its rows leave the
+	// state at the next barrier (the view keeps their output). Every output
+	// row after a flush ends at or after the flush's watermark (a row
+	// reaching a session ends it after the row's own time), so the
+	// session_end column carries flushedWm on.
+	sess                *spec.WindowCall
+	endCol              int // output column of session_end; -1 if none
+	wm, flushedWm       int64
+	hasWm, hasFlushedWm bool
 }
 
 type addedRow struct {
@@ -78,6 +91,7 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 			w.positional = false
 		}
 	}
+	w.sess, w.endCol = sessionOf(n, inCols)
 	if db == nil {
 		return w, nil
 	}
@@ -114,6 +128,84 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 		p.emitted = w.compute(p)
 	}
 	return w, nil
+}
+
+// sessionOf returns the session function of node n if its window
+// functions are all session bounds over one time column (its order) and
+// one gap, with the output column of session_end (-1 if none); nil if not.
+func sessionOf(n *spec.Node, inCols int) (*spec.WindowCall, int) {
+	if len(n.WinFuncs) == 0 || len(n.Order) == 0 || n.Order[0].Col != n.WinFuncs[0].Arg {
+		return nil, -1
+	}
+	first, endCol := &n.WinFuncs[0], -1
+	for i, f := range n.WinFuncs {
+		if (f.Func != "session_start" && f.Func != "session_end") || f.Arg != first.Arg || f.Gap != first.Gap {
+			return nil, -1
+		}
+		if f.Func == "session_end" {
+			endCol = inCols + i
+		}
+	}
+	return first, endCol
+}
+
+// OnWatermark implements flow.WatermarkOp: a watermark on a session
+// window's time column lets closed sessions go (at the next barrier), and
+// the session_end column carries the watermark of the last flush on.
+// Other window functions stop watermarks.
+func (w *Window) OnWatermark(_ int, wm flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	if w.sess == nil || wm.Col != w.sess.Arg {
+		return nil, nil
+	}
+	w.wm, w.hasWm = wm.Ts, true
+	if w.endCol < 0 || !w.hasFlushedWm {
+		return nil, nil
+	}
+	return []flow.Watermark{{Col: w.endCol, Ts: w.flushedWm}}, nil
+}
+
+// dropClosedSessions removes from state the rows of the sessions that
+// ended more than their gap before the watermark: a partition's leading
+// sessions, in time order. Their output stays emitted.
+func (w *Window) dropClosedSessions() {
+	if w.sess == nil || !w.hasWm {
+		return
+	}
+	col, gap, wm := w.sess.Arg, w.sess.Gap, types.NewTimestamp(w.wm)
+	for pk, p := range w.parts {
+		// The partition's output gives each session's end at once (no
+		// walk through an open session) when it holds session_end.
+		ends := w.endCol >= 0 && len(p.emitted) == len(p.rows)
+		n := 0 // rows of closed sessions
+		for n < len(p.rows) {
+			if ends {
+				if e := p.emitted[n][w.endCol]; e.IsNull() || e.I >= w.wm {
+					break
+				}
+			}
+			last := n // the session's last row
+			for last+1 < len(p.rows) && !sessionBreak(p.rows[last][col], p.rows[last+1][col], gap) {
+				last++
+			}
+			if t := p.rows[last][col]; t.IsNull() || !sessionBreak(t, wm, gap) {
+				break
+			}
+			n = last + 1
+		}
+		if n == 0 {
+			continue
+		}
+		for _, r := range p.rows[:n] {
+			w.removed(pk, r)
+		}
+		clear(p.rows[:n])
+		p.rows = p.rows[n:]
+		p.emitted = p.emitted[min(n, len(p.emitted)):]
+		p.from = len(p.rows)
+		if len(p.rows) == 0 {
+			delete(w.parts, pk)
+		}
+	}
 }
 
 // rowKey returns the state key of row r of partition pk.
@@ -260,6 +352,7 @@ func (w *Window) Finish(out *flow.Emitter) error { return w.Flush(out) }
 
 // Flush emits the changes of the partitions touched since the last flush.
 func (w *Window) Flush(out *flow.Emitter) error {
+	w.flushedWm, w.hasFlushedWm = w.wm, w.hasWm
 	for k := range w.touched {
 		p := w.parts[k]
 		// Output before the first changed row stays as it was (see
@@ -546,6 +639,7 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	if err := w.Flush(out); err != nil {
 		return err
 	}
+	w.dropClosedSessions()
 	for _, a := range w.added {
 		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}

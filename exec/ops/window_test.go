@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -120,5 +121,57 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 				}
 			}
 		})
+	}
+}
+
+// TestWindowSessionsCloseBehindWatermark: a watermark on the time column
+// lets the sessions that ended more than their gap before it leave the
+// state at the next barrier (their output stays), and the session_end
+// column carries the watermark of the last flush on, below which no output
+// row comes any more.
+func TestWindowSessionsCloseBehindWatermark(t *testing.T) {
+	const opID = 5
+	cols := []types.Column{{Name: "p", Type: types.TInt8}, {Name: "ts", Type: types.TTimestamp}}
+	n := &spec.Node{Kind: spec.Window, PartitionBy: []int{0}, Cols: cols, Limit: -1,
+		Order: []spec.OrderItem{{Col: 1}},
+		WinFuncs: []spec.WindowCall{{Func: "session_start", Arg: 1, Gap: 10, T: types.TTimestamp},
+			{Func: "session_end", Arg: 1, Gap: 10, T: types.TTimestamp}}}
+	ck := newCheckpointer(t)
+	w, err := ops.NewWindow(n, len(cols), false, opID, ck.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	r := func(p, ts int) types.Row { return types.Row{types.NewInt(int64(p)), types.NewTimestamp(int64(ts))} }
+	c.step(t, process(w, 0, ins(r(1, 0)), ins(r(1, 5)), ins(r(2, 100))))
+	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+	var fwd []flow.Watermark
+	c.step(t, watermark(w, 0, flow.Watermark{Col: 1, Ts: 20}, &fwd))
+	if fwd != nil {
+		t.Fatalf("forwarded %v before a flush after a watermark", fwd)
+	}
+	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+	if keys := stateKeys(t, ck.db, opID); keys != 1 {
+		t.Fatalf("%d rows stored after partition 1's session closed, want 1", keys)
+	}
+	c.step(t, watermark(w, 0, flow.Watermark{Col: 1, Ts: 30}, &fwd))
+	if fmt.Sprint(fwd) != "[{3 20}]" {
+		t.Fatalf("forwarded %v, want [{3 20}] (session_end, the flush's watermark)", fwd)
+	}
+	// A row extends the open session; a new session starts where the
+	// closed one was, without retracting its rows.
+	c.step(t, process(w, 0, ins(r(2, 105)), ins(r(1, 35))))
+	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+	ts := func(v int) string { return fmtDatum(types.NewTimestamp(int64(v))) }
+	out := func(p, t, s, e int) string { return fmt.Sprintf("(%d,%s,%s,%s)", p, ts(t), ts(s), ts(e)) }
+	c.wantTotal(t, bagOf(out(1, 0, 0, 15), out(1, 5, 0, 15), out(2, 100, 100, 115), out(2, 105, 100, 115), out(1, 35, 35, 45)))
+	// Restored, the operator holds the open sessions only.
+	if w, err = ops.NewWindow(n, len(cols), false, opID, ck.db); err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, watermark(w, 0, flow.Watermark{Col: 1, Ts: 200}, &fwd))
+	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+	if keys := stateKeys(t, ck.db, opID); keys != 0 {
+		t.Fatalf("%d rows stored after every session closed", keys)
 	}
 }
