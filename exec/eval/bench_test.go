@@ -61,3 +61,26 @@ func BenchmarkEvalCase(b *testing.B) {
 func BenchmarkEvalLike(b *testing.B) {
 	benchExpr(b, "c0 like '%auction%'", types.Row{types.NewString("https://example.com/auction/123")}, tText)
 }
+
+// Nexmark q21's expressions over a bid's channel and URL.
+const (
+	q21Where = "(regexp_match(c1, '(&|^)channel_id=([^&]*)'))[2] is not null or lower(c0) in ('apple', 'google', 'facebook', 'baidu')"
+	q21Case  = "case when lower(c0) = 'apple' then '0' when lower(c0) = 'google' then '1' when lower(c0) = 'facebook' then '2' " +
+		"when lower(c0) = 'baidu' then '3' else (regexp_match(c1, '(&|^)channel_id=([^&]*)'))[2] end"
+	q21URL = "https://www.nexmark.com/qwe/rtyu/iop/item.htm?query=1&channel_id=1476395008"
+)
+
+// BenchmarkEvalQ21Where is q21's filter on a channel that is not a hot one.
+func BenchmarkEvalQ21Where(b *testing.B) {
+	benchExpr(b, q21Where, types.Row{types.NewString("channel-2718"), types.NewString(q21URL)}, tText, tText)
+}
+
+// BenchmarkEvalQ21CaseHot is q21's CASE on a hot channel.
+func BenchmarkEvalQ21CaseHot(b *testing.B) {
+	benchExpr(b, q21Case, types.Row{types.NewString("Google"), types.NewString(q21URL)}, tText, tText)
+}
+
+// BenchmarkEvalQ21Case is q21's CASE on a channel that is not a hot one.
+func BenchmarkEvalQ21Case(b *testing.B) {
+	benchExpr(b, q21Case, types.Row{types.NewString("channel-2718"), types.NewString(q21URL)}, tText, tText)
+}

@@ -30,6 +30,9 @@ type regexPlan struct {
 	anchor string
 	width  int
 	tail   *regexp.Regexp
+	// seq runs the pattern without Go's engine when it is of the form
+	// seqMatcher handles; nil otherwise.
+	seq *seqMatcher
 }
 
 func newRegexPlan(re *regexp.Regexp) *regexPlan {
@@ -38,7 +41,9 @@ func newRegexPlan(re *regexp.Regexp) *regexPlan {
 	if err != nil {
 		return p
 	}
-	p.lit = longestLiteral(t.Simplify())
+	simple := t.Simplify()
+	p.lit = longestLiteral(simple)
+	p.seq = newSeqMatcher(simple, re.NumSubexp())
 	if readsBefore(t) {
 		return p
 	}
@@ -95,6 +100,24 @@ func (p *regexPlan) start(s string) (int, bool) {
 // find returns the submatch indexes of re's leftmost match in s, as
 // re.FindStringSubmatchIndex does.
 func (p *regexPlan) find(re *regexp.Regexp, s string) []int {
+	return p.findInto(re, s, nil)
+}
+
+// findInto is find writing the indexes into dst when it has room.
+func (p *regexPlan) findInto(re *regexp.Regexp, s string, dst []int) []int {
+	if p.seq != nil {
+		n := 2 * (p.seq.ncap + 1)
+		if cap(dst) < n {
+			dst = make([]int, n)
+		}
+		dst = dst[:n]
+		if found, ok := p.seqFind(s, dst); ok {
+			if !found {
+				return nil
+			}
+			return dst
+		}
+	}
 	from, ok := p.start(s)
 	switch {
 	case !ok:
@@ -111,8 +134,27 @@ func (p *regexPlan) find(re *regexp.Regexp, s string) []int {
 	return m
 }
 
+// seqFind runs p.seq on s, as seqMatcher.find does, after the check for
+// the literal every match contains.
+func (p *regexPlan) seqFind(s string, caps []int) (found, ok bool) {
+	if p.lit != "" && p.lit != p.seq.anchor && !strings.Contains(s, p.lit) {
+		return false, true
+	}
+	return p.seq.find(s, caps)
+}
+
 // match reports whether re matches s.
 func (p *regexPlan) match(re *regexp.Regexp, s string) bool {
+	if p.seq != nil {
+		var buf [16]int
+		caps := buf[:]
+		if n := 2 * (p.seq.ncap + 1); n > len(buf) {
+			caps = make([]int, n)
+		}
+		if found, ok := p.seqFind(s, caps); ok {
+			return found
+		}
+	}
 	from, ok := p.start(s)
 	switch {
 	case !ok:
