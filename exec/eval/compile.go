@@ -41,6 +41,7 @@ type arg struct {
 	ffn   floatFn
 	bfn   boolFn
 	dfn   decFn
+	efn   elemFn
 }
 
 // builder makes the evaluator of one resolved call from its compiled,
@@ -48,7 +49,8 @@ type arg struct {
 type builder func(b *bctx) (Fn, error)
 
 // bctx is what a builder gets. A builder may also set ifn, ffn, bfn or dfn,
-// and may then return a nil Fn: the Datum form is derived.
+// and may then return a nil Fn: the Datum form is derived; and efn, besides
+// its Fn.
 type bctx struct {
 	name string
 	args []arg
@@ -58,6 +60,7 @@ type bctx struct {
 	ffn  floatFn
 	bfn  boolFn
 	dfn  decFn
+	efn  elemFn
 }
 
 func (b *bctx) fn(i int) Fn { return b.args[i].fn }
@@ -248,7 +251,7 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 			return arg{}, pgerror.New(pgcode.Internal, "%s: no evaluator", name)
 		}
 	}
-	out := arg{fn: fn, t: r.ret, ifn: b.ifn, ffn: b.ffn, bfn: b.bfn, dfn: b.dfn}
+	out := arg{fn: fn, t: r.ret, ifn: b.ifn, ffn: b.ffn, bfn: b.bfn, dfn: b.dfn, efn: b.efn}
 	if !r.volatile {
 		out = fold(out, args)
 	}

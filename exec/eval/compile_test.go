@@ -70,6 +70,17 @@ func TestColumns(t *testing.T) {
 		{"coalesce(c0, c1, 0)", ts(tI4, tI4), types.Row{null, null}, "0"},
 		{"substring(c0, c1, 2)", ts(tText, tI4), types.Row{types.NewString("hello"), i(2)}, "el"},
 		{"c0[2]", ts(types.TTextArray), types.Row{{K: types.KArray, A: []types.Datum{types.NewString("a"), types.NewString("b")}}}, "b"},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[2]", ts(tVarchar), types.Row{types.NewString("a?b=1&channel_id=42&c=2")}, "42"},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[1]", ts(tText), types.Row{types.NewString("channel_id=7")}, ""},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[3]", ts(tText), types.Row{types.NewString("channel_id=7")}, "NULL"},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[0]", ts(tText), types.Row{types.NewString("channel_id=7")}, "NULL"},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[2]", ts(tText), types.Row{types.NewString("a?xchannel_id=7")}, "NULL"},
+		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[2]", ts(tText), types.Row{null}, "NULL"},
+		{"(regexp_match(c0, 'b(x)?'))[1]", ts(tText), types.Row{types.NewString("abc")}, "NULL"},
+		{"(regexp_match(c0, 'b.'))[1]", ts(tText), types.Row{types.NewString("abc")}, "bc"},
+		{"(regexp_match(c0, 'b.'))[2]", ts(tText), types.Row{types.NewString("abc")}, "NULL"},
+		{"(regexp_match(c0, c1))[1]", ts(tText, tText), types.Row{types.NewString("abc"), types.NewString("(c)")}, "c"},
+		{"(regexp_match(c0, 'B', 'i'))[1]", ts(tText), types.Row{types.NewString("abc")}, "b"},
 	} {
 		if got := evalSQL(c.expr, c.row, c.cols...); got != c.want {
 			t.Errorf("%s %v: got %s, want %s", c.expr, c.row, got, c.want)

@@ -18,6 +18,9 @@ type (
 	// coefficient beyond the int64 range whose magnitude S holds (see
 	// sql/types). X also encodes NaN and the infinities.
 	decFn func(row types.Row) (coef int64, scale int32, big string, null bool, err error)
+	// elemFn evaluates element i (from 1) of an array, as subscripting
+	// its Datum does, without building the array.
+	elemFn func(row types.Row, i int64) (types.Datum, error)
 )
 
 // decD rebuilds a decimal Datum.

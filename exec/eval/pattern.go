@@ -622,6 +622,9 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 	}
 	x := b.fn(0)
 	name := b.name
+	if name == "regexp_match" {
+		b.efn = regexMatchElem(x, ra)
+	}
 	return func(row types.Row) (types.Datum, error) {
 		s, err := x(row)
 		if err != nil {
@@ -648,7 +651,8 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			}
 			return types.Datum{K: types.KArray, A: out}, nil
 		case "substring":
-			m := plan.find(re, s.S)
+			var buf [16]int
+			m := plan.findInto(re, s.S, buf[:0])
 			switch {
 			case m == nil:
 				return types.Null, nil
@@ -659,12 +663,42 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			}
 			return str(s.S[m[2]:m[3]]), nil
 		}
-		m := plan.find(re, s.S)
+		var buf [16]int
+		m := plan.findInto(re, s.S, buf[:0])
 		if m == nil {
 			return types.Null, nil
 		}
 		return matchArray(s.S, m), nil
 	}, nil
+}
+
+// regexMatchElem is regexp_match's elemFn: element i of the array without
+// the array (regexp_match(url, '…'))[2] is a slice of url.
+func regexMatchElem(x Fn, ra *regexArgs) elemFn {
+	return func(row types.Row, i int64) (types.Datum, error) {
+		s, err := x(row)
+		if err != nil {
+			return types.Null, err
+		}
+		re, _, null, err := ra.get(row)
+		if err != nil || null || s.K == types.KNull {
+			return types.Null, err
+		}
+		var buf [16]int
+		m := ra.plan(re).findInto(re, s.S, buf[:0])
+		switch {
+		case m == nil:
+			return types.Null, nil
+		case len(m) == 2: // no groups: the array holds the whole match
+			if i != 1 {
+				return types.Null, nil
+			}
+			return str(s.S[m[0]:m[1]]), nil
+		case i < 1 || i >= int64(len(m)/2) || m[2*i] < 0:
+			return types.Null, nil
+		}
+		return str(s.S[m[2*i]:m[2*i+1]]), nil
+	}
 }
 
 func buildRegexSubstring(b *bctx) (Fn, error) {

@@ -573,12 +573,21 @@ func init() {
 	})
 	// Arrays (text[] only).
 	ta := types.TextArray
-	reg("__pg_subscript", fams(ta, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) {
+	subscript := build2(func(a, c types.Datum) (types.Datum, error) {
 		if c.I < 1 || c.I > int64(len(a.A)) {
 			return types.Null, nil
 		}
 		return a.A[c.I-1], nil
-	}))
+	})
+	reg("__pg_subscript", fams(ta, I4), tt, func(b *bctx) (Fn, error) {
+		// A constant subscript of an array whose elements can be had
+		// alone does not build the array.
+		if i, ok := b.konst(1); ok && i.K != types.KNull && b.args[0].efn != nil {
+			efn, n := b.args[0].efn, i.I
+			return func(row types.Row) (types.Datum, error) { return efn(row, n) }, nil
+		}
+		return subscript(b)
+	})
 	reg("array_to_string", fams(ta, T), tt, build2(func(a, c types.Datum) (types.Datum, error) {
 		return arrayToString(a, c.S, nil), nil
 	}))
