@@ -42,6 +42,10 @@ type arg struct {
 	bfn   boolFn
 	dfn   decFn
 	efn   elemFn
+	// lowerOf is x's Fn when the arg is lower(x): a consumer matching
+	// the result against constants may fold the case of x itself,
+	// without a new string (see indexLower).
+	lowerOf Fn
 }
 
 // builder makes the evaluator of one resolved call from its compiled,
@@ -49,8 +53,8 @@ type arg struct {
 type builder func(b *bctx) (Fn, error)
 
 // bctx is what a builder gets. A builder may also set ifn, ffn, bfn or dfn,
-// and may then return a nil Fn: the Datum form is derived; and efn, besides
-// its Fn.
+// and may then return a nil Fn: the Datum form is derived; and efn and
+// lowerOf, besides its Fn.
 type bctx struct {
 	name string
 	args []arg
@@ -61,6 +65,8 @@ type bctx struct {
 	bfn  boolFn
 	dfn  decFn
 	efn  elemFn
+	// lowerOf: see arg.
+	lowerOf Fn
 }
 
 func (b *bctx) fn(i int) Fn { return b.args[i].fn }
@@ -251,7 +257,7 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 			return arg{}, pgerror.New(pgcode.Internal, "%s: no evaluator", name)
 		}
 	}
-	out := arg{fn: fn, t: r.ret, ifn: b.ifn, ffn: b.ffn, bfn: b.bfn, dfn: b.dfn, efn: b.efn}
+	out := arg{fn: fn, t: r.ret, ifn: b.ifn, ffn: b.ffn, bfn: b.bfn, dfn: b.dfn, efn: b.efn, lowerOf: b.lowerOf}
 	if !r.volatile {
 		out = fold(out, args)
 	}
@@ -353,6 +359,23 @@ func (c *compiler) compileCase(x *spec.Case) (arg, error) {
 		thenFns[i] = thens[i].fn
 	}
 	elseFn := els.fn
+	if hasOperand {
+		if look := constTextIndex(operand, conds); look != nil {
+			// Text compared with constants: one map look-up finds the
+			// first WHEN that is equal.
+			fn := func(row types.Row) (types.Datum, error) {
+				i, err := look(row)
+				if err != nil {
+					return types.Null, err
+				}
+				if i < 0 {
+					return elseFn(row)
+				}
+				return thenFns[i](row)
+			}
+			return arg{fn: fn, t: rt}, nil
+		}
+	}
 	opFn := operand.fn
 	fn := func(row types.Row) (types.Datum, error) {
 		var op types.Datum
@@ -505,4 +528,58 @@ func sameExpr(a, b spec.Expr) bool {
 		return true
 	}
 	return false
+}
+
+// constTextIndex returns, for a CASE operand of a string type and WHEN
+// values all constants compared with it as bytes, an evaluator of the
+// index of the first WHEN value equal to the operand (-1: none, or a NULL
+// operand); nil when the WHENs are not of that form.
+func constTextIndex(operand arg, conds []arg) func(types.Row) (int, error) {
+	if category(operand.t.Fam) != 'S' {
+		return nil
+	}
+	idx := make(map[string]int, len(conds))
+	for i, c := range conds {
+		if !c.konst || category(c.t.Fam) != 'S' {
+			return nil
+		}
+		r, err := resolve("=", []types.T{operand.t, c.t})
+		if err != nil {
+			return nil
+		}
+		castL, errL := datumCast(operand.t, r.casts[0], castImplicit)
+		castR, errR := datumCast(c.t, r.casts[1], castImplicit)
+		if errL != nil || errR != nil || castL != nil || castR != nil {
+			return nil
+		}
+		if _, dup := idx[c.val.S]; !dup && c.val.K != types.KNull {
+			idx[c.val.S] = i
+		}
+	}
+	return textIndex(operand, idx)
+}
+
+// textIndex returns an evaluator of idx[a's value] for an arg of a string
+// type (-1: absent or NULL).
+func textIndex(a arg, idx map[string]int) func(types.Row) (int, error) {
+	fn, lower := a.fn, false
+	if a.lowerOf != nil {
+		fn, lower = a.lowerOf, true
+	}
+	return func(row types.Row) (int, error) {
+		d, err := fn(row)
+		if err != nil || d.K == types.KNull {
+			return -1, err
+		}
+		i, ok := 0, false
+		if lower {
+			i, ok = indexLower(idx, d.S)
+		} else {
+			i, ok = idx[d.S]
+		}
+		if !ok {
+			return -1, nil
+		}
+		return i, nil
+	}
 }

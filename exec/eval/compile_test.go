@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -81,6 +83,17 @@ func TestColumns(t *testing.T) {
 		{"(regexp_match(c0, 'b.'))[2]", ts(tText), types.Row{types.NewString("abc")}, "NULL"},
 		{"(regexp_match(c0, c1))[1]", ts(tText, tText), types.Row{types.NewString("abc"), types.NewString("(c)")}, "c"},
 		{"(regexp_match(c0, 'B', 'i'))[1]", ts(tText), types.Row{types.NewString("abc")}, "b"},
+		{"lower(c0) in ('apple', 'google', 'facebook', 'baidu')", ts(tVarchar), types.Row{types.NewString("GooGle")}, "t"},
+		{"lower(c0) in ('apple', 'google', 'facebook', 'baidu')", ts(tText), types.Row{types.NewString("channel-1")}, "f"},
+		{"lower(c0) in ('apple', 'google', 'facebook', 'baidu')", ts(tText), types.Row{null}, "NULL"},
+		{"lower(c0) in ('apple', 'google', 'facebook', null)", ts(tText), types.Row{types.NewString("x")}, "NULL"},
+		{"lower(c0) in ('épée', 'google', 'facebook', 'baidu')", ts(tText), types.Row{types.NewString("ÉPÉE")}, "t"},
+		{"lower(c0) in ('kelvin', 'google', 'facebook', 'baidu')", ts(tText), types.Row{types.NewString("\u212aELVIN")}, "t"},
+		{"case lower(c0) when 'a' then 1 when 'b' then 2 when 'a' then 3 end", ts(tText), types.Row{types.NewString("A")}, "1"},
+		{"case lower(c0) when 'a' then 1 when 'b' then 2 end", ts(tText), types.Row{types.NewString("c")}, "NULL"},
+		{"case lower(c0) when 'a' then 1 when null then 2 else 0 end", ts(tText), types.Row{null}, "0"},
+		{"case lower(c0) when 'ä' then 1 when 'b' then 2 end", ts(tText), types.Row{types.NewString("Ä")}, "1"},
+		{"case c0 when 'a' then 1 when 'B' then 2 end", ts(tVarchar), types.Row{types.NewString("B")}, "2"},
 	} {
 		if got := evalSQL(c.expr, c.row, c.cols...); got != c.want {
 			t.Errorf("%s %v: got %s, want %s", c.expr, c.row, got, c.want)
@@ -357,6 +370,52 @@ func TestNoAllocs(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { _, _ = fn(row) }); n != 0 {
 			t.Errorf("%s: %v allocs per row", src, n)
+		}
+	}
+}
+
+// TestNoAllocsText checks that Nexmark q21's expressions — a regexp group,
+// lower() compared with constants — allocate nothing per row.
+func TestNoAllocsText(t *testing.T) {
+	for _, row := range []types.Row{
+		{types.NewString("channel-2718"), types.NewString(q21URL)},
+		{types.NewString("Google"), types.NewString(q21URL)},
+		{types.NewString("channel-1"), types.NewString("https://www.nexmark.com/a/b/c/item.htm?query=1")},
+	} {
+		for _, src := range []string{q21Where, q21Case} {
+			e, err := parseSQL(src, tText, tText)
+			if err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			fn := compile(t, e, nil)
+			if _, err := fn(row); err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _ = fn(row) }); n != 0 {
+				t.Errorf("%s on %v: %v allocs per row", src, row, n)
+			}
+		}
+	}
+}
+
+// TestIndexLower checks indexLower against strings.ToLower.
+func TestIndexLower(t *testing.T) {
+	keys := []string{"apple", "google", "ä", "k", "straße", "i̇", "", strings.Repeat("x", 70)}
+	idx := map[string]int{}
+	for i, k := range keys {
+		idx[k] = i
+	}
+	pieces := []string{"A", "a", "G", "oogle", "pple", "Ä", "ä", "\u212a", "K", "İ", "I", "STRASSE", "straße", "x", strings.Repeat("X", 35), "\xff"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(4) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		wi, wok := idx[strings.ToLower(s)]
+		if gi, gok := indexLower(idx, s); gi != wi || gok != wok {
+			t.Fatalf("%q: got %d %v, want %d %v", s, gi, gok, wi, wok)
 		}
 	}
 }

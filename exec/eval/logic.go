@@ -309,11 +309,23 @@ func buildIn(b *bctx, ct types.T, negate bool) (Fn, error) {
 			}
 			return nil, nil
 		}
-		set := make(map[string]struct{}, len(items))
-		for _, it := range items {
+		set := make(map[string]int, len(items))
+		for i, it := range items {
 			if it.val.K != types.KNull {
-				set[it.val.S] = struct{}{}
+				set[it.val.S] = i
 			}
+		}
+		if b.args[0].lowerOf != nil {
+			// lower(x) IN (…): x's case folded without a new string.
+			x := b.args[0].lowerOf
+			return func(row types.Row) (types.Datum, error) {
+				d, err := x(row)
+				if err != nil || d.K == types.KNull {
+					return types.Null, err
+				}
+				_, found := indexLower(set, d.S)
+				return result(found, listNull), nil
+			}, nil
 		}
 		return func(row types.Row) (types.Datum, error) {
 			d, err := needle(row)

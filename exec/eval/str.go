@@ -25,6 +25,29 @@ func str1(f func(string) string) builder {
 	return build1(func(a types.Datum) (types.Datum, error) { return str(f(a.S)), nil })
 }
 
+// indexLower returns idx[strings.ToLower(s)], lowering an ASCII s (as
+// strings.ToLower does: A–Z only) into a buffer instead of a new string.
+func indexLower(idx map[string]int, s string) (int, bool) {
+	var buf [64]byte
+	if len(s) > len(buf) {
+		i, ok := idx[strings.ToLower(s)]
+		return i, ok
+	}
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if c >= utf8.RuneSelf {
+			i, ok := idx[strings.ToLower(s)]
+			return i, ok
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[j] = c
+	}
+	i, ok := idx[string(buf[:len(s)])]
+	return i, ok
+}
+
 func runeLen(s string) int64 { return int64(utf8.RuneCountInString(s)) }
 
 // runeOffset returns the byte offset of the n-th character (0-based) of s,
@@ -469,7 +492,11 @@ func init() {
 
 	specials["||"] = resolveConcatOp
 	reg("upper", fams(T), tt, str1(strings.ToUpper))
-	reg("lower", fams(T), tt, str1(strings.ToLower))
+	lower := str1(strings.ToLower)
+	reg("lower", fams(T), tt, func(b *bctx) (Fn, error) {
+		b.lowerOf = b.fn(0)
+		return lower(b)
+	})
 	reg("initcap", fams(T), tt, str1(initcap))
 	reg("length", fams(T), ti, build1(func(a types.Datum) (types.Datum, error) { return intD(runeLen(a.S)), nil }))
 	reg("length", fams(By), ti, build1(func(a types.Datum) (types.Datum, error) { return intD(int64(len(a.S))), nil }))
