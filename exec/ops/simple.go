@@ -72,7 +72,10 @@ func (f *Filter) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([]flow.W
 
 // Project computes new rows from expressions.
 type Project struct {
-	fns  []eval.Fn
+	fns []eval.Fn
+	// cols[j] ≥ 0: output column j is that input column as is, copied
+	// without calling fns[j].
+	cols []int
 	errs *ErrorSink
 	// passed maps an input column to the output columns that are that
 	// column as is: where its watermarks go.
@@ -94,9 +97,12 @@ func NewProject(exprs []spec.Expr, ctx *eval.Context, errs *ErrorSink) (*Project
 			return nil, err
 		}
 		p.fns = append(p.fns, fn)
+		col := -1
 		if r, ok := e.(*spec.ColRef); ok {
 			p.passed[r.Idx] = append(p.passed[r.Idx], i)
+			col = r.Idx
 		}
+		p.cols = append(p.cols, col)
 	}
 	return p, nil
 }
@@ -128,6 +134,10 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 	for i, r := range b.Rows {
 		nr := make(types.Row, len(p.fns))
 		for j, fn := range p.fns {
+			if c := p.cols[j]; c >= 0 && c < len(r) {
+				nr[j] = r[c]
+				continue
+			}
 			d, err := fn(r)
 			if err != nil {
 				if err := p.errs.handle(err); err != nil {
