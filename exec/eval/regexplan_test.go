@@ -132,3 +132,25 @@ func TestSeqMatcherSameMatches(t *testing.T) {
 	}
 	t.Logf("%d patterns on the sequence matcher", accepted)
 }
+
+// FuzzSeqMatcher checks the sequence matcher against Go's engine on any
+// pattern it accepts and any subject.
+func FuzzSeqMatcher(f *testing.F) {
+	f.Add(`(&|^)channel_id=([^&]*)`, "a=1&channel_id=42&b")
+	f.Add(`(?s)(ab|^)x[^=]+=(.?)$`, "abxé=日")
+	f.Add(`(a|b|^)\d{1,3}z`, "a12z")
+	f.Fuzz(func(t *testing.T, pat, s string) {
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return
+		}
+		p := newRegexPlan(re)
+		if p.seq == nil {
+			return
+		}
+		want := re.FindStringSubmatchIndex(s)
+		if got := p.find(re, s); !slices.Equal(got, want) {
+			t.Fatalf("%s on %q: plan found %v, engine %v", pat, s, got, want)
+		}
+	})
+}
