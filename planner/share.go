@@ -82,15 +82,23 @@ func sameNode(a, b *spec.Node) bool {
 // another projection is the two composed, and an aggregation reads its
 // group and argument columns from the projection's input (the rows of a
 // HOP window are not copied once more to feed Nexmark q5's counts). The
+// mirror case: a projection of columns over a join read by it alone is
+// folded into the join, which builds its rows in the projected order
+// (Nexmark q20 built each 17-column row to copy 16 of its columns). The
 // folded nodes become nil; shareCommon drops them.
 func foldProjects(plan *spec.Plan) {
 	uses := plan.Uses()
-	for _, nd := range plan.Nodes {
-		if len(nd.Inputs) != 1 || (nd.Kind != spec.Project && nd.Kind != spec.Agg) {
+	for i, nd := range plan.Nodes {
+		if nd == nil || len(nd.Inputs) != 1 || (nd.Kind != spec.Project && nd.Kind != spec.Agg) {
 			continue
 		}
 		in := nd.Inputs[0]
 		p := plan.Nodes[in]
+		if nd.Kind == spec.Project && p.Kind == spec.Join && uses[in] == 1 {
+			if foldIntoJoin(plan, i, in) {
+				continue
+			}
+		}
 		if p.Kind != spec.Project || uses[in] != 1 {
 			continue
 		}
@@ -142,6 +150,34 @@ func foldProjects(plan *spec.Plan) {
 		nd.Inputs[0] = p.Inputs[0]
 		plan.Nodes[in] = nil
 	}
+}
+
+// foldIntoJoin folds projection pi into its input, join ji, if the
+// projection only picks columns: the join takes the projection's place
+// (after its inputs, before the projection's consumers) and ji becomes nil.
+func foldIntoJoin(plan *spec.Plan, pi, ji int) bool {
+	p, j := plan.Nodes[pi], plan.Nodes[ji]
+	cols, ok := pickedCols(p.Exprs)
+	if !ok {
+		return false
+	}
+	width := len(plan.Nodes[j.Inputs[0]].Cols) + len(plan.Nodes[j.Inputs[1]].Cols)
+	identity := len(cols) == width
+	for k, c := range cols {
+		if j.JoinOut != nil {
+			cols[k] = j.JoinOut[c]
+		}
+		identity = identity && cols[k] == k
+	}
+	nj := *j
+	nj.JoinOut = cols
+	if identity {
+		nj.JoinOut = nil
+	}
+	nj.Cols = p.Cols
+	plan.Nodes[pi] = &nj
+	plan.Nodes[ji] = nil
+	return true
 }
 
 // pickedCols returns the input columns of a projection made only of

@@ -231,6 +231,15 @@ func watermarkCols(plan *spec.Plan, i int) map[int]bool {
 				out[n.LeftKeys[k]], out[nl+n.RightKeys[k]] = true, true
 			}
 		}
+		if n.JoinOut != nil {
+			all := out
+			out = map[int]bool{}
+			for j, c := range n.JoinOut {
+				if all[c] {
+					out[j] = true
+				}
+			}
+		}
 	case spec.Union:
 		out = input(0)
 		for k := 1; k < len(n.Inputs); k++ {

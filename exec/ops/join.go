@@ -27,9 +27,12 @@ import (
 // takes new rows without being read (as Merge deltas of the counts); it is
 // read back from the store when the other side probes it.
 type Join struct {
-	kind     spec.JoinKind
-	keys     [2][]int
-	widths   [2]int
+	kind   spec.JoinKind
+	keys   [2][]int
+	widths [2]int
+	// out picks the output columns from left++right (spec.Node.JoinOut);
+	// nil: all of them.
+	out      []int
 	cond     func(types.Row) (bool, error)
 	errs     *ErrorSink
 	prefix   []byte
@@ -214,6 +217,7 @@ func rowBytes(rk string, r types.Row) int64 {
 func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Context, errs *ErrorSink) (*Join, error) {
 	j := &Join{
 		kind: n.JoinKind, keys: [2][]int{n.LeftKeys, n.RightKeys}, widths: [2]int{lw, rw},
+		out:  n.JoinOut,
 		errs: errs, prefix: storage.Key(storage.SpaceState, opID), lookup: n.Temporal, db: db,
 	}
 	for s := 0; s < 2; s++ {
@@ -453,7 +457,28 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	return nb, nil
 }
 
+// combine builds the output row of row r of side and row o of the other
+// side (nil: NULLs).
 func (j *Join) combine(side int, r, o types.Row) types.Row {
+	if j.out != nil {
+		l, rt := r, o
+		if side == 1 {
+			l, rt = o, r
+		}
+		w := j.widths[0]
+		out := make(types.Row, len(j.out))
+		for k, c := range j.out {
+			switch {
+			case c < w:
+				if l != nil {
+					out[k] = l[c]
+				}
+			case rt != nil:
+				out[k] = rt[c-w]
+			}
+		}
+		return out
+	}
 	out := make(types.Row, j.widths[0]+j.widths[1])
 	if side == 0 {
 		copy(out, r)
@@ -820,7 +845,8 @@ func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Wa
 		if !ok {
 			continue
 		}
-		out = append(out, flow.Watermark{Col: j.keys[0][i], Ts: ts}, flow.Watermark{Col: j.widths[0] + j.keys[1][i], Ts: ts})
+		out = j.appendOutWatermarks(out, j.keys[0][i], ts)
+		out = j.appendOutWatermarks(out, j.widths[0]+j.keys[1][i], ts)
 		for side := 0; side < 2; side++ {
 			j.dropBelow(side, i, ts)
 		}
@@ -838,6 +864,20 @@ func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Wa
 		}
 	}
 	return out, nil
+}
+
+// appendOutWatermarks appends watermark ts for column c of left++right to
+// wms, at each output column that carries it.
+func (j *Join) appendOutWatermarks(wms []flow.Watermark, c int, ts int64) []flow.Watermark {
+	if j.out == nil {
+		return append(wms, flow.Watermark{Col: c, Ts: ts})
+	}
+	for k, oc := range j.out {
+		if oc == c {
+			wms = append(wms, flow.Watermark{Col: k, Ts: ts})
+		}
+	}
+	return wms
 }
 
 // satAdd adds without overflowing.

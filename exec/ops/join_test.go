@@ -8,6 +8,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -99,6 +100,36 @@ func TestJoinRightAndFullOrder(t *testing.T) {
 	// and the right's own.
 	c.step(t, process(j, right, del(row(4, 40)), ins(row(1, 41))))
 	c.wantDelta(t, bagOf("-(NULL,NULL,4,40)", "-(1,10,NULL,NULL)", "(1,10,1,41)"))
+}
+
+// A projection folded into the join: the join builds its rows in the
+// output order (here right.v, left.k, right.v again, left.v), NULLs for the
+// missing side, and a key's watermark comes out at each output column it
+// is taken to.
+func TestJoinOutputColumns(t *testing.T) {
+	n := joinNode(spec.FullJoin, nil)
+	n.JoinOut = []int{3, 0, 3, 1}
+	j := newJoin(t, n, 1, nil, nil)
+	c := newCollector()
+	c.step(t, process(j, left, ins(row(1, 10)), ins(row(2, 11))))
+	c.wantDelta(t, bagOf("(NULL,1,NULL,10)", "(NULL,2,NULL,11)"))
+	c.step(t, process(j, right, ins(row(1, 20)), ins(row(4, 40))))
+	c.wantDelta(t, bagOf("-(NULL,1,NULL,10)", "(20,1,20,10)", "(40,NULL,40,NULL)"))
+
+	n = joinNode(spec.InnerJoin, nil)
+	n.JoinOut = []int{1, 2, 0}
+	j = newJoin(t, n, 1, nil, nil)
+	if got, _ := j.OnWatermark(left, flow.Watermark{Col: 0, Ts: 5}, nil); len(got) != 0 {
+		t.Fatalf("one side's watermark passed through: %v", got)
+	}
+	got, err := j.OnWatermark(right, flow.Watermark{Col: 0, Ts: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left key k is output column 2, right key k output column 1.
+	if fmt.Sprint(got) != "[{2 5} {1 5}]" {
+		t.Fatalf("watermarks = %v, want [{2 5} {1 5}]", got)
+	}
 }
 
 func TestJoinResidualCondition(t *testing.T) {

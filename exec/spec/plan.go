@@ -162,6 +162,12 @@ type Node struct {
 	LeftKeys  []int    // Join: columns of the left input
 	RightKeys []int    // Join: columns of the right input
 	Cond      Expr     // Join residual condition over left++right columns; may be nil
+	// JoinOut (Join) lists the output columns as indexes into the left
+	// input's columns followed by the right input's; nil: all of them, in
+	// that order. A projection picking columns of the join's result is
+	// folded into it, so the join builds its rows in the projected order
+	// instead of building them whole to be copied once more.
+	JoinOut []int
 
 	Key []int // Materialize: unique key columns (nil = a multiset of rows); Sink: primary_key; UpsertKey: the source's key
 
@@ -228,6 +234,9 @@ func (p *Plan) explain(b *strings.Builder, i, depth int, uses []int, shown []boo
 	}
 	shown[i] = true
 	b.WriteString(n.describe())
+	if n.Kind == Join && n.JoinOut != nil {
+		b.WriteString(p.joinOutput(n))
+	}
 	if uses[i] > 1 {
 		fmt.Fprintf(b, " (shared #%d)", i)
 	}
@@ -235,6 +244,20 @@ func (p *Plan) explain(b *strings.Builder, i, depth int, uses []int, shown []boo
 	for _, in := range n.Inputs {
 		p.explain(b, in, depth+1, uses, shown)
 	}
+}
+
+// joinOutput describes join n's output columns: " output [c, d AS e]",
+// named after the input columns (left then right) they are taken from.
+func (p *Plan) joinOutput(n *Node) string {
+	in := append(append([]types.Column(nil), p.Nodes[n.Inputs[0]].Cols...), p.Nodes[n.Inputs[1]].Cols...)
+	s := make([]string, len(n.JoinOut))
+	for i, c := range n.JoinOut {
+		s[i] = colNames(in, []int{c})
+		if i < len(n.Cols) && n.Cols[i].Name != "" && n.Cols[i].Name != s[i] {
+			s[i] += " AS " + n.Cols[i].Name
+		}
+	}
+	return " output [" + strings.Join(s, ", ") + "]"
 }
 
 func colNames(cols []types.Column, idx []int) string {
