@@ -106,11 +106,29 @@ type bucket struct {
 }
 
 // jentry is one distinct row of a bucket: its encoding, the row, its count.
+// A stored row is kept as its encoding only, and decoded (once) when a
+// probe first needs its values: most stored rows are never probed (a bid
+// arrives after its auction: the auction finds none of its bids), and a
+// row kept whole is 72 bytes per column of pointerful memory the garbage
+// collector scans on every cycle.
 type jentry struct {
 	rk    string
-	row   types.Row
+	row   types.Row // nil until decoded
 	n     int64
 	dirty bool // rk is in the bucket's dirty list
+}
+
+// rowOf returns entry e's row, decoded from its encoding the first time.
+func rowOf(e *jentry) (types.Row, error) {
+	if e.row == nil {
+		// DecodeRow copies what it keeps: it may read rk's bytes in place.
+		r, err := types.DecodeRow(unsafe.Slice(unsafe.StringData(e.rk), len(e.rk)))
+		if err != nil {
+			return nil, err
+		}
+		e.row = r
+	}
+	return e.row, nil
 }
 
 // rowSet holds a bucket's rows in a slice (most buckets have one or a
@@ -202,14 +220,14 @@ func (s *joinSide) queue(b *bucket) {
 
 type flight struct {
 	rk    string
-	row   types.Row
 	n     int64
 	epoch uint64
 }
 
-// rowBytes estimates the memory a resident row takes.
-func rowBytes(rk string, r types.Row) int64 {
-	return 2*int64(len(rk)) + int64(len(r))*int64(unsafe.Sizeof(types.Datum{})) + 128
+// rowBytes estimates the memory a resident row of width columns encoded
+// rk takes, counting it decoded.
+func rowBytes(rk string, width int) int64 {
+	return 2*int64(len(rk)) + int64(width)*int64(unsafe.Sizeof(types.Datum{})) + 128
 }
 
 // NewJoin creates the join of node n (inputs of widths lw and rw) with
@@ -277,23 +295,23 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		}
 		if cur == nil {
 			s.cold[curKey] += cnt
-			if len(j.tidx[side]) == 0 {
-				return nil
+		}
+		rks := string(rk)
+		if len(j.tidx[side]) > 0 {
+			row, err := types.DecodeRow(rk)
+			if err != nil {
+				return err
 			}
-		}
-		row, err := types.DecodeRow(rk)
-		if err != nil {
-			return err
-		}
-		for _, x := range j.tidx[side] {
-			x.add(row, curKey, string(rk))
+			for _, x := range j.tidx[side] {
+				x.add(row, curKey, rks)
+			}
 		}
 		if cur == nil {
 			return nil
 		}
-		cur.rows.add(jentry{rk: string(rk), row: row, n: cnt})
+		cur.rows.add(jentry{rk: rks, n: cnt})
 		cur.total += cnt
-		s.bytes += rowBytes(string(rk), row)
+		s.bytes += rowBytes(rks, j.widths[side])
 		return nil
 	})
 	if err != nil {
@@ -393,12 +411,7 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 		if cnt == 0 {
 			return nil
 		}
-		rk := k[len(j.kbuf):]
-		row, err := types.DecodeRow(rk)
-		if err != nil {
-			return err
-		}
-		add(string(rk), row, cnt)
+		add(string(k[len(j.kbuf):]), nil /* row: decoded when probed */, cnt)
 		return nil
 	})
 	committed := snap.Epoch
@@ -409,7 +422,7 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	if b != nil {
 		for _, f := range b.flight {
 			if f.epoch > committed {
-				add(f.rk, f.row, f.n)
+				add(f.rk, nil /* row */, f.n)
 			}
 			nb.saved = max(nb.saved, f.epoch)
 		}
@@ -426,7 +439,7 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 			nb.rows.remove(i)
 			continue
 		} else {
-			s.bytes += rowBytes(e.rk, e.row)
+			s.bytes += rowBytes(e.rk, j.widths[side])
 		}
 		i++
 	}
@@ -535,7 +548,11 @@ func (j *Join) degree(side int, r types.Row, b *bucket) (int64, error) {
 	var d int64
 	for k := range b.rows.list {
 		o := &b.rows.list[k]
-		ok, err := j.matches(side, r, o.row)
+		orow, err := rowOf(o)
+		if err != nil {
+			return 0, err
+		}
+		ok, err := j.matches(side, r, orow)
 		if err != nil {
 			return 0, err
 		}
@@ -580,7 +597,11 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 		if ob != nil {
 			for k := range ob.rows.list {
 				o := &ob.rows.list[k]
-				ok, err := j.matches(side, r, o.row)
+				orow, err := rowOf(o)
+				if err != nil {
+					return err
+				}
+				ok, err := j.matches(side, r, orow)
 				if err != nil {
 					return err
 				}
@@ -596,22 +617,22 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 							return err
 						}
 					}
-					before, err := j.degree(other, o.row, own)
+					before, err := j.degree(other, orow, own)
 					if err != nil {
 						return err
 					}
 					after := before + diff
 					if before == 0 && after > 0 {
-						if err := out.Emit(j.combine(other, o.row, nil), -o.n); err != nil {
+						if err := out.Emit(j.combine(other, orow, nil), -o.n); err != nil {
 							return err
 						}
 					} else if before > 0 && after == 0 {
-						if err := out.Emit(j.combine(other, o.row, nil), o.n); err != nil {
+						if err := out.Emit(j.combine(other, orow, nil), o.n); err != nil {
 							return err
 						}
 					}
 				}
-				if err := out.Emit(j.combine(side, r, o.row), diff*o.n); err != nil {
+				if err := out.Emit(j.combine(side, r, orow), diff*o.n); err != nil {
 					return err
 				}
 			}
@@ -647,9 +668,9 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	i := b.rows.find(j.rkbuf)
 	if i < 0 {
 		rk := string(j.rkbuf)
-		i = b.rows.add(jentry{rk: rk, row: r})
+		i = b.rows.add(jentry{rk: rk})
 		if !b.spilled {
-			s.bytes += rowBytes(rk, r)
+			s.bytes += rowBytes(rk, j.widths[side])
 		}
 		for _, x := range j.tidx[side] {
 			x.add(r, jk, rk)
@@ -661,7 +682,7 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	s.touch(b, e)
 	if e.n == 0 {
 		if !b.spilled {
-			s.bytes -= rowBytes(e.rk, e.row)
+			s.bytes -= rowBytes(e.rk, j.widths[side])
 		}
 		b.rows.remove(i)
 	}
@@ -709,7 +730,7 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 					e := &bk.rows.list[i]
 					e.dirty = false
 					bar.W.Merge(key, e.n)
-					bk.flight = append(bk.flight, flight{rk: rk, row: e.row, n: e.n, epoch: bar.Epoch})
+					bk.flight = append(bk.flight, flight{rk: rk, n: e.n, epoch: bar.Epoch})
 				default:
 					e := &bk.rows.list[i]
 					e.dirty = false
@@ -783,7 +804,7 @@ func (j *Join) evict(committed uint64) {
 			}
 			var n int64
 			for _, e := range b.rows.list {
-				n += rowBytes(e.rk, e.row)
+				n += rowBytes(e.rk, j.widths[side])
 			}
 			s.bytes -= n
 			own -= n
@@ -920,7 +941,7 @@ func (j *Join) dropRows(side, col int, ts int64) error {
 		}
 		e := &b.rows.list[i]
 		b.total -= e.n
-		s.bytes -= rowBytes(e.rk, e.row)
+		s.bytes -= rowBytes(e.rk, j.widths[side])
 		s.touch(b, e)
 		b.rows.remove(i)
 		if len(b.rows.list) == 0 {
@@ -961,7 +982,7 @@ func (j *Join) dropBelow(side, i int, ts int64) {
 			for k := range b.rows.list {
 				e := &b.rows.list[k]
 				s.touch(b, e)
-				s.bytes -= rowBytes(e.rk, e.row)
+				s.bytes -= rowBytes(e.rk, j.widths[side])
 			}
 			b.rows = rowSet{}
 			b.total = 0
