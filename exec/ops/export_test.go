@@ -7,3 +7,17 @@ func SetSplitSetAt(n int) func() {
 	splitSetAt = n
 	return func() { splitSetAt = old }
 }
+
+// SortStrings sorts row keys as the join's checkpoint does.
+func SortStrings(ks []string) { new(keySorter).strings(ks) }
+
+// SortKeyOrder returns the positions of ks in the order the join's
+// checkpoint sorts them (lenFirst: join keys, by length first).
+func SortKeyOrder(ks []string, lenFirst bool) []int {
+	buf, _ := sortKeys(len(ks), func(i int) string { return ks[i] }, lenFirst, nil, nil)
+	pos := make([]int, len(buf))
+	for k := range buf {
+		pos[k] = buf[k].i
+	}
+	return pos
+}
