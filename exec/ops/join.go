@@ -109,37 +109,60 @@ type bucket struct {
 	skip   bool
 }
 
-// jentry is one distinct row of a bucket: its encoding, the row, its count.
-// A stored row is kept as its encoding only, and decoded (once) when a
-// probe first needs its values: most stored rows are never probed (a bid
-// arrives after its auction: the auction finds none of its bids), and a
-// row kept whole is 72 bytes per column of pointerful memory the garbage
-// collector scans on every cycle.
+// jentry is one distinct row of a bucket: its encoding and its count. A
+// stored row is kept as its encoding only, and decoded (once) when a probe
+// first needs its values: most stored rows are never probed (a bid arrives
+// after its auction: the auction finds none of its bids), and a row kept
+// whole is 72 bytes per column of pointerful memory the garbage collector
+// scans on every cycle.
 type jentry struct {
 	rk    string
-	row   types.Row // nil until decoded
 	n     int64
 	dirty bool // rk is in the bucket's dirty list
 }
 
-// rowOf returns entry e's row, decoded from its encoding the first time.
-func rowOf(e *jentry) (types.Row, error) {
-	if e.row == nil {
-		// DecodeRow copies what it keeps: it may read rk's bytes in place.
-		r, err := types.DecodeRow(unsafe.Slice(unsafe.StringData(e.rk), len(e.rk)))
-		if err != nil {
-			return nil, err
-		}
-		e.row = r
-	}
-	return e.row, nil
-}
-
 // rowSet holds a bucket's rows in a slice (most buckets have one or a
-// few), indexed by encoding once it outgrows a linear search.
+// few), indexed by encoding once it outgrows a linear search. rows holds
+// the decoded rows, row i of list at i (nil: not decoded); it is nil until
+// a row of the set is decoded.
 type rowSet struct {
 	list []jentry
+	rows []types.Row
 	idx  map[string]int32
+}
+
+// row returns entry i's row, decoded from its encoding the first time.
+func (rs *rowSet) row(i int) (types.Row, error) {
+	if rs.rows != nil && rs.rows[i] != nil {
+		return rs.rows[i], nil
+	}
+	rk := rs.list[i].rk
+	// DecodeRow copies what it keeps: it may read rk's bytes in place.
+	r, err := types.DecodeRow(unsafe.Slice(unsafe.StringData(rk), len(rk)))
+	if err != nil {
+		return nil, err
+	}
+	rs.setRow(i, r)
+	return r, nil
+}
+
+// setRow keeps r as entry i's decoded row.
+func (rs *rowSet) setRow(i int, r types.Row) {
+	if rs.rows == nil {
+		if r == nil {
+			return
+		}
+		rs.rows = make([]types.Row, len(rs.list), cap(rs.list))
+	}
+	rs.rows[i] = r
+}
+
+// decoded returns entry i's row if it was decoded, else nil.
+func (rs *rowSet) decoded(i int) types.Row {
+	if rs.rows == nil {
+		return nil
+	}
+	return rs.rows[i]
 }
 
 const rowSetIndexAt = 8
@@ -180,6 +203,9 @@ func (rs *rowSet) findString(rk string) int {
 func (rs *rowSet) add(e jentry) int {
 	i := len(rs.list)
 	rs.list = append(rs.list, e)
+	if rs.rows != nil {
+		rs.rows = append(rs.rows, nil)
+	}
 	if rs.idx != nil {
 		rs.idx[e.rk] = int32(i)
 	} else if len(rs.list) > rowSetIndexAt {
@@ -203,6 +229,11 @@ func (rs *rowSet) remove(i int) {
 	rs.list[i] = rs.list[last]
 	rs.list[last] = jentry{}
 	rs.list = rs.list[:last]
+	if rs.rows != nil {
+		rs.rows[i] = rs.rows[last]
+		rs.rows[last] = nil
+		rs.rows = rs.rows[:last]
+	}
 }
 
 // touch records that entry e of bucket b changed since the last barrier.
@@ -399,7 +430,8 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	add := func(rk string, row types.Row, n int64) {
 		i := nb.rows.findString(rk)
 		if i < 0 {
-			i = nb.rows.add(jentry{rk: rk, row: row})
+			i = nb.rows.add(jentry{rk: rk})
+			nb.rows.setRow(i, row)
 		}
 		nb.rows.list[i].n += n
 		nb.total += n
@@ -430,8 +462,8 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 			}
 			nb.saved = max(nb.saved, f.epoch)
 		}
-		for _, e := range b.rows.list {
-			add(e.rk, e.row, e.n)
+		for i, e := range b.rows.list {
+			add(e.rk, b.rows.decoded(i), e.n)
 		}
 		delete(s.flying, jk)
 	}
@@ -552,7 +584,7 @@ func (j *Join) degree(side int, r types.Row, b *bucket) (int64, error) {
 	var d int64
 	for k := range b.rows.list {
 		o := &b.rows.list[k]
-		orow, err := rowOf(o)
+		orow, err := b.rows.row(k)
 		if err != nil {
 			return 0, err
 		}
@@ -601,7 +633,7 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 		if ob != nil {
 			for k := range ob.rows.list {
 				o := &ob.rows.list[k]
-				orow, err := rowOf(o)
+				orow, err := ob.rows.row(k)
 				if err != nil {
 					return err
 				}
