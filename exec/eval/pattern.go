@@ -498,6 +498,21 @@ func (ra *regexArgs) get(row types.Row) (re *regexp.Regexp, f regexFlags, null b
 	return re, f, false, err
 }
 
+// subject evaluates a regular expression function's subject x and its
+// pattern for row; ok is false when either is NULL (the result is NULL) or
+// on an error.
+func (ra *regexArgs) subject(x Fn, row types.Row) (s string, re *regexp.Regexp, ok bool, err error) {
+	d, err := x(row)
+	if err != nil {
+		return "", nil, false, err
+	}
+	re, _, null, err := ra.get(row)
+	if err != nil || null || d.K == types.KNull {
+		return "", nil, false, err
+	}
+	return d.S, re, true, nil
+}
+
 func buildRegexOp(b *bctx) (Fn, error) {
 	extra := ""
 	if strings.HasSuffix(b.name, "i") {
@@ -510,15 +525,11 @@ func buildRegexOp(b *bctx) (Fn, error) {
 	}
 	x := b.fn(0)
 	return func(row types.Row) (types.Datum, error) {
-		s, err := x(row)
-		if err != nil {
+		s, re, ok, err := ra.subject(x, row)
+		if !ok {
 			return types.Null, err
 		}
-		re, _, null, err := ra.get(row)
-		if err != nil || null || s.K == types.KNull {
-			return types.Null, err
-		}
-		return boolD(ra.plan(re).match(re, s.S) != negate), nil
+		return boolD(ra.plan(re).match(re, s) != negate), nil
 	}, nil
 }
 
@@ -626,25 +637,21 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 		b.efn = regexMatchElem(x, ra)
 	}
 	return func(row types.Row) (types.Datum, error) {
-		s, err := x(row)
-		if err != nil {
-			return types.Null, err
-		}
-		re, _, null, err := ra.get(row)
-		if err != nil || null || s.K == types.KNull {
+		s, re, ok, err := ra.subject(x, row)
+		if !ok {
 			return types.Null, err
 		}
 		plan := ra.plan(re)
 		switch name {
 		case "regexp_like":
-			return boolD(plan.match(re, s.S)), nil
+			return boolD(plan.match(re, s)), nil
 		case "regexp_count":
-			if plan.lit != "" && !strings.Contains(s.S, plan.lit) {
+			if plan.lit != "" && !strings.Contains(s, plan.lit) {
 				return intD(0), nil
 			}
-			return intD(int64(len(re.FindAllStringIndex(s.S, -1)))), nil
+			return intD(int64(len(re.FindAllStringIndex(s, -1)))), nil
 		case "regexp_split_to_array":
-			parts := re.Split(s.S, -1)
+			parts := re.Split(s, -1)
 			out := make([]types.Datum, len(parts))
 			for i, p := range parts {
 				out[i] = str(p)
@@ -652,23 +659,23 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			return types.Datum{K: types.KArray, A: out}, nil
 		case "substring":
 			var buf [16]int
-			m := plan.findInto(re, s.S, buf[:0])
+			m := plan.findInto(re, s, buf[:0])
 			switch {
 			case m == nil:
 				return types.Null, nil
 			case len(m) == 2:
-				return str(s.S[m[0]:m[1]]), nil
+				return str(s[m[0]:m[1]]), nil
 			case m[2] < 0:
 				return types.Null, nil
 			}
-			return str(s.S[m[2]:m[3]]), nil
+			return str(s[m[2]:m[3]]), nil
 		}
 		var buf [16]int
-		m := plan.findInto(re, s.S, buf[:0])
+		m := plan.findInto(re, s, buf[:0])
 		if m == nil {
 			return types.Null, nil
 		}
-		return matchArray(s.S, m), nil
+		return matchArray(s, m), nil
 	}, nil
 }
 
@@ -676,16 +683,12 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 // the array (regexp_match(url, '…'))[2] is a slice of url.
 func regexMatchElem(x Fn, ra *regexArgs) elemFn {
 	return func(row types.Row, i int64) (types.Datum, error) {
-		s, err := x(row)
-		if err != nil {
-			return types.Null, err
-		}
-		re, _, null, err := ra.get(row)
-		if err != nil || null || s.K == types.KNull {
+		s, re, ok, err := ra.subject(x, row)
+		if !ok {
 			return types.Null, err
 		}
 		var buf [16]int
-		m := ra.plan(re).findInto(re, s.S, buf[:0])
+		m := ra.plan(re).findInto(re, s, buf[:0])
 		switch {
 		case m == nil:
 			return types.Null, nil
@@ -693,11 +696,11 @@ func regexMatchElem(x Fn, ra *regexArgs) elemFn {
 			if i != 1 {
 				return types.Null, nil
 			}
-			return str(s.S[m[0]:m[1]]), nil
+			return str(s[m[0]:m[1]]), nil
 		case i < 1 || i >= int64(len(m)/2) || m[2*i] < 0:
 			return types.Null, nil
 		}
-		return str(s.S[m[2*i]:m[2*i+1]]), nil
+		return str(s[m[2*i]:m[2*i+1]]), nil
 	}
 }
 
