@@ -16,7 +16,9 @@
 //
 // Epoch N's writes (state, positions, relation contents, catalog changes)
 // are collected in one EpochWriter and committed by one synced Pebble
-// batch; reads for SELECT use a Pebble snapshot taken after a commit, so
+// batch, or, when its runs (bulk writes of operators, see Run) are large,
+// by one sstable written to <dir>/ingest and ingested (ingest.go): either
+// way the epoch, with its m/epoch record, becomes durable at once; reads for SELECT use a Pebble snapshot taken after a commit, so
 // they always see one committed epoch. DML is durable on its own: a table
 // write commits its log entry and write-set rows in one synced batch before
 // it is acknowledged.

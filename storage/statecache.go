@@ -50,8 +50,13 @@ func (c *StateCache) Target(own int64) int64 {
 	return int64(float64(own) * 0.9 * float64(limit) / float64(used))
 }
 
-// countMerger sums varint counts written with EpochWriter.Merge (or Set);
-// a sum of zero, once the base value is included, deletes the key.
+// countMerger sums varint counts written with EpochWriter.Merge (or Set).
+// A sum of zero stays a key of count 0, which readers skip, until the key
+// is deleted: the merger is not a pebble.DeletableValueMerger, whose
+// deletions Pebble v1.1's compaction gets wrong when the merge is onto a
+// SET (one written, or one a compaction made of a merge onto a deletion):
+// it drops the merged result and writes the old SET again, so a row
+// retracted from a spilled join bucket came back.
 var countMerger = &pebble.Merger{
 	Name: "sluice.count",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
@@ -79,12 +84,4 @@ func (m *countMerge) MergeOlder(v []byte) error { return m.add(v) }
 
 func (m *countMerge) Finish(bool) ([]byte, io.Closer, error) {
 	return binary.AppendVarint(m.buf[:0], m.sum), nil, nil
-}
-
-func (m *countMerge) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
-	if includesBase && m.sum == 0 {
-		return nil, true, nil, nil
-	}
-	v, c, err := m.Finish(includesBase)
-	return v, false, c, err
 }

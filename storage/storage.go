@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/sstable"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -34,6 +35,14 @@ const (
 // DB is Sluice's durable store.
 type DB struct {
 	pdb *pebble.DB
+	dir string
+
+	// merger and writerOpts write epoch sstables (ingest.go); epochs
+	// whose runs reach ingestBytes are ingested.
+	merger      *pebble.Merger
+	writerOpts  sstable.WriterOptions
+	ingestBytes int
+	runs        runPool
 
 	mu struct {
 		sync.Mutex
@@ -69,11 +78,18 @@ func Open(dir string) (*DB, error) {
 			opts.Levels[i].Compression = pebble.NoCompression
 		}
 	}
+	opts.EnsureDefaults()
 	pdb, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
 	}
-	db := &DB{pdb: pdb}
+	if err := clearIngestDir(dir); err != nil {
+		pdb.Close()
+		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
+	}
+	db := &DB{pdb: pdb, dir: dir, merger: countMerger, ingestBytes: ingestBytesFromEnv()}
+	db.writerOpts = opts.MakeWriterOptions(0, pdb.FormatMajorVersion().MaxTableFormat())
+	db.writerOpts.Cache = nil
 	db.cache.limit.Store(DefaultStateCacheBytes)
 	v, err := db.getRaw([]byte("m/epoch"))
 	if err != nil {
@@ -188,18 +204,38 @@ func Key(space byte, id uint64, rest ...[]byte) []byte {
 // snapshot for readers.
 func (db *DB) Commit(w *EpochWriter, e uint64) error {
 	w.mu.Lock()
-	b := w.b
-	w.b = nil
+	b, runs := w.b, w.runs
+	w.b, w.runs = nil, nil
 	w.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("epoch %d committed twice", e)
 	}
 	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
 	db.lastEpochBytes.Store(int64(b.Len()))
-	if err := b.Commit(pebble.Sync); err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+	n := 0
+	for _, r := range runs {
+		n += r.bytes()
+	}
+	ingested := false
+	if n >= db.ingestBytes && (n > 0 || db.ingestBytes == 0) {
+		err := db.commitIngest(b, runs, e)
+		switch {
+		case err == nil:
+			ingested = true
+		case !errors.Is(err, errNoIngest):
+			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+		}
+	}
+	if !ingested {
+		for _, r := range runs {
+			r.applyTo(b)
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+		}
 	}
 	b.Close()
+	db.runs.put(runs)
 	snap := newSnapshot(db.pdb.NewSnapshot(), e)
 	db.mu.Lock()
 	old := db.mu.snap
@@ -245,7 +281,7 @@ func (db *DB) WriteSync(w *WriteBatch) error {
 
 // NewEpochWriter returns the collector of one epoch's writes.
 func (db *DB) NewEpochWriter() *EpochWriter {
-	return &EpochWriter{b: db.pdb.NewBatchWithSize(int(min(db.lastEpochBytes.Load(), 256<<20)))}
+	return &EpochWriter{db: db, b: db.pdb.NewBatchWithSize(int(min(db.lastEpochBytes.Load(), 256<<20)))}
 }
 
 // Snapshot returns the latest committed snapshot; call Release when done.
@@ -260,8 +296,10 @@ func (db *DB) Snapshot() *Snapshot {
 // EpochWriter collects the writes of one epoch from many operators; it is
 // safe for concurrent use.
 type EpochWriter struct {
-	mu sync.Mutex
-	b  *pebble.Batch
+	db   *DB
+	mu   sync.Mutex
+	b    *pebble.Batch
+	runs []*Run
 }
 
 // Set records key=value.

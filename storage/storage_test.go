@@ -505,3 +505,46 @@ func TestSnapshotsAtomicUnderCommits(t *testing.T) {
 		t.Fatalf("CommittedEpoch = %d", e)
 	}
 }
+
+// TestMergedCountToZeroStaysZero: a count Set in one epoch and brought to
+// 0 by a Merge in a later one reads as 0 after compactions and a reopen:
+// it does not come back as the old count (see countMerger).
+func TestMergedCountToZeroStaysZero(t *testing.T) {
+	for _, ingest := range []bool{false, true} {
+		dir := t.TempDir()
+		db := openDB(t, dir)
+		if ingest {
+			db.SetIngestBytes(0)
+		}
+		k := []byte("s/x/row")
+		for e, write := range []func(w *EpochWriter){
+			func(w *EpochWriter) {
+				w.Set([]byte("s/x/a"), binary.AppendVarint(nil, 1))
+				w.Set(k, binary.AppendVarint(nil, 1))
+			},
+			func(w *EpochWriter) { w.NewRun().Merge(k, -1) },
+			func(w *EpochWriter) { w.NewRun().Set([]byte("s/x/z"), binary.AppendVarint(nil, 1)) },
+		} {
+			w := db.NewEpochWriter()
+			write(w)
+			if err := db.Commit(w, uint64(e+1)); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.pdb.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.pdb.Compact([]byte("s/"), []byte("t/"), true); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		db = openDB(t, dir)
+		if v := mustGet(t, db.Get, string(k)); len(v) != 1 || v[0] != 0 {
+			t.Errorf("ingest=%v: count after compaction %x, want 0", ingest, v)
+		}
+		if v := mustGet(t, db.Get, "s/x/a"); len(v) != 1 || v[0] != 2 {
+			t.Errorf("ingest=%v: s/x/a = %x, want count 1", ingest, v)
+		}
+		db.Close()
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -100,7 +101,7 @@ var nexmarkColumns = map[string]string{
 // runBench runs `sluice bench ARGS`.
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "nexmark" {
-		return errors.New("usage: sluice bench nexmark --query qN [--events N] [--splits N] [--checkpoint-interval 1s] [--cpuprofile FILE] [--memprofile FILE]")
+		return errors.New("usage: sluice bench nexmark --query qN [--events N] [--splits N] [--checkpoint-interval 1s] [--cpuprofile FILE] [--memprofile FILE] [--trace FILE]")
 	}
 	fs := flag.NewFlagSet("sluice bench nexmark", flag.ContinueOnError)
 	query := fs.String("query", "", "Nexmark query to run: q0 … q22")
@@ -111,6 +112,7 @@ func runBench(args []string) error {
 	dataDir := fs.String("data-dir", "", "directory of the embedded store (default: a temporary one, removed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to FILE")
+	traceFile := fs.String("trace", "", "write an execution trace of the run to FILE (go tool trace)")
 	stateCache := fs.Int64("state-cache-mb", 0, "memory for operator state before it spills to the store, MiB (0: the server's default)")
 	printSQL := fs.Bool("print-sql", false, "print the statements of the query and exit")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -201,6 +203,17 @@ func runBench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	sink := "CREATE SINK nexmark_" + *query + " AS\n" + q.query + "\nWITH (connector = 'blackhole', delivery = 'EXACTLY_ONCE')"
@@ -219,6 +232,9 @@ func runBench(args []string) error {
 	cpu := cpuSeconds() - cpu0
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		trace.Stop()
 	}
 	if err := sinkError(run, "nexmark_"+*query); err != nil {
 		return err

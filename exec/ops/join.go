@@ -749,12 +749,15 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 		// was 11% of Nexmark q20).
 		j.sorter.buckets(s.dirty)
 		var vbuf [binary.MaxVarintLen64]byte
+		// The rows go to a run of the epoch, in key order, after the
+		// deletions above (see storage.Run).
+		run := bar.W.NewRun()
 		for _, bk := range s.dirty {
 			if bk.skip {
 				continue
 			}
 			j.sorter.strings(bk.dirty)
-			// The batch copies keys and values: one buffer serves every row.
+			// The run copies keys and values: one buffer serves every row.
 			j.kbuf = j.bucketKey(j.kbuf[:0], side, bk.jk)
 			bk0 := len(j.kbuf)
 			for _, rk := range bk.dirty {
@@ -764,18 +767,18 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 				switch {
 				case i < 0:
 					if !bk.spilled {
-						bar.W.Delete(key)
+						run.Delete(key)
 					}
 				case !bk.rows.list[i].dirty: // listed twice, written already
 				case bk.spilled:
 					e := &bk.rows.list[i]
 					e.dirty = false
-					bar.W.Merge(key, e.n)
+					run.Merge(key, e.n)
 					bk.flight = append(bk.flight, flight{rk: rk, n: e.n, epoch: bar.Epoch})
 				default:
 					e := &bk.rows.list[i]
 					e.dirty = false
-					bar.W.Set(key, binary.AppendVarint(vbuf[:0], e.n))
+					run.Set(key, binary.AppendVarint(vbuf[:0], e.n))
 				}
 			}
 			clear(bk.dirty)

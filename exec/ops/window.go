@@ -105,6 +105,9 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 		if m2 <= 0 || cnt < 0 {
 			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
 		}
+		if cnt == 0 { // a row that went (see storage's countMerger)
+			return nil
+		}
 		pk := rest[m : m+int(kl)]
 		row, err := types.DecodeRow(rest[m+int(kl):])
 		if err != nil {
