@@ -25,6 +25,10 @@ import (
 // or not: how the crash tests exercise this path).
 const DefaultIngestBytes = 4 << 20
 
+// ingestFileBytes is the size of an epoch's sstables (Pebble's flushes
+// split at 4 MiB by default; fewer, larger files cost fewer syncs).
+const ingestFileBytes = 16 << 20
+
 // ingestDir is where epoch sstables are written before Pebble takes them
 // (a crash can leave one behind: Open removes them).
 const ingestDir = "ingest"
@@ -42,8 +46,15 @@ func ingestBytesFromEnv() int {
 	return DefaultIngestBytes
 }
 
-// SetIngestBytes sets the size of runs from which an epoch is ingested.
-func (db *DB) SetIngestBytes(n int) { db.ingestBytes = n }
+// SetIngestBytes sets the size of runs from which an epoch is ingested,
+// and the size of its files (0: the default).
+func (db *DB) SetIngestBytes(n, file int) {
+	db.ingestBytes = n
+	db.ingestFileBytes = ingestFileBytes
+	if file > 0 {
+		db.ingestFileBytes = uint64(file)
+	}
+}
 
 // clearIngestDir removes sstables left by an ingest a crash interrupted
 // (their epoch did not commit).
@@ -236,21 +247,47 @@ func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
 		return err
 	}
 	runs = orderRuns(runs)
-	path := filepath.Join(db.dir, ingestDir, fmt.Sprintf("epoch-%d.sst", e))
-	f, err := vfs.Default.Create(path)
-	if err != nil {
+	// The epoch is split into files of ingestFileBytes, each of them
+	// spanning only its keys, as a flush splits a memtable: one file over
+	// the whole key space would overlap every file below it, and each
+	// compaction of it rewrite them all. Range deletions would overlap
+	// the files they span: an epoch with any is one file.
+	var paths []string
+	var sw *sstable.Writer
+	open := func() error {
+		path := filepath.Join(db.dir, ingestDir, fmt.Sprintf("epoch-%d-%d.sst", e, len(paths)))
+		f, err := vfs.Default.Create(path)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, path)
+		sw = sstable.NewWriter(newFileWritable(f), db.writerOpts)
+		return nil
+	}
+	closeFile := func() error {
+		err := sw.Close() // syncs the file
+		sw = nil
 		return err
 	}
-	sw := sstable.NewWriter(newFileWritable(f), db.writerOpts)
 	write := func(x entry) error {
+		if sw == nil {
+			if err := open(); err != nil {
+				return err
+			}
+		}
+		var err error
 		switch x.kind {
 		case opSet:
-			return sw.Set(x.key, x.val)
+			err = sw.Set(x.key, x.val)
 		case opDelete:
-			return sw.Delete(x.key)
+			err = sw.Delete(x.key)
 		default:
-			return sw.Merge(x.key, x.val)
+			err = sw.Merge(x.key, x.val)
 		}
+		if err == nil && len(dels) == 0 && sw.EstimatedSize() >= db.ingestFileBytes {
+			err = closeFile()
+		}
+		return err
 	}
 	err = func() error {
 		ri, rp := 0, 0 // the next run write: runs[ri], record rp
@@ -291,20 +328,29 @@ func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
 			}
 		}
 		for _, d := range dels {
+			if sw == nil {
+				if err := open(); err != nil {
+					return err
+				}
+			}
 			if err := sw.DeleteRange(d.start, d.end); err != nil {
 				return err
 			}
 		}
 		return nil
 	}()
-	if cerr := sw.Close(); err == nil {
-		err = cerr // Close syncs the file
+	if sw != nil {
+		if cerr := closeFile(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil {
-		err = db.pdb.Ingest([]string{path})
+		err = db.pdb.Ingest(paths)
 	}
 	if err != nil {
-		os.Remove(path)
+		for _, p := range paths {
+			os.Remove(p)
+		}
 	}
 	return err
 }

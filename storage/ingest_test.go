@@ -40,8 +40,8 @@ func scanCounts(t *testing.T, db *DB) map[string]int64 {
 func TestIngestedEpochsMatchBatches(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	a, b := openDB(t, dirA), openDB(t, dirB)
-	a.SetIngestBytes(1 << 40)
-	b.SetIngestBytes(0)
+	a.SetIngestBytes(1<<40, 0)
+	b.SetIngestBytes(0, 600)
 	rng := rand.New(rand.NewSource(7))
 	key := func(p byte, i int) []byte { return []byte(fmt.Sprintf("s/%c/%03d", p, i)) }
 	count := func(n int64) []byte { return binary.AppendVarint(nil, n) }
@@ -114,6 +114,13 @@ func TestIngestedEpochsMatchBatches(t *testing.T) {
 	}
 	if n := b.pdb.Metrics().Ingest.Count; n != 60 {
 		t.Fatalf("the ingesting store ingested %d epochs, want 60", n)
+	}
+	var files uint64
+	for _, l := range b.pdb.Metrics().Levels {
+		files += l.TablesIngested
+	}
+	if files <= 60 { // 600-byte files: epochs without range deletions are several
+		t.Fatalf("%d files ingested in 60 epochs: epochs were not split", files)
 	}
 	if n := a.pdb.Metrics().Ingest.Count; n != 0 {
 		t.Fatalf("the batch store ingested %d epochs, want 0", n)

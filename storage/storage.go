@@ -39,10 +39,11 @@ type DB struct {
 
 	// merger and writerOpts write epoch sstables (ingest.go); epochs
 	// whose runs reach ingestBytes are ingested.
-	merger      *pebble.Merger
-	writerOpts  sstable.WriterOptions
-	ingestBytes int
-	runs        runPool
+	merger          *pebble.Merger
+	writerOpts      sstable.WriterOptions
+	ingestBytes     int
+	ingestFileBytes uint64
+	runs            runPool
 
 	mu struct {
 		sync.Mutex
@@ -87,7 +88,7 @@ func Open(dir string) (*DB, error) {
 		pdb.Close()
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
 	}
-	db := &DB{pdb: pdb, dir: dir, merger: countMerger, ingestBytes: ingestBytesFromEnv()}
+	db := &DB{pdb: pdb, dir: dir, merger: countMerger, ingestBytes: ingestBytesFromEnv(), ingestFileBytes: ingestFileBytes}
 	db.writerOpts = opts.MakeWriterOptions(0, pdb.FormatMajorVersion().MaxTableFormat())
 	db.writerOpts.Cache = nil
 	db.cache.limit.Store(DefaultStateCacheBytes)

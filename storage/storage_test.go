@@ -514,7 +514,7 @@ func TestMergedCountToZeroStaysZero(t *testing.T) {
 		dir := t.TempDir()
 		db := openDB(t, dir)
 		if ingest {
-			db.SetIngestBytes(0)
+			db.SetIngestBytes(0, 600)
 		}
 		k := []byte("s/x/row")
 		for e, write := range []func(w *EpochWriter){
