@@ -439,12 +439,18 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	j.loaded++
 	snap := j.db.Snapshot()
 	j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+	// zeros: rows counted down to zero while the bucket was spilled (the
+	// count merger cannot delete them); a resident bucket deletes them.
+	var zeros []string
+	found := false
 	err := snap.Scan(j.kbuf, func(k, v []byte) error {
 		cnt, m := binary.Varint(v)
 		if m <= 0 {
 			return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
 		}
+		found = true
 		if cnt == 0 {
+			zeros = append(zeros, string(k[len(j.kbuf):]))
 			return nil
 		}
 		add(string(k[len(j.kbuf):]), nil /* row: decoded when probed */, cnt)
@@ -500,7 +506,16 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	if len(nb.rows.list) == 0 {
 		delete(s.hot, jk)
 		j.indexBucket(side, jk, false)
+		if found {
+			s.drop[jk] = struct{}{} // what the store holds nets to nothing
+		}
 		return nil, nil
+	}
+	if len(zeros) > 0 {
+		// Not entries: the barrier deletes them (a row added again in the
+		// meantime is an entry, and written instead).
+		nb.dirty = append(nb.dirty, zeros...)
+		s.queue(nb)
 	}
 	s.hot[jk] = nb
 	return nb, nil
@@ -815,7 +830,10 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 			if b.total != 0 {
 				s.cold[jk] = b.total
 			} else {
+				// Its rows netted to nothing: the stored counts, zero, go
+				// at the next barrier.
 				j.indexBucket(side, jk, false)
+				s.drop[jk] = struct{}{}
 			}
 		}
 	}

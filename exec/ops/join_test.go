@@ -8,6 +8,7 @@
 package ops_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -486,4 +487,75 @@ func TestJoinSortsKeys(t *testing.T) {
 			t.Fatalf("sorted %q, want %q", ks, want)
 		}
 	}
+}
+
+// TestJoinSpilledRowsLeaveNoZeroCounts: a spilled bucket's changes are
+// count deltas, and a row counted down to zero stays a key of count zero
+// (the merge operator cannot delete it). Reading the bucket back deletes
+// such keys, and a spilled bucket whose rows all went is deleted whole.
+func TestJoinSpilledRowsLeaveNoZeroCounts(t *testing.T) {
+	const opID = 9
+	ck := newCheckpointer(t)
+	ck.db.StateCache().SetLimit(0)
+	n := joinNode(spec.InnerJoin, nil)
+	j := newJoin(t, n, opID, ck.db, nil)
+	c := newCollector()
+	settle := func() { // written, committed, spilled
+		t.Helper()
+		for i := 0; i < 3; i++ {
+			ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
+		}
+	}
+	stored := func() map[string]int64 {
+		t.Helper()
+		got := map[string]int64{}
+		err := ck.db.Scan(storage.Key(storage.SpaceState, opID), func(k, v []byte) error {
+			n, _ := binary.Varint(v)
+			got[fmt.Sprintf("%x", k)] = n
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	zeros := func() int {
+		z := 0
+		for _, n := range stored() {
+			if n == 0 {
+				z++
+			}
+		}
+		return z
+	}
+	c.step(t, process(j, left, ins(row(1, 10)), ins(row(1, 20))))
+	settle()
+	if ev, _ := j.Spills(); ev == 0 {
+		t.Fatal("the bucket was not spilled")
+	}
+	c.step(t, process(j, left, del(row(1, 10))))
+	settle()
+	if got := stored(); len(got) != 2 || zeros() != 1 {
+		t.Fatalf("after a spilled row went: stored %v, want its key at 0 and the other row's", got)
+	}
+	// A probe reads the bucket back; the next barrier deletes the zero.
+	c.step(t, process(j, right, ins(row(1, 5))))
+	c.wantTotal(t, bagOf("(1,20,1,5)"))
+	ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
+	if got := stored(); len(got) != 2 || zeros() != 0 {
+		t.Fatalf("after the bucket was read back: stored %v, want (1,20) and (1,5) at 1", got)
+	}
+	// Spilled again, its last row goes: the bucket's keys go.
+	settle()
+	c.step(t, process(j, left, del(row(1, 20))))
+	settle()
+	if got := stored(); len(got) != 1 || zeros() != 0 {
+		t.Fatalf("after the spilled bucket emptied: stored %v, want (1,5) only", got)
+	}
+	c.wantTotal(t, bag{})
+	// What is stored reads back as the join's state.
+	j.Release()
+	j = newJoin(t, n, opID, ck.db, nil)
+	c.step(t, process(j, left, ins(row(1, 30))))
+	c.wantTotal(t, bagOf("(1,30,1,5)"))
 }

@@ -47,6 +47,10 @@ type Window struct {
 	// were stored and leave).
 	added   map[*types.Datum]addedRow
 	pending []wchange
+	// decKeys: the keys of this barrier's decrements of stored rows that
+	// left copies behind; if the copies added since then leave too, the
+	// key is deleted (see removed).
+	decKeys map[string]struct{}
 	// Session windows and watermarks (sess: the session function over
 	// every partition's time column, nil if the node has others too): wm is
 	// the input's watermark on the time column, flushedWm its value at the
@@ -67,9 +71,14 @@ type addedRow struct {
 	r  types.Row
 }
 
+// wchange is a write of the barrier: d added to the key's count, or the
+// key deleted (del: the row's last copy left; the count it would reach is
+// zero, and a key of count zero would stay forever, see storage's
+// countMerger).
 type wchange struct {
 	key []byte
 	d   int64
+	del bool
 }
 
 type wpart struct {
@@ -85,7 +94,7 @@ type wpart struct {
 func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *storage.DB) (*Window, error) {
 	w := &Window{n: n, appendOnly: appendOnly, inCols: inCols, prefix: storage.Key(storage.SpaceState, opID),
 		parts: map[string]*wpart{}, touched: map[string]struct{}{},
-		stateful: db != nil, added: map[*types.Datum]addedRow{}, positional: true}
+		stateful: db != nil, added: map[*types.Datum]addedRow{}, decKeys: map[string]struct{}{}, positional: true}
 	for _, f := range n.WinFuncs {
 		if !rankFunc(f.Func) {
 			w.positional = false
@@ -199,7 +208,8 @@ func (w *Window) dropClosedSessions() {
 			continue
 		}
 		for _, r := range p.rows[:n] {
-			w.removed(pk, r)
+			// Equal rows are adjacent: a copy left behind is rows[n].
+			w.removed(pk, r, n == len(p.rows) || w.cmp(p.rows[n], r) != 0)
 		}
 		clear(p.rows[:n])
 		p.rows = p.rows[n:]
@@ -234,18 +244,33 @@ func (w *Window) inserted(pk string, r types.Row) {
 }
 
 // removed notes that row r (the object that was in the partition) left
-// partition pk.
-func (w *Window) removed(pk string, r types.Row) {
+// partition pk; last says no equal row is left in it. The last copy of a
+// stored row deletes its key rather than count it down to zero.
+func (w *Window) removed(pk string, r types.Row, last bool) {
 	if !w.stateful {
 		return
 	}
 	if len(r) > 0 {
 		if _, ok := w.added[&r[0]]; ok {
 			delete(w.added, &r[0])
+			// A row added since the barrier was not written, but stored
+			// copies counted down before it may have been: their key goes.
+			if last && len(w.decKeys) > 0 {
+				key := w.rowKey(pk, r)
+				if _, dec := w.decKeys[string(key)]; dec {
+					w.pending = append(w.pending, wchange{key: key, del: true})
+				}
+			}
 			return
 		}
 	}
-	w.pending = append(w.pending, wchange{key: w.rowKey(pk, r), d: -1})
+	key := w.rowKey(pk, r)
+	if last {
+		w.pending = append(w.pending, wchange{key: key, del: true})
+		return
+	}
+	w.decKeys[string(key)] = struct{}{}
+	w.pending = append(w.pending, wchange{key: key, d: -1})
 }
 
 // cmp orders two input rows: window order, then the whole row (a stable
@@ -334,8 +359,10 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		for d := b.Diffs[i]; d < 0; d++ {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) >= 0 })
 			if j < len(p.rows) && w.cmp(p.rows[j], r) == 0 {
-				w.removed(k, p.rows[j])
+				gone := p.rows[j]
 				p.rows = append(p.rows[:j], p.rows[j+1:]...)
+				// Equal rows are adjacent: a copy left behind is now rows[j].
+				w.removed(k, gone, j == len(p.rows) || w.cmp(p.rows[j], gone) != 0)
 				p.from = min(p.from, j)
 			}
 		}
@@ -394,7 +421,8 @@ func (w *Window) trim(pk string, p *wpart, now []types.Row) {
 	j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], last) > 0 })
 	if j < len(p.rows) {
 		for _, r := range p.rows[j:] {
-			w.removed(pk, r)
+			// rows[j-1] <= last < r: no copy of r stays.
+			w.removed(pk, r, true)
 		}
 		clear(p.rows[j:])
 		p.rows = p.rows[:j]
@@ -643,14 +671,22 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		return err
 	}
 	w.dropClosedSessions()
+	// The changes in their order, then the rows added since the barrier
+	// and still here (a deletion of a key comes before a copy added
+	// after it).
+	for _, c := range w.pending {
+		if c.del {
+			b.W.Delete(c.key)
+		} else {
+			b.W.Merge(c.key, c.d)
+		}
+	}
+	clear(w.pending)
+	w.pending = w.pending[:0]
+	clear(w.decKeys)
 	for _, a := range w.added {
 		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}
 	clear(w.added)
-	for _, c := range w.pending {
-		b.W.Merge(c.key, c.d)
-	}
-	clear(w.pending)
-	w.pending = w.pending[:0]
 	return nil
 }

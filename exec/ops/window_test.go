@@ -3,7 +3,9 @@ package ops_test
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"sluice/exec/flow"
@@ -67,6 +69,13 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 						live = append(live[:i], live[i+1:]...)
 						continue
 					}
+					if len(live) > 0 && rng.Intn(4) == 0 {
+						// An equal row again: stored rows count copies.
+						r := slices.Clone(live[rng.Intn(len(live))])
+						b.Add(r, 1)
+						live = append(live, r)
+						continue
+					}
 					r := types.Row{types.NewInt(int64(rng.Intn(3))), types.NewInt(int64(rng.Intn(6))),
 						types.NewTimestamp(int64(rng.Intn(200))), types.NewInt(int64(rng.Intn(100)))}
 					b.Add(r, 1)
@@ -84,6 +93,11 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 				if rng.Intn(10) == 0 {
 					flush = true
 					ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
+					if !(appendOnly && n.Limit >= 0) {
+						// The store holds the live rows, each once with its
+						// count, and no key for a row that went.
+						wantStored(t, ck.db, 1, live)
+					}
 					if rng.Intn(2) == 0 {
 						if w, err = ops.NewWindow(n, len(cols), appendOnly, 1, ck.db); err != nil {
 							t.Fatal(err)
@@ -178,19 +192,41 @@ func TestWindowSessionsCloseBehindWatermark(t *testing.T) {
 	}
 }
 
-// storedRows counts the rows a window keeps in the store: its state keys
-// with a count other than 0 (a row that went stays a key of count 0).
+// storedRows counts the rows a window keeps in the store: its state keys.
 func storedRows(t *testing.T, db *storage.DB, opID uint64) int {
 	t.Helper()
 	n := 0
 	err := db.Scan(storage.Key(storage.SpaceState, opID), func(_, v []byte) error {
-		if c, k := binary.Varint(v); k <= 0 || c != 0 {
-			n++
-		}
+		n++
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// wantStored fails unless window opID's state keys are exactly the
+// distinct rows of live (partitioned by column 0), each with its count.
+func wantStored(t *testing.T, db *storage.DB, opID uint64, live []types.Row) {
+	t.Helper()
+	want := map[string]int64{}
+	for _, r := range live {
+		want[string(types.EncodeRow(nil, r))]++
+	}
+	prefix := storage.Key(storage.SpaceState, opID)
+	got := map[string]int64{}
+	err := db.Scan(prefix, func(k, v []byte) error {
+		rest := k[len(prefix):]
+		kl, m := binary.Uvarint(rest)
+		c, _ := binary.Varint(v)
+		got[string(rest[m+int(kl):])] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("stored %d keys, want %d: %v\nwant %v", len(got), len(want), got, want)
+	}
 }
