@@ -4,6 +4,7 @@
 package ops_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strconv"
@@ -272,4 +273,21 @@ func (c *checkpointer) begin(t *testing.T, ops []flow.Operator, cols []*collecto
 			t.Fatal(err)
 		}
 	}
+}
+
+// stateCounts returns operator opID's stored state: each key, less the
+// operator's prefix, with the count it holds.
+func stateCounts(t *testing.T, db *storage.DB, opID uint64) map[string]int64 {
+	t.Helper()
+	prefix := storage.Key(storage.SpaceState, opID)
+	got := map[string]int64{}
+	err := db.Scan(prefix, func(k, v []byte) error {
+		c, _ := binary.Varint(v)
+		got[string(k[len(prefix):])] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -8,7 +8,6 @@
 package ops_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -506,19 +505,7 @@ func TestJoinSpilledRowsLeaveNoZeroCounts(t *testing.T) {
 			ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
 		}
 	}
-	stored := func() map[string]int64 {
-		t.Helper()
-		got := map[string]int64{}
-		err := ck.db.Scan(storage.Key(storage.SpaceState, opID), func(k, v []byte) error {
-			n, _ := binary.Varint(v)
-			got[fmt.Sprintf("%x", k)] = n
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	stored := func() map[string]int64 { return stateCounts(t, ck.db, opID) }
 	zeros := func() int {
 		z := 0
 		for _, n := range stored() {

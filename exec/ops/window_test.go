@@ -132,7 +132,7 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 			if appendOnly && n.Limit >= 0 {
 				// Rows beyond the limit left the store too.
 				ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
-				if keys := storedRows(t, ck.db, 1); keys > len(c.total) {
+				if keys := len(stateCounts(t, ck.db, 1)); keys > len(c.total) {
 					t.Fatalf("%d rows stored for %d rows output", keys, len(c.total))
 				}
 			}
@@ -167,7 +167,7 @@ func TestWindowSessionsCloseBehindWatermark(t *testing.T) {
 		t.Fatalf("forwarded %v before a flush after a watermark", fwd)
 	}
 	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
-	if keys := storedRows(t, ck.db, opID); keys != 1 {
+	if keys := len(stateCounts(t, ck.db, opID)); keys != 1 {
 		t.Fatalf("%d rows stored after partition 1's session closed, want 1", keys)
 	}
 	c.step(t, watermark(w, 0, flow.Watermark{Col: 1, Ts: 30}, &fwd))
@@ -187,23 +187,9 @@ func TestWindowSessionsCloseBehindWatermark(t *testing.T) {
 	}
 	c.step(t, watermark(w, 0, flow.Watermark{Col: 1, Ts: 200}, &fwd))
 	ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
-	if keys := storedRows(t, ck.db, opID); keys != 0 {
+	if keys := len(stateCounts(t, ck.db, opID)); keys != 0 {
 		t.Fatalf("%d rows stored after every session closed", keys)
 	}
-}
-
-// storedRows counts the rows a window keeps in the store: its state keys.
-func storedRows(t *testing.T, db *storage.DB, opID uint64) int {
-	t.Helper()
-	n := 0
-	err := db.Scan(storage.Key(storage.SpaceState, opID), func(_, v []byte) error {
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // wantStored fails unless window opID's state keys are exactly the
@@ -214,17 +200,10 @@ func wantStored(t *testing.T, db *storage.DB, opID uint64, live []types.Row) {
 	for _, r := range live {
 		want[string(types.EncodeRow(nil, r))]++
 	}
-	prefix := storage.Key(storage.SpaceState, opID)
 	got := map[string]int64{}
-	err := db.Scan(prefix, func(k, v []byte) error {
-		rest := k[len(prefix):]
-		kl, m := binary.Uvarint(rest)
-		c, _ := binary.Varint(v)
-		got[string(rest[m+int(kl):])] = c
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for k, c := range stateCounts(t, db, opID) {
+		kl, m := binary.Uvarint([]byte(k))
+		got[k[m+int(kl):]] = c // the row, after its partition key
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("stored %d keys, want %d: %v\nwant %v", len(got), len(want), got, want)
