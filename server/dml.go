@@ -138,6 +138,11 @@ func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Con
 			rows = append(rows, r)
 		}
 	}
+	return e.insertRows(ctx, tw, rows)
+}
+
+// insertRows inserts full-width rows into the table as one statement.
+func (e *Engine) insertRows(ctx context.Context, tw *tableWriter, rows []types.Row) (int, error) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	wb := e.db.NewWriteBatch()
@@ -379,4 +384,16 @@ func keyLookup(pred spec.Expr, tw *tableWriter, ectx *eval.Context) ([]types.Dat
 		out[i] = d
 	}
 	return out, nil
+}
+
+// insertRows inserts full-width rows (one datum per table column, in
+// column order) into table tableID as one statement of the session: inside
+// its transaction block if one is open, else committed durably before it
+// returns. COPY FROM and INSERT share it.
+func (s *session) insertRows(ctx context.Context, tableID uint64, rows []types.Row) (int, error) {
+	tw, err := s.e.tableWriter(tableID)
+	if err != nil {
+		return 0, err
+	}
+	return s.e.insertRows(ctx, tw, rows)
 }
