@@ -7,7 +7,6 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
-	"sluice/exec/job"
 	"sluice/exec/ops"
 	"sluice/exec/spec"
 	"sluice/planner"
@@ -28,6 +27,9 @@ type tableWriter struct {
 	cols  []types.Column
 	key   []int // primary key columns; nil: rows are keyed by a hidden row id
 	seq   uint64
+	// locks maps a write-set key to the transaction block that changed
+	// the row and has not ended (see txn).
+	locks map[string]*txn
 	rowID uint64
 	src   *flow.TableSource
 }
@@ -42,6 +44,9 @@ func (e *Engine) startTable(ent *storage.CatalogEntry) error {
 		return err
 	}
 	tw := &tableWriter{id: ent.ID, name: ent.Name, cols: ent.Cols(), key: ent.Key, seq: ts.LastSeq(), src: ts}
+	if ts.Backlog() > 0 {
+		e.replaying = true
+	}
 	v, err := e.db.Get(rowIDKey(ent.ID))
 	if err != nil {
 		return err
@@ -79,26 +84,54 @@ func (tw *tableWriter) check(r types.Row) error {
 	return nil
 }
 
-// commit writes the change chunk durably and hands it to the table source.
-func (e *Engine) commitChanges(ctx context.Context, tw *tableWriter, wb *storage.WriteBatch, b *types.Batch) error {
-	if b.Len() == 0 {
-		return nil
+// dml runs one DML statement's writes to tw: in the session's transaction
+// block, or in a transaction of its own that commits (durably, and handed
+// to the table's source) before it returns. A statement outside a block
+// that meets a row locked by a block waits for the block to end and runs
+// again.
+func (s *session) dml(ctx context.Context, tw *tableWriter, f func(tx *txn) (int, error)) (int, error) {
+	for {
+		tx := s.tx
+		own := tx == nil
+		if own {
+			tx = s.e.newTxn(false)
+		} else if len(tx.ddl) > 0 {
+			return 0, pgerror.New(pgcode.ActiveSQLTransaction, "cannot write rows in a transaction block that holds DDL").
+				WithHint("Sluice runs DDL when the transaction block commits; COMMIT the DDL first.")
+		}
+		mark := len(tx.undo)
+		tw.mu.Lock()
+		n, err := f(tx)
+		var epoch uint64
+		if err == nil && own {
+			epoch, err = tx.commit(ctx, tw)
+		}
+		tw.mu.Unlock()
+		if err == nil {
+			if own {
+				return n, s.noteWrite(ctx, epoch)
+			}
+			return n, nil
+		}
+		if own {
+			tx.rollback()
+		} else {
+			tx.undoTo(mark)
+		}
+		if lw, ok := err.(lockWait); ok {
+			select {
+			case <-lw.done:
+				continue
+			case <-ctx.Done():
+				return 0, pgerror.New(pgcode.QueryCanceled, "canceling statement due to user request")
+			}
+		}
+		return 0, err
 	}
-	seq := tw.seq + 1
-	wb.Set(storage.Key(storage.SpaceLog, tw.id, flow.EncodeSeq(seq)), job.EncodeLogBatch(b))
-	if tw.key == nil {
-		wb.Set(rowIDKey(tw.id), binary.AppendUvarint(nil, tw.rowID))
-	}
-	if err := e.db.WriteSync(wb); err != nil {
-		return err
-	}
-	tw.seq = seq
-	// The statement is durable from here on; the source gets it even if the
-	// client has gone away.
-	return tw.src.Push(context.WithoutCancel(ctx), flow.TableChunk{Seq: seq, Batch: b})
 }
 
-func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Context) (int, error) {
+func (s *session) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Context) (int, error) {
+	e := s.e
 	tw, err := e.tableWriter(ins.Table.ID)
 	if err != nil {
 		return 0, err
@@ -106,7 +139,10 @@ func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Con
 	var rows []types.Row
 	width := len(ins.Table.Columns)
 	if ins.Query != nil {
-		src, err := e.selectRows(ctx, ins.Query, ectx)
+		if err := s.awaitReads(ctx); err != nil {
+			return 0, err
+		}
+		src, err := e.selectRows(ctx, ins.Query, ectx, s.txSnapshot())
 		if err != nil {
 			return 0, err
 		}
@@ -138,43 +174,36 @@ func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Con
 			rows = append(rows, r)
 		}
 	}
-	return e.insertRows(ctx, tw, rows)
+	return s.insertInto(ctx, tw, rows)
 }
 
-// insertRows inserts full-width rows into the table as one statement.
-func (e *Engine) insertRows(ctx context.Context, tw *tableWriter, rows []types.Row) (int, error) {
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	wb := e.db.NewWriteBatch()
-	b := types.NewBatch(len(rows))
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if err := tw.check(r); err != nil {
-			return 0, err
-		}
-		var k []byte
-		if tw.key == nil {
-			tw.rowID++
-			k = storage.Key(storage.SpaceWrite, tw.id, flow.EncodeSeq(tw.rowID))
-		} else {
-			k = tw.wkey(r)
-			old, err := e.db.Get(k)
-			if err != nil {
+// insertInto inserts full-width rows into the table as one statement.
+func (s *session) insertInto(ctx context.Context, tw *tableWriter, rows []types.Row) (int, error) {
+	return s.dml(ctx, tw, func(tx *txn) (int, error) {
+		for _, r := range rows {
+			if err := tw.check(r); err != nil {
 				return 0, err
 			}
-			if old != nil || seen[string(k)] {
-				return 0, pgerror.New(pgcode.UniqueViolation, "duplicate key value violates unique constraint \"%s_pkey\"", tw.name).
-					WithDetail("Key (%s)=(%s) already exists.", keyNames(tw), keyValues(tw, r))
+			var k []byte
+			if tw.key == nil {
+				tw.rowID++
+				k = storage.Key(storage.SpaceWrite, tw.id, flow.EncodeSeq(tw.rowID))
+			} else {
+				k = tw.wkey(r)
+				old, err := tx.get(tw, k)
+				if err != nil {
+					return 0, err
+				}
+				if old != nil {
+					return 0, dupKey(tw, r)
+				}
 			}
-			seen[string(k)] = true
+			if err := tx.put(tw, k, r); err != nil {
+				return 0, err
+			}
 		}
-		wb.Set(k, types.EncodeRow(nil, r))
-		b.Add(r, 1)
-	}
-	if err := e.commitChanges(ctx, tw, wb, b); err != nil {
-		return 0, err
-	}
-	return len(rows), nil
+		return len(rows), nil
+	})
 }
 
 func keyNames(tw *tableWriter) string {
@@ -199,38 +228,8 @@ func keyValues(tw *tableWriter, r types.Row) string {
 	return s
 }
 
-// scanMatching calls f for every current row of the table matching pred,
-// using a key lookup when pred pins the primary key.
-func (e *Engine) scanMatching(tw *tableWriter, pred func(types.Row) (bool, error), lookup []types.Datum, f func(k []byte, r types.Row) error) error {
-	visit := func(k, v []byte) error {
-		r, err := types.DecodeRow(v)
-		if err != nil {
-			return err
-		}
-		if pred != nil {
-			ok, err := pred(r)
-			if err != nil || !ok {
-				return err
-			}
-		}
-		return f(append([]byte(nil), k...), r)
-	}
-	if lookup != nil {
-		k := storage.Key(storage.SpaceWrite, tw.id)
-		for _, d := range lookup {
-			k = types.AppendKey(k, d)
-		}
-		v, err := e.db.Get(k)
-		if err != nil || v == nil {
-			return err
-		}
-		return visit(k, v)
-	}
-	return e.db.Scan(storage.Key(storage.SpaceWrite, tw.id), visit)
-}
-
-func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Context) (int, error) {
-	tw, err := e.tableWriter(up.Table.ID)
+func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Context) (int, error) {
+	tw, err := s.e.tableWriter(up.Table.ID)
 	if err != nil {
 		return 0, err
 	}
@@ -252,74 +251,59 @@ func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Cont
 		}
 		sets[c] = fn
 	}
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	type change struct {
-		oldKey   []byte
-		old, new types.Row
-	}
-	var changes []change
-	err = e.scanMatching(tw, pred, lookup, func(k []byte, r types.Row) error {
-		nr := r.Copy()
-		for c, fn := range sets {
-			d, err := fn(r)
-			if err != nil {
-				return err
-			}
-			nr[c] = d
+	return s.dml(ctx, tw, func(tx *txn) (int, error) {
+		type change struct {
+			oldKey   []byte
+			old, new types.Row
 		}
-		changes = append(changes, change{oldKey: k, old: r, new: nr})
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	wb := e.db.NewWriteBatch()
-	b := types.NewBatch(2 * len(changes))
-	moved := map[string]bool{}
-	for _, c := range changes {
-		if err := tw.check(c.new); err != nil {
+		var changes []change
+		err := tx.scan(tw, pred, lookup, func(k []byte, r types.Row) error {
+			nr := r.Copy()
+			for c, fn := range sets {
+				d, err := fn(r)
+				if err != nil {
+					return err
+				}
+				nr[c] = d
+			}
+			changes = append(changes, change{oldKey: k, old: r, new: nr})
+			return nil
+		})
+		if err != nil {
 			return 0, err
 		}
-		if tw.key != nil {
-			nk := tw.wkey(c.new)
-			if string(nk) != string(c.oldKey) {
-				moved[string(c.oldKey)] = true
+		// Rows whose key changes leave their old keys first, so that keys
+		// may be swapped or shifted (SET id = id + 1) within the statement.
+		for _, c := range changes {
+			if err := tw.check(c.new); err != nil {
+				return 0, err
+			}
+			if tw.key != nil && string(tw.wkey(c.new)) != string(c.oldKey) {
+				if err := tx.put(tw, c.oldKey, nil); err != nil {
+					return 0, err
+				}
 			}
 		}
-	}
-	final := map[string]bool{}
-	for _, c := range changes {
-		k := c.oldKey
-		if tw.key != nil {
-			k = tw.wkey(c.new)
-			if string(k) != string(c.oldKey) {
-				if final[string(k)] {
-					return 0, dupKey(tw, c.new)
-				}
-				if !moved[string(k)] {
-					old, err := e.db.Get(k)
+		for _, c := range changes {
+			k := c.oldKey
+			if tw.key != nil {
+				if nk := tw.wkey(c.new); string(nk) != string(c.oldKey) {
+					k = nk
+					cur, err := tx.get(tw, k)
 					if err != nil {
 						return 0, err
 					}
-					if old != nil {
+					if cur != nil {
 						return 0, dupKey(tw, c.new)
 					}
 				}
-				if !final[string(c.oldKey)] {
-					wb.Delete(c.oldKey)
-				}
+			}
+			if err := tx.put(tw, k, c.new); err != nil {
+				return 0, err
 			}
 		}
-		final[string(k)] = true
-		wb.Set(k, types.EncodeRow(nil, c.new))
-		b.Add(c.old, -1)
-		b.Add(c.new, 1)
-	}
-	if err := e.commitChanges(ctx, tw, wb, b); err != nil {
-		return 0, err
-	}
-	return len(changes), nil
+		return len(changes), nil
+	})
 }
 
 func dupKey(tw *tableWriter, r types.Row) error {
@@ -327,8 +311,8 @@ func dupKey(tw *tableWriter, r types.Row) error {
 		WithDetail("Key (%s)=(%s) already exists.", keyNames(tw), keyValues(tw, r))
 }
 
-func (e *Engine) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context) (int, error) {
-	tw, err := e.tableWriter(d.Table.ID)
+func (s *session) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context) (int, error) {
+	tw, err := s.e.tableWriter(d.Table.ID)
 	if err != nil {
 		return 0, err
 	}
@@ -342,22 +326,22 @@ func (e *Engine) delete(ctx context.Context, d *planner.Delete, ectx *eval.Conte
 	if err != nil {
 		return 0, err
 	}
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	wb := e.db.NewWriteBatch()
-	b := types.NewBatch(16)
-	err = e.scanMatching(tw, pred, lookup, func(k []byte, r types.Row) error {
-		wb.Delete(k)
-		b.Add(r, -1)
-		return nil
+	return s.dml(ctx, tw, func(tx *txn) (int, error) {
+		var keys [][]byte
+		err := tx.scan(tw, pred, lookup, func(k []byte, r types.Row) error {
+			keys = append(keys, k)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range keys {
+			if err := tx.put(tw, k, nil); err != nil {
+				return 0, err
+			}
+		}
+		return len(keys), nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	if err := e.commitChanges(ctx, tw, wb, b); err != nil {
-		return 0, err
-	}
-	return b.Len(), nil
 }
 
 // keyLookup evaluates the key values a predicate pins, if it pins them all.
@@ -395,5 +379,5 @@ func (s *session) insertRows(ctx context.Context, tableID uint64, rows []types.R
 	if err != nil {
 		return 0, err
 	}
-	return s.e.insertRows(ctx, tw, rows)
+	return s.insertInto(ctx, tw, rows)
 }

@@ -42,6 +42,10 @@ type Engine struct {
 	tablesMu sync.Mutex
 	tables   map[uint64]*tableWriter
 
+	// replaying is set at startup when a table has logged writes after its
+	// checkpoint.
+	replaying bool
+
 	nextPID int32
 	pidMu   sync.Mutex
 }
@@ -88,6 +92,15 @@ func Open(cfg Config) (*Engine, error) {
 		defer e.wg.Done()
 		e.coord.Run(ctx)
 	}()
+	// Acknowledged writes that no checkpoint covered are replayed from the
+	// tables' logs: commit them before the first client reads, so that a
+	// write acknowledged before a crash is visible to every read after it.
+	if e.replaying {
+		if err := e.coord.Flush(ctx); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("committing the replayed table writes: %w", err)
+		}
+	}
 	return e, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
+	"sluice/storage"
 )
 
 func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
@@ -61,7 +62,10 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		rows, err := s.e.selectRows(ctx, pq, ectx)
+		if err := s.awaitReads(ctx); err != nil {
+			return err
+		}
+		rows, err := s.e.selectRows(ctx, pq, ectx, s.txSnapshot())
 		if err != nil {
 			return err
 		}
@@ -82,7 +86,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.e.insert(ctx, ins, ectx)
+		cnt, err := s.insert(ctx, ins, ectx)
 		if err != nil {
 			return err
 		}
@@ -95,7 +99,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.e.update(ctx, up, ectx)
+		cnt, err := s.update(ctx, up, ectx)
 		if err != nil {
 			return err
 		}
@@ -108,7 +112,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.e.delete(ctx, d, ectx)
+		cnt, err := s.delete(ctx, d, ectx)
 		if err != nil {
 			return err
 		}
@@ -126,9 +130,13 @@ func checkParams(p *planner.Planner, params []types.Datum) error {
 
 // selectRows runs a planned query over the latest committed snapshot and
 // applies ORDER BY, OFFSET and LIMIT.
-func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context) ([]types.Row, error) {
-	snap := e.db.Snapshot()
-	defer snap.Release()
+// snap, when not nil, is the snapshot to read (a repeatable-read
+// transaction's); nil: the latest committed one.
+func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	if snap == nil {
+		snap = e.db.Snapshot()
+		defer snap.Release()
+	}
 	rows, err := job.RunBatch(ctx, q.Plan, snap, ectx)
 	if err != nil {
 		return nil, err

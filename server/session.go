@@ -20,7 +20,11 @@ type session struct {
 	info     pgwire.StartupInfo
 	settings map[string]string
 	changed  map[string]string
-	inTx     bool
+	// tx is the open transaction block, nil outside one.
+	tx *txn
+	// lastWrite is the epoch holding the session's last committed write:
+	// its next read waits for it (read-your-writes).
+	lastWrite uint64
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -54,14 +58,26 @@ var defaultSettings = map[string]string{
 	"lc_collate":                    "C",
 	"lc_ctype":                      "C",
 	"is_superuser":                  "on",
+	"default_transaction_read_only": "off",
+	"transaction_read_only":         "off",
+	// read_your_writes on: a read waits for the epoch holding the
+	// session's last write; off: it reads the last committed epoch.
+	"read_your_writes": "on",
+	// implicit_flush on (RisingWave's RW_IMPLICIT_FLUSH): a write is
+	// acknowledged only once it is visible to every read.
+	"implicit_flush":    "off",
+	"rw_implicit_flush": "off",
 }
 
 // TxStatus reports the transaction status for ReadyForQuery.
 func (s *session) TxStatus() byte {
-	if s.inTx {
-		return 'T'
+	switch {
+	case s.tx == nil:
+		return 'I'
+	case s.tx.failed:
+		return 'E'
 	}
-	return 'I'
+	return 'T'
 }
 
 func (s *session) ChangedParameters() map[string]string {
@@ -70,20 +86,77 @@ func (s *session) ChangedParameters() map[string]string {
 	return c
 }
 
-func (s *session) Close() {}
+// Close ends the session: an open transaction block is rolled back.
+func (s *session) Close() {
+	if s.tx != nil {
+		s.tx.rollback()
+		s.tx = nil
+	}
+}
 
-// SimpleQuery implements pgwire.Session.
+// SimpleQuery implements pgwire.Session. Several statements in one query
+// string run as one implicit transaction, as in PostgreSQL: an error rolls
+// back the writes of the statements before it. Two departures: a string
+// holding transaction control (BEGIN, COMMIT, ...) runs statement by
+// statement, and DDL in the string commits the writes before it (DDL does
+// not run inside a transaction in Sluice).
 func (s *session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
 	stmts, err := parser.Parse(sql)
 	if err != nil {
+		if s.tx != nil {
+			s.tx.failed = true
+		}
 		return err
 	}
+	implicit := len(stmts) > 1 && s.tx == nil
 	for _, st := range stmts {
+		if txControl(st) {
+			implicit = false
+		}
+	}
+	if !implicit {
+		for _, st := range stmts {
+			if err := s.run(ctx, st, nil, nil, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	s.tx = s.e.newTxn(true)
+	defer func() {
+		if s.tx != nil {
+			s.tx.rollback()
+			s.tx = nil
+		}
+	}()
+	for _, st := range stmts {
+		if isDDL(st) {
+			if err := s.commitImplicit(ctx); err != nil {
+				return err
+			}
+			if err := s.run(ctx, st, nil, nil, w); err != nil {
+				return err
+			}
+			s.tx = s.e.newTxn(true)
+			continue
+		}
 		if err := s.run(ctx, st, nil, nil, w); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.commitImplicit(ctx)
+}
+
+// commitImplicit commits the implicit transaction of a multi-statement
+// query string.
+func (s *session) commitImplicit(ctx context.Context) error {
+	tx := s.tx
+	s.tx = nil
+	epoch, err := tx.commit(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return s.noteWrite(ctx, epoch)
 }
 
 // prepared is a parsed statement with its parameter and result types.
@@ -101,6 +174,9 @@ func (s *session) Prepare(ctx context.Context, sql string, paramOIDs []uint32) (
 	st, err := parser.ParseOne(sql)
 	if err != nil {
 		return nil, err
+	}
+	if s.tx != nil && s.tx.failed && !txControl(st) {
+		return nil, errAborted
 	}
 	p := &prepared{stmt: st}
 	for _, oid := range paramOIDs {
@@ -130,11 +206,34 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	return &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database}
+	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database}
+	if s.tx != nil {
+		c.ReadRel = s.tx.readRel
+	}
+	return c
 }
 
-// run executes one statement.
+// run executes one statement. An error inside a transaction block puts the
+// block in the failed state: until ROLLBACK (or ROLLBACK TO SAVEPOINT) every
+// other statement fails with 25P02.
 func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
+	if s.tx != nil {
+		if s.tx.failed && !txControl(st) {
+			return errAborted
+		}
+		if isDDL(st) {
+			return s.deferDDL(st, w)
+		}
+	}
+	err := s.exec(ctx, st, params, ptypes, w)
+	if err != nil && s.tx != nil {
+		s.tx.failed = true
+	}
+	return err
+}
+
+// exec executes one statement.
+func (s *session) exec(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
 	switch x := st.(type) {
 	case *parser.Query:
 		return s.runQuery(ctx, x, params, ptypes, w)
@@ -179,23 +278,15 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 		}
 		return w.Complete("FLUSH")
 	case *parser.Begin:
-		if s.inTx {
-			_ = w.Notice("there is already a transaction in progress")
-		}
-		s.inTx = true
-		return w.Complete("BEGIN")
+		return s.begin(x, w)
 	case *parser.Commit:
-		if !s.inTx {
-			_ = w.Notice("there is no transaction in progress")
-		}
-		s.inTx = false
-		return w.Complete("COMMIT")
+		return s.commit(ctx, x, w)
 	case *parser.Rollback:
-		if !s.inTx {
-			_ = w.Notice("there is no transaction in progress")
-		}
-		s.inTx = false
-		return w.Complete("ROLLBACK")
+		return s.rollback(x, w)
+	case *parser.Savepoint:
+		return s.savepoint(x, w)
+	case *parser.Release:
+		return s.release(x, w)
 	case *parser.Set:
 		return s.set(x, w)
 	case *parser.Show:
@@ -230,6 +321,21 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 	name := strings.ToLower(x.Name)
 	val := x.Value
+	switch name {
+	case "transaction", "transaction_characteristics":
+		return s.setTransaction(x, w)
+	case "default_transaction_isolation", "transaction_isolation":
+		if !x.Default && !strings.EqualFold(val, "default") {
+			iso, err := isolationOf(strings.ToLower(strings.Trim(val, "'\"")))
+			if err != nil {
+				return err
+			}
+			if name == "transaction_isolation" {
+				return s.setTransaction(&parser.Set{Name: "transaction", Value: "isolation level " + iso}, w)
+			}
+			val = iso
+		}
+	}
 	switch name {
 	case "time zone":
 		name = "timezone"

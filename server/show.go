@@ -121,7 +121,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 	if name == "time zone" {
 		name = "timezone"
 	}
-	v, ok := s.settings[name]
+	v, ok := s.setting(name)
 	if !ok {
 		return pgerror.New(pgcode.UndefinedObject, "unrecognized configuration parameter %q", x.What)
 	}

@@ -28,6 +28,12 @@ type Context struct {
 	// snapshot, with outer as the plan's Outer values; nil where
 	// subqueries cannot run (views).
 	RunPlan func(plan *spec.Plan, outer []types.Datum) ([]types.Row, error)
+	// ReadRel, when set, may replace what a batch query reads of relation
+	// rel: a transaction reads the tables it wrote with its own uncommitted
+	// rows. key is nil for the whole relation, or a relation key (as
+	// storage.SpaceRelation keys are encoded, after the relation's prefix)
+	// for a point read. ok false: read the snapshot.
+	ReadRel func(rel uint64, key []byte) (rows func(emit func(types.Row, int64) error) error, ok bool)
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made

@@ -19,6 +19,10 @@ type Coordinator struct {
 	logf     func(string, ...any)
 
 	ddl sync.Mutex // one graph change at a time
+	// gate orders barrier injection against Atomic: inject holds it
+	// exclusively, so the changes Atomic hands to several sources all land
+	// in one epoch.
+	gate sync.RWMutex
 
 	mu struct {
 		sync.Mutex
@@ -133,6 +137,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // inject starts a new epoch. It returns 0 if no barrier was injected
 // (paused, or too many epochs in flight and force is false).
 func (c *Coordinator) inject(pause, force bool) uint64 {
+	c.gate.Lock()
+	defer c.gate.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.paused || c.mu.err != nil {
@@ -253,16 +259,57 @@ func (c *Coordinator) wait(ctx context.Context, e uint64) error {
 	}
 }
 
+// Atomic runs push, which hands changes to source actors (a committed
+// transaction's tables), with no barrier injected meanwhile, so that all
+// of them belong to one epoch, which it returns. push must not wait for a
+// barrier or the coordinator.
+func (c *Coordinator) Atomic(push func() error) (uint64, error) {
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	c.mu.Lock()
+	e := c.mu.epoch + 1
+	c.mu.Unlock()
+	return e, push()
+}
+
 // Flush injects a barrier now and returns once its epoch is committed, so
 // that every write acknowledged before the call is visible to reads.
 func (c *Coordinator) Flush(ctx context.Context) error {
+	return c.sync(ctx, 0)
+}
+
+// Sync returns once epoch e is committed, injecting a barrier at once if
+// none at or after e is in flight (read-your-writes: the epoch holding a
+// session's last write is asked for instead of waiting for the interval).
+func (c *Coordinator) Sync(ctx context.Context, e uint64) error {
+	if e == 0 {
+		return nil
+	}
+	return c.sync(ctx, e)
+}
+
+// sync waits for epoch e to commit (e == 0: a barrier injected now).
+func (c *Coordinator) sync(ctx context.Context, e uint64) error {
 	for {
+		if e != 0 {
+			c.mu.Lock()
+			committed, injected, err := c.mu.committed, c.mu.epoch, c.mu.err
+			c.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			if committed >= e {
+				return nil
+			}
+			if injected >= e {
+				return c.wait(ctx, e)
+			}
+		}
 		// Never exceed maxInflight: sources' barrier queues are bounded and
 		// the coordinator must not block on them. When the limit is reached,
 		// wait for the newest epoch in flight, then inject our own.
-		e := c.inject(false, false)
-		if e != 0 {
-			return c.wait(ctx, e)
+		if inj := c.inject(false, false); inj != 0 {
+			return c.wait(ctx, inj)
 		}
 		c.mu.Lock()
 		full := !c.mu.paused && c.mu.err == nil && len(c.mu.inflight) >= maxInflight

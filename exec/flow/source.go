@@ -320,6 +320,12 @@ type TableChunk struct {
 
 // TableSource emits a table's changes: first the logged changes after the
 // checkpointed position (recovery), then what DML pushes.
+//
+// A barrier takes exactly the chunks pushed before it was injected: Push
+// runs under Coordinator.Atomic and injection excludes it, so the last
+// sequence pushed when a barrier is injected (its cut) divides the chunks
+// of one epoch from the next, and a transaction's chunks for several
+// tables all fall on the same side.
 type TableSource struct {
 	sourceBase
 	tableID uint64
@@ -327,12 +333,15 @@ type TableSource struct {
 	backlog []TableChunk
 	pos     uint64
 	lastSeq uint64
+	pushed  atomic.Uint64 // the sequence of the last chunk pushed
+	cuts    chan uint64   // each injected barrier's cut, in barrier order
 }
 
 // NewTableSource creates the change source of table tableID and loads the
 // log entries after its checkpointed position.
 func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uint64, decode func([]byte) (*types.Batch, error)) (*TableSource, error) {
 	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096)}
+	t.cuts = make(chan uint64, cap(t.barriers))
 	pos, err := db.Get(t.posKey)
 	if err != nil {
 		return nil, err
@@ -357,18 +366,32 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 	if n := len(t.backlog); n > 0 {
 		t.lastSeq = t.backlog[n-1].Seq
 	}
+	t.pushed.Store(t.lastSeq)
 	return t, err
 }
+
+// Backlog returns the number of logged changes after the checkpoint that
+// the source replays when it starts.
+func (t *TableSource) Backlog() int { return len(t.backlog) }
 
 // LastSeq returns the highest log sequence found at startup: the next
 // DML statement takes the one after it.
 func (t *TableSource) LastSeq() uint64 { return t.lastSeq }
 
+// InjectBarrier implements SourceActor: the barrier's cut is the last
+// chunk pushed before it.
+func (t *TableSource) InjectBarrier(b *Barrier) {
+	t.cuts <- t.pushed.Load()
+	t.sourceBase.InjectBarrier(b)
+}
+
 // Push hands an acknowledged DML chunk to the source (blocking when the
-// queue is full).
+// queue is full). Chunks are pushed in sequence order, under
+// Coordinator.Atomic.
 func (t *TableSource) Push(ctx context.Context, c TableChunk) error {
 	select {
 	case t.queue <- c:
+		t.pushed.Store(c.Seq)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -383,25 +406,52 @@ func (t *TableSource) Run(ctx context.Context) error {
 		}
 	}
 	t.backlog = nil
+	// barrier sends the chunks up to its cut (they are in the queue: they
+	// were pushed before it was injected), then the barrier.
+	barrier := func(b *Barrier, cut uint64) error {
+		for t.pos < cut {
+			select {
+			case c := <-t.queue:
+				if err := t.send(ctx, c); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		prefix := storage.Key(storage.SpaceLog, t.tableID)
+		b.W.DeleteRange(prefix, append(storage.Key(storage.SpaceLog, t.tableID), encodeSeq(t.pos+1)...))
+		return t.emitBarrier(ctx, b, encodeSeq(t.pos))
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case c := <-t.queue:
-			if err := t.send(ctx, c); err != nil {
-				return nil
-			}
-		case b := <-t.barriers:
-			// Everything acknowledged before the barrier was injected is
-			// already queued: drain it into this epoch.
-			for n := len(t.queue); n > 0; n-- {
-				if err := t.send(ctx, <-t.queue); err != nil {
+			// A chunk pushed after a barrier was injected belongs after it:
+			// that barrier is already waiting (injection happens before
+			// such a push), so take the waiting barriers whose cut comes
+			// before the chunk first.
+			sent := false
+			for !sent && len(t.barriers) > 0 {
+				b, cut := <-t.barriers, <-t.cuts
+				if c.Seq <= cut {
+					if err := t.send(ctx, c); err != nil {
+						return nil
+					}
+					sent = true
+				}
+				if err := barrier(b, cut); err != nil {
 					return nil
 				}
 			}
-			prefix := storage.Key(storage.SpaceLog, t.tableID)
-			b.W.DeleteRange(prefix, append(storage.Key(storage.SpaceLog, t.tableID), encodeSeq(t.pos+1)...))
-			if err := t.emitBarrier(ctx, b, encodeSeq(t.pos)); err != nil {
+			if !sent {
+				if err := t.send(ctx, c); err != nil {
+					return nil
+				}
+			}
+		case b := <-t.barriers:
+			if err := barrier(b, <-t.cuts); err != nil {
 				return nil
 			}
 		}

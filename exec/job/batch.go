@@ -41,6 +41,8 @@ func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, e
 			inputs = []chan flow.Msg{c}
 			if n.Lookup != nil {
 				op, err = lookupOp(snap, n, ectx)
+			} else if rows, ok := readRel(ectx, n.Rel, nil); ok {
+				op = &ops.Subscribe{Backfill: rows}
 			} else {
 				op = &ops.Subscribe{Backfill: backfillFrom(snap, n.Rel)}
 			}
@@ -177,6 +179,9 @@ func lookupOp(snap *storage.Snapshot, n *spec.Node, ectx *eval.Context) (flow.Op
 		}
 		key = types.AppendKey(key, d)
 	}
+	if rows, ok := readRel(ectx, n.Rel, key[len(storage.Key(storage.SpaceRelation, n.Rel)):]); ok {
+		return &ops.Subscribe{Backfill: rows}, nil
+	}
 	return &ops.Subscribe{Backfill: func(emit func(types.Row, int64) error) error {
 		v, err := snap.Get(key)
 		if err != nil || v == nil {
@@ -188,4 +193,12 @@ func lookupOp(snap *storage.Snapshot, n *spec.Node, ectx *eval.Context) (flow.Op
 		}
 		return emit(row, cnt)
 	}}, nil
+}
+
+// readRel asks the statement's ReadRel hook for relation rel's rows.
+func readRel(ectx *eval.Context, rel uint64, key []byte) (func(func(types.Row, int64) error) error, bool) {
+	if ectx == nil || ectx.ReadRel == nil {
+		return nil, false
+	}
+	return ectx.ReadRel(rel, key)
 }

@@ -1039,6 +1039,28 @@ func (r *rewriter) explain() Statement {
 }
 
 // begin parses BEGIN [WORK | TRANSACTION] [modes] and START TRANSACTION [modes].
+// isolationLevel parses the level of ISOLATION LEVEL: SERIALIZABLE,
+// REPEATABLE READ, READ COMMITTED or READ UNCOMMITTED.
+func (r *rewriter) isolationLevel() string {
+	t := r.tok()
+	switch {
+	case t.isWord("serializable"):
+		r.i++
+		return "serializable"
+	case t.isWord("repeatable") && r.peek(1).isWord("read"):
+		r.i += 2
+		return "repeatable read"
+	case t.isWord("read") && r.peek(1).isWord("committed"):
+		r.i += 2
+		return "read committed"
+	case t.isWord("read") && r.peek(1).isWord("uncommitted"):
+		r.i += 2
+		return "read uncommitted"
+	}
+	r.syntaxErr(t)
+	return ""
+}
+
 func (r *rewriter) begin() Statement {
 	b := &Begin{}
 	if r.tok().isWord("start") {
@@ -1053,10 +1075,7 @@ func (r *rewriter) begin() Statement {
 		switch {
 		case t.isWord("isolation") && r.peek(1).isWord("level"):
 			r.i += 2
-			for r.tok().isWord("serializable") || r.tok().isWord("repeatable") || r.tok().isWord("read") ||
-				r.tok().isWord("committed") || r.tok().isWord("uncommitted") || r.tok().isWord("snapshot") {
-				r.i++
-			}
+			b.Isolation = r.isolationLevel()
 		case t.isWord("read") && r.peek(1).isWord("only"):
 			b.ReadOnly = true
 			r.i += 2

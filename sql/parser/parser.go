@@ -172,18 +172,40 @@ func (r *rewriter) statement() Statement {
 	case "commit", "end":
 		r.i++
 		r.optTransactionWord()
-		r.optChain()
+		c := &Commit{Chain: r.optChain()}
 		r.expectEOF()
-		return &Commit{}
+		return c
 	case "rollback", "abort":
 		r.i++
-		if r.tok().isWord("to") || r.tok().isWord("prepared") {
-			r.unsupported(r.tok(), "ROLLBACK %s is not supported", strings.ToUpper(r.tok().val))
+		if r.tok().isWord("prepared") {
+			r.unsupported(r.tok(), "ROLLBACK PREPARED is not supported")
 		}
 		r.optTransactionWord()
-		r.optChain()
+		if t.val == "rollback" && r.tok().isWord("to") {
+			r.i++
+			if r.tok().isWord("savepoint") {
+				r.i++
+			}
+			rb := &Rollback{To: r.savepointName()}
+			r.expectEOF()
+			return rb
+		}
+		rb := &Rollback{Chain: r.optChain()}
 		r.expectEOF()
-		return &Rollback{}
+		return rb
+	case "savepoint":
+		r.i++
+		sp := &Savepoint{Name: r.savepointName()}
+		r.expectEOF()
+		return sp
+	case "release":
+		r.i++
+		if r.tok().isWord("savepoint") {
+			r.i++
+		}
+		rl := &Release{Name: r.savepointName()}
+		r.expectEOF()
+		return rl
 	case "discard":
 		r.i++
 		w := r.tok()
@@ -232,14 +254,30 @@ func (r *rewriter) optTransactionWord() {
 	}
 }
 
-func (r *rewriter) optChain() {
+// optChain parses an optional AND [NO] CHAIN and reports AND CHAIN.
+func (r *rewriter) optChain() bool {
 	if r.tok().isWord("and") {
 		r.i++
+		no := false
 		if r.tok().isWord("no") {
 			r.i++
+			no = true
 		}
 		r.expectWord("chain")
+		return !no
 	}
+	return false
+}
+
+// savepointName parses a savepoint's name (an identifier, folded as
+// identifiers are).
+func (r *rewriter) savepointName() string {
+	t := r.tok()
+	if !isName(t) {
+		r.syntaxErr(t)
+	}
+	r.i++
+	return t.val
 }
 
 // query rewrites and parses the statement as a query.

@@ -260,13 +260,37 @@ type Flush struct{ stmtText }
 type Begin struct {
 	stmtText
 	ReadOnly bool
+	// Isolation is the ISOLATION LEVEL given, lower case with single
+	// spaces ("read committed", "repeatable read", "serializable", "read
+	// uncommitted"); "" if none.
+	Isolation string
 }
 
-// Commit is COMMIT or END.
-type Commit struct{ stmtText }
+// Commit is COMMIT or END [AND [NO] CHAIN].
+type Commit struct {
+	stmtText
+	Chain bool
+}
 
-// Rollback is ROLLBACK or ABORT.
-type Rollback struct{ stmtText }
+// Rollback is ROLLBACK or ABORT [AND [NO] CHAIN], or ROLLBACK [WORK |
+// TRANSACTION] TO [SAVEPOINT] name (To set).
+type Rollback struct {
+	stmtText
+	Chain bool
+	To    string
+}
+
+// Savepoint is SAVEPOINT name.
+type Savepoint struct {
+	stmtText
+	Name string
+}
+
+// Release is RELEASE [SAVEPOINT] name.
+type Release struct {
+	stmtText
+	Name string
+}
 
 // Discard is DISCARD ALL | PLANS | SEQUENCES | TEMP.
 type Discard struct{ stmtText }

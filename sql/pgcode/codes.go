@@ -64,3 +64,13 @@ const (
 // IsInternal reports whether c is an internal (XX) code, which a wrapping
 // error may replace with its own.
 func (c Code) IsInternal() bool { return len(c) == 5 && c[:2] == "XX" }
+
+// Transaction codes.
+const (
+	ActiveSQLTransaction          Code = "25001"
+	ReadOnlySQLTransaction        Code = "25006"
+	NoActiveSQLTransaction        Code = "25P01"
+	InFailedSQLTransaction        Code = "25P02"
+	InvalidSavepointSpecification Code = "3B001"
+	SerializationFailure          Code = "40001"
+)
