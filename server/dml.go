@@ -21,12 +21,12 @@ import (
 // (l/<table>/<seq>) in one synced batch before the client is told the
 // statement succeeded; the change then flows to the table's source.
 type tableWriter struct {
-	mu    sync.Mutex
-	id    uint64
-	name  string
-	cols  []types.Column
-	key   []int // primary key columns; nil: rows are keyed by a hidden row id
-	seq   uint64
+	mu   sync.Mutex
+	id   uint64
+	name string
+	cols []types.Column
+	key  []int // primary key columns; nil: rows are keyed by a hidden row id
+	seq  uint64
 	// locks maps a write-set key to the transaction block that changed
 	// the row and has not ended (see txn).
 	locks map[string]*txn
