@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,36 @@ func BenchmarkDatagenJoinAgg(b *testing.B) {
 	b.StopTimer()
 	_ = e
 	b.ReportMetric(float64(n)/el.Seconds(), "rows/s")
+}
+
+// BenchmarkInsertThenSelect measures what read-your-writes adds: one
+// INSERT, then a SELECT of the view over the table that must show it
+// (read_your_writes on: the read waits for the INSERT's epoch, asked for at
+// once), against the same pair reading the last committed epoch without
+// waiting (off). It reports the pair's latency percentiles.
+func BenchmarkInsertThenSelect(b *testing.B) {
+	for _, ryw := range []string{"on", "off"} {
+		b.Run("read_your_writes="+ryw, func(b *testing.B) {
+			_, s := openBench(b)
+			exec(b, s, `CREATE TABLE orders (id BIGINT PRIMARY KEY, customer TEXT, amount BIGINT)`)
+			exec(b, s, `CREATE MATERIALIZED VIEW per_customer AS SELECT customer, count(*) AS n, sum(amount) AS total FROM orders GROUP BY customer`)
+			exec(b, s, `SET read_your_writes = `+ryw)
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				exec(b, s, fmt.Sprintf(`INSERT INTO orders VALUES (%d, 'c%d', %d)`, i, i%10, i))
+				r := exec(b, s, fmt.Sprintf(`SELECT n FROM per_customer WHERE customer = 'c%d'`, i%10))
+				lat = append(lat, time.Since(t0))
+				if ryw == "on" && (r == nil || r[0].I != int64(i/10+1)) {
+					b.Fatalf("read %v after insert %d, want %d", r, i, i/10+1)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+			b.ReportMetric(pct(0.5), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+		})
+	}
 }
