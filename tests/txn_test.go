@@ -296,6 +296,28 @@ func TestTxnDDLAndImplicit(t *testing.T) {
 		t.Fatalf("multi-statement string committed %d of 2 rows", n)
 	}
 
+	// Read-your-writes: with a 10 s checkpoint interval, only the read's
+	// own request for the write's epoch can make the first read see it, in
+	// the table and in a view over it.
+	ExecAll(t, c, `CREATE MATERIALIZED VIEW t1n AS SELECT count(*) AS n FROM t1`)
+	before := queryInt(t, c, `SELECT n FROM t1n`)
+	for i := 0; i < 5; i++ {
+		ExecAll(t, c, fmt.Sprintf(`INSERT INTO t1 VALUES (%d, 'ryw')`, 200+i))
+		if n := queryInt(t, c, `SELECT n FROM t1n`); n != before+int64(i)+1 {
+			t.Fatalf("read after an acknowledged insert: view count %d, want %d", n, before+int64(i)+1)
+		}
+		if n := queryInt(t, c, `SELECT count(*) FROM t1 WHERE id = $1`, 200+i); n != 1 {
+			t.Fatalf("read after an acknowledged insert does not see the row")
+		}
+	}
+	// Off: the read takes the last committed epoch and does not wait.
+	ExecAll(t, c, `SET read_your_writes = off`)
+	ExecAll(t, c, `INSERT INTO t1 VALUES (300, 'not yet')`)
+	if n := queryInt(t, c, `SELECT n FROM t1n`); n != before+5 {
+		t.Fatalf("read_your_writes = off: the read waited for the write (count %d, want %d)", n, before+5)
+	}
+	ExecAll(t, c, `SET read_your_writes = on`, `FLUSH`)
+
 	// implicit_flush: once acknowledged, visible to every session (the
 	// checkpoint interval is 10 s, so only the flush can make it so).
 	ExecAll(t, c, `SET implicit_flush = on`)
