@@ -173,6 +173,8 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return err
 		}
 		return w.Complete("DROP " + strings.ToUpper(x.Kind))
+	case *parser.Copy:
+		return s.copyStmt(ctx, x, w)
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err

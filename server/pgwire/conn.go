@@ -324,6 +324,7 @@ func (c *conn) sendError(err error, severity string) error {
 		Message:             cstr(e.Message),
 		Detail:              cstr(e.Detail),
 		Hint:                cstr(e.Hint),
+		Where:               cstr(e.Where),
 	}
 	if e.Position > 0 {
 		m.Position = int32(min(e.Position, math.MaxInt32))
