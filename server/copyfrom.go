@@ -577,9 +577,6 @@ func (d *copyDecoder) splitCSV() error {
 		case quoted && isNull:
 			f.null = col < len(o.forceNull) && o.forceNull[col]
 		}
-		if !f.null && !quoted && col < len(o.forceNull) && o.forceNull[col] && string(f.val) == o.null {
-			f.null = true
-		}
 		d.fields = append(d.fields, f)
 		if i >= len(l) {
 			return nil

@@ -51,6 +51,10 @@ type copyReader struct {
 	err  error  // sticky failure
 }
 
+// errLostSync ends a connection whose client sent something other than
+// copy messages during COPY FROM STDIN.
+var errLostSync = fatalf(pgcode.ProtocolViolation, "terminating connection because protocol synchronization was lost")
+
 var errCopyEOF = fatalf(pgcode.ProtocolViolation, "unexpected EOF on client connection with an open transaction")
 
 // Next returns the payload of the next CopyData message (valid until the
@@ -101,6 +105,9 @@ func (r *copyReader) Next() ([]byte, error) {
 		case 'H', 'S':
 			continue
 		default:
+			// As PostgreSQL: the message was read in the middle of the
+			// copy, so after this error the connection ends (errLostSync).
+			r.c.lostSync = true
 			r.err = pgerror.New(pgcode.ProtocolViolation, "unexpected message type 0x%02X during COPY from stdin", typ)
 			return nil, r.err
 		}
