@@ -272,6 +272,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 			return err
 		}
 		return w.Complete("DROP " + strings.ToUpper(x.Kind))
+	case *parser.Copy:
+		return s.copyStmt(ctx, x, w)
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err

@@ -65,6 +65,7 @@ type conn struct {
 	stmts          map[string]*statement
 	portals        map[string]*portal
 	ignoreTillSync bool // an extended-protocol message failed: skip to Sync
+	lostSync       bool // a COPY FROM STDIN read a foreign message: end after its error
 }
 
 func newConn(s *Server, nc net.Conn, ctx context.Context) *conn {
@@ -324,6 +325,7 @@ func (c *conn) sendError(err error, severity string) error {
 		Message:             cstr(e.Message),
 		Detail:              cstr(e.Detail),
 		Hint:                cstr(e.Hint),
+		Where:               cstr(e.Where),
 	}
 	if e.Position > 0 {
 		m.Position = int32(min(e.Position, math.MaxInt32))
@@ -684,6 +686,10 @@ func (c *conn) loop() {
 			return
 		}
 		c.sendError(err, "")
+		if c.lostSync {
+			c.trySendFatal(errLostSync)
+			return
+		}
 		if extended {
 			c.ignoreTillSync = true
 		}
@@ -753,6 +759,9 @@ func (c *conn) handleQuery(body []byte) error {
 		}
 		if err := c.sendError(err, ""); err != nil {
 			return err
+		}
+		if c.lostSync {
+			return errLostSync
 		}
 	}
 	return c.readyForQuery()

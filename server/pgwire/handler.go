@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"io"
 
 	"sluice/sql/types"
 )
@@ -63,4 +64,42 @@ type ResultWriter interface {
 	// Complete ends one statement with its command tag ("SELECT 2", "INSERT 0 3", "CREATE TABLE", ...).
 	Complete(tag string) error
 	Notice(msg string) error
+}
+
+// Copier is the COPY capability of the ResultWriters this package passes
+// (find it by type assertion). A Session serves COPY ... FROM STDIN and
+// COPY ... TO STDOUT through it, in the simple and the extended protocol
+// alike, and then ends the statement with Complete("COPY n") as usual.
+// format is 0 (text, also CSV) or 1 (binary); ncols is the number of
+// columns copied (it is announced with the format of each).
+type Copier interface {
+	// CopyIn sends CopyInResponse and returns the client's data. Reading it
+	// returns the bytes of the CopyData messages in order and io.EOF after
+	// CopyDone; CopyFail makes it fail with 57014 "COPY from stdin failed:
+	// <message>"; Flush and Sync are ignored meanwhile; another message is
+	// a 08P01 error and a broken connection a FATAL one. ctx is checked
+	// before each message is read (a CancelRequest stops the COPY at the
+	// next message). If the statement fails before CopyDone, the Session
+	// just returns the error: the client's remaining copy messages are
+	// discarded by the connection, as PostgreSQL does.
+	CopyIn(ctx context.Context, format int16, ncols int) (CopyReader, error)
+	// CopyOut sends CopyOutResponse and returns a writer whose every Write
+	// is one CopyData message (PostgreSQL sends one per row); Done sends
+	// CopyDone and must be called before Complete.
+	CopyOut(format int16, ncols int) (CopyWriter, error)
+}
+
+// CopyReader reads the data of a COPY FROM STDIN.
+type CopyReader interface {
+	io.Reader
+	// Next returns the next chunk of data (the rest of a CopyData message
+	// that Read left unread, or the next message's payload), valid until
+	// the next call to Next or Read; io.EOF after CopyDone.
+	Next() ([]byte, error)
+}
+
+// CopyWriter writes the data of a COPY TO STDOUT.
+type CopyWriter interface {
+	io.Writer
+	Done() error
 }

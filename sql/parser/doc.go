@@ -29,7 +29,7 @@
 //
 // Streaming DDL and utility statements (ddl.go) are parsed by this package:
 // CREATE TABLE / SOURCE / MATERIALIZED VIEW / VIEW / SINK / FUNCTION, DROP,
-// SHOW, SHOW CREATE, SET, RESET, DESCRIBE, EXPLAIN, FLUSH, BEGIN, START
+// SHOW, SHOW CREATE, SET, RESET, DESCRIBE, EXPLAIN, FLUSH, COPY (copy.go), BEGIN, START
 // TRANSACTION, COMMIT, END, ROLLBACK, ABORT, DISCARD, DEALLOCATE. Column
 // types go through ParseType; expressions inside them (DEFAULT, WATERMARK,
 // function bodies) and the queries of views and sinks go through the
@@ -170,5 +170,5 @@
 // string literals (B'..', X'..'), LIKE ANY/ALL, IS OF/DOCUMENT/NORMALIZED,
 // substring(... SIMILAR ...), ORDER BY USING other than < and >, non-constant
 // LIMIT/OFFSET, unknown operators, and statements such as ALTER, GRANT,
-// COPY, TRUNCATE, PREPARE.
+// TRUNCATE, PREPARE.
 package parser

@@ -117,7 +117,7 @@ func catch(f func()) (err error) {
 }
 
 // stmtKeywords are Postgres statements Sluice does not support.
-var stmtKeywords = wordSet(`alter grant revoke copy truncate prepare execute
+var stmtKeywords = wordSet(`alter grant revoke truncate prepare execute
 listen notify unlisten vacuum analyze analyse lock savepoint release comment
 cluster reindex checkpoint declare close move call do import load refresh
 security merge reassign cancel kill recover alter`)
@@ -163,6 +163,8 @@ func (r *rewriter) statement() Statement {
 		return &Describe{Name: name}
 	case "explain":
 		return r.explain()
+	case "copy":
+		return r.copyStmt()
 	case "flush":
 		r.i++
 		r.expectEOF()

@@ -19,6 +19,9 @@ type Error struct {
 	Detail   string
 	Hint     string
 	Position int // 1-based character position in the user's statement; 0 = none
+	// Where is the context of the error (the ErrorResponse 'W' field), such
+	// as `COPY t, line 3, column v: "abc"`.
+	Where    string
 	Severity string
 	cause    error
 }
@@ -62,6 +65,12 @@ func (e *Error) WithHint(format string, args ...any) *Error {
 // WithDetail sets the detail and returns e.
 func (e *Error) WithDetail(format string, args ...any) *Error {
 	e.Detail = fmt.Sprintf(format, args...)
+	return e
+}
+
+// WithWhere sets the context (the ErrorResponse 'W' field) and returns e.
+func (e *Error) WithWhere(format string, args ...any) *Error {
+	e.Where = fmt.Sprintf(format, args...)
 	return e
 }
 
