@@ -507,7 +507,10 @@ func (s *session) copyOut(ctx context.Context, q *parser.Query, opts *copyOpts, 
 			return err
 		}
 	}
-	rows, err := s.e.selectRows(ctx, pq, s.evalCtx(nil))
+	if err := s.awaitReads(ctx); err != nil {
+		return err
+	}
+	rows, err := s.e.selectRows(ctx, pq, s.evalCtx(nil), s.txSnapshot())
 	if err != nil {
 		return err
 	}
