@@ -5,9 +5,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"sluice/exec/eval"
-	"sluice/exec/job"
-	"sluice/exec/ops"
 	"sluice/planner"
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
@@ -61,19 +58,11 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		rows, err := s.e.selectRows(ctx, pq, ectx)
+		rows, err := s.e.openQuery(ctx, pq, ectx)
 		if err != nil {
 			return err
 		}
-		if err := w.Columns(pq.Columns); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if err := w.Row(r); err != nil {
-				return err
-			}
-		}
-		return w.Complete(commandTag("SELECT", len(rows)))
+		return sendRows(ctx, w, pq.Columns, rows)
 	case *ast.InsertStmt:
 		ins, err := p.PlanInsert(n)
 		if err != nil {
@@ -122,35 +111,4 @@ func checkParams(p *planner.Planner, params []types.Datum) error {
 		return pgerror.New(pgcode.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(p.Params))
 	}
 	return nil
-}
-
-// selectRows runs a planned query over the latest committed snapshot and
-// applies ORDER BY, OFFSET and LIMIT.
-func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context) ([]types.Row, error) {
-	snap := e.db.Snapshot()
-	defer snap.Release()
-	rows, err := job.RunBatch(ctx, q.Plan, snap, ectx)
-	if err != nil {
-		return nil, err
-	}
-	if len(q.Order) > 0 {
-		ops.SortRows(rows, q.Order)
-	}
-	if q.Offset > 0 {
-		if q.Offset >= int64(len(rows)) {
-			rows = nil
-		} else {
-			rows = rows[q.Offset:]
-		}
-	}
-	if q.Limit >= 0 && q.Limit < int64(len(rows)) {
-		rows = rows[:q.Limit]
-	}
-	n := len(q.Columns)
-	for i, r := range rows {
-		if len(r) > n {
-			rows[i] = r[:n]
-		}
-	}
-	return rows, nil
 }
