@@ -21,6 +21,7 @@ type session struct {
 	settings map[string]string
 	changed  map[string]string
 	inTx     bool
+	cursors  map[string]*cursor // DECLAREd cursors by name (cursor.go)
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -70,7 +71,7 @@ func (s *session) ChangedParameters() map[string]string {
 	return c
 }
 
-func (s *session) Close() {}
+func (s *session) Close() { s.closeAllCursors() }
 
 // SimpleQuery implements pgwire.Session.
 func (s *session) SimpleQuery(ctx context.Context, sql string, w pgwire.ResultWriter) error {
@@ -189,12 +190,14 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			_ = w.Notice("there is no transaction in progress")
 		}
 		s.inTx = false
+		s.closeCursorsAtTxEnd(false /* rollback */)
 		return w.Complete("COMMIT")
 	case *parser.Rollback:
 		if !s.inTx {
 			_ = w.Notice("there is no transaction in progress")
 		}
 		s.inTx = false
+		s.closeCursorsAtTxEnd(true /* rollback */)
 		return w.Complete("ROLLBACK")
 	case *parser.Set:
 		return s.set(x, w)
@@ -206,6 +209,8 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 		return s.describeRel(x.Name, w)
 	case *parser.Explain:
 		return s.explain(x, w)
+	case *parser.DeclareCursor, *parser.Fetch, *parser.CloseCursor:
+		return s.runCursorStmt(ctx, st, params, ptypes, w)
 	case *parser.Discard:
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
@@ -223,6 +228,8 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 		// Run-time shape; describe by a dry run would have side effects, so
 		// give the fixed shapes.
 		return params, s.utilityColumns(st), nil
+	case *parser.DeclareCursor, *parser.Fetch:
+		return s.describeCursorStmt(st, params)
 	}
 	return params, nil, nil
 }

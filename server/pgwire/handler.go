@@ -88,3 +88,11 @@ type Rows interface {
 type RowStreamer interface {
 	Stream(ctx context.Context, cols []types.Column, rows Rows) error
 }
+
+// BinaryColumnsWriter is implemented by the simple-protocol ResultWriter:
+// BinaryColumns announces cols like Columns, but the rows that follow go
+// out in binary format (FETCH from a BINARY cursor). In the extended
+// protocol, Bind's result formats decide instead, as in Postgres.
+type BinaryColumnsWriter interface {
+	BinaryColumns(cols []types.Column) error
+}

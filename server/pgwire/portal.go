@@ -329,19 +329,30 @@ func retag(tag string, n int) string {
 type simpleWriter struct {
 	c         *conn
 	cols      []types.Column
+	fmts      []int16 // nil: text
 	completed int
 }
 
 func (w *simpleWriter) Columns(cols []types.Column) error {
-	w.cols = cols
+	w.cols, w.fmts = cols, nil
 	return w.c.sendRowDescription(cols, nil)
 }
 
-func (w *simpleWriter) Row(r types.Row) error { return w.c.writeDataRow(r, w.cols, nil) }
+// BinaryColumns implements BinaryColumnsWriter.
+func (w *simpleWriter) BinaryColumns(cols []types.Column) error {
+	w.cols = cols
+	w.fmts = make([]int16, len(cols))
+	for i := range w.fmts {
+		w.fmts[i] = fmtBinary
+	}
+	return w.c.sendRowDescription(cols, w.fmts)
+}
+
+func (w *simpleWriter) Row(r types.Row) error { return w.c.writeDataRow(r, w.cols, w.fmts) }
 
 func (w *simpleWriter) Complete(tag string) error {
 	w.completed++
-	w.cols = nil
+	w.cols, w.fmts = nil, nil
 	return w.c.sendComplete(tag)
 }
 
