@@ -85,13 +85,13 @@ func TestCursorStatements(t *testing.T) {
 		}
 	}
 	for in, code := range map[string]string{
-		`DECLARE c CURSOR FOR INSERT INTO t VALUES (1)`: "42601",
-		`DECLARE c CURSOR SELECT 1`:                     "42601",
+		`DECLARE c CURSOR FOR INSERT INTO t VALUES (1)`:  "42601",
+		`DECLARE c CURSOR SELECT 1`:                      "42601",
 		`DECLARE c SCROLL NO SCROLL CURSOR FOR SELECT 1`: "42P11",
-		`FETCH 1.5 FROM c`:                              "42601",
-		`FETCH FROM`:                                    "42601",
-		`CLOSE`:                                         "42601",
-		`FETCH ABSOLUTE FROM c`:                         "42601",
+		`FETCH 1.5 FROM c`:                               "42601",
+		`FETCH FROM`:                                     "42601",
+		`CLOSE`:                                          "42601",
+		`FETCH ABSOLUTE FROM c`:                          "42601",
 	} {
 		_, err := ParseOne(in)
 		if got := string(pgerror.GetCode(err)); got != code {
