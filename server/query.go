@@ -5,16 +5,12 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"sluice/exec/eval"
-	"sluice/exec/job"
-	"sluice/exec/ops"
 	"sluice/planner"
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
-	"sluice/storage"
 )
 
 func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
@@ -65,19 +61,11 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := s.awaitReads(ctx); err != nil {
 			return err
 		}
-		rows, err := s.e.selectRows(ctx, pq, ectx, s.txSnapshot())
+		rows, err := s.e.openQuery(ctx, pq, ectx, s.txSnapshot())
 		if err != nil {
 			return err
 		}
-		if err := w.Columns(pq.Columns); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if err := w.Row(r); err != nil {
-				return err
-			}
-		}
-		return w.Complete(commandTag("SELECT", len(rows)))
+		return sendRows(ctx, w, pq.Columns, rows)
 	case *ast.InsertStmt:
 		ins, err := p.PlanInsert(n)
 		if err != nil {
@@ -126,39 +114,4 @@ func checkParams(p *planner.Planner, params []types.Datum) error {
 		return pgerror.New(pgcode.ProtocolViolation, "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(p.Params))
 	}
 	return nil
-}
-
-// selectRows runs a planned query over the latest committed snapshot and
-// applies ORDER BY, OFFSET and LIMIT.
-// snap, when not nil, is the snapshot to read (a repeatable-read
-// transaction's); nil: the latest committed one.
-func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
-	if snap == nil {
-		snap = e.db.Snapshot()
-		defer snap.Release()
-	}
-	rows, err := job.RunBatch(ctx, q.Plan, snap, ectx)
-	if err != nil {
-		return nil, err
-	}
-	if len(q.Order) > 0 {
-		ops.SortRows(rows, q.Order)
-	}
-	if q.Offset > 0 {
-		if q.Offset >= int64(len(rows)) {
-			rows = nil
-		} else {
-			rows = rows[q.Offset:]
-		}
-	}
-	if q.Limit >= 0 && q.Limit < int64(len(rows)) {
-		rows = rows[:q.Limit]
-	}
-	n := len(q.Columns)
-	for i, r := range rows {
-		if len(r) > n {
-			rows[i] = r[:n]
-		}
-	}
-	return rows, nil
 }

@@ -25,6 +25,8 @@ type session struct {
 	// lastWrite is the epoch holding the session's last committed write:
 	// its next read waits for it (read-your-writes).
 	lastWrite uint64
+	// cursors are the DECLAREd cursors by name (cursor.go).
+	cursors map[string]*cursor
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -86,8 +88,10 @@ func (s *session) ChangedParameters() map[string]string {
 	return c
 }
 
-// Close ends the session: an open transaction block is rolled back.
+// Close ends the session: an open transaction block is rolled back and
+// every cursor closed.
 func (s *session) Close() {
+	s.closeAllCursors()
 	if s.tx != nil {
 		s.tx.rollback()
 		s.tx = nil
@@ -299,6 +303,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return s.describeRel(x.Name, w)
 	case *parser.Explain:
 		return s.explain(x, w)
+	case *parser.DeclareCursor, *parser.Fetch, *parser.CloseCursor:
+		return s.runCursorStmt(ctx, st, params, ptypes, w)
 	case *parser.Discard:
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
@@ -316,6 +322,8 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 		// Run-time shape; describe by a dry run would have side effects, so
 		// give the fixed shapes.
 		return params, s.utilityColumns(st), nil
+	case *parser.DeclareCursor, *parser.Fetch:
+		return s.describeCursorStmt(st, params)
 	}
 	return params, nil, nil
 }

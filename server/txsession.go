@@ -100,6 +100,7 @@ func (s *session) commit(ctx context.Context, x *parser.Commit, w pgwire.ResultW
 		return w.Complete("COMMIT")
 	}
 	s.tx = nil
+	s.closeCursorsAtTxEnd(tx.failed)
 	if tx.failed {
 		tx.rollback()
 		if x.Chain {
@@ -178,6 +179,7 @@ func (s *session) rollback(x *parser.Rollback, w pgwire.ResultWriter) error {
 		return w.Complete("ROLLBACK")
 	}
 	s.tx = nil
+	s.closeCursorsAtTxEnd(true /* rollback */)
 	tx.rollback()
 	if x.Chain {
 		s.chain(tx)

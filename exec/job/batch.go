@@ -2,8 +2,6 @@ package job
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
@@ -18,137 +16,23 @@ import (
 // RunBatch evaluates plan once over the committed snapshot snap and returns
 // the rows of its root (a multiset, unordered). Runtime errors are errors
 // (strict), unlike in views.
-func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context) ([]types.Row, error) {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	ectx = withSubqueries(ctx, snap, ectx)
-	errs := &ops.ErrorSink{Strict: true}
-	outs := make([]*flow.Output, len(plan.Nodes))
-	var actors []*flow.Actor
-	for idx, n := range plan.Nodes {
-		inputs := make([]chan flow.Msg, len(n.Inputs))
-		for i, in := range n.Inputs {
-			c := flow.NewChan()
-			outs[in].Attach(c)
-			inputs[i] = c
-		}
-		var op flow.Operator
-		var err error
-		switch n.Kind {
-		case spec.Subscribe:
-			c := make(chan flow.Msg)
-			close(c)
-			inputs = []chan flow.Msg{c}
-			if n.Lookup != nil {
-				op, err = lookupOp(snap, n, ectx)
-			} else if rows, ok := readRel(ectx, n.Rel, nil); ok {
-				op = &ops.Subscribe{Backfill: rows}
-			} else {
-				op = &ops.Subscribe{Backfill: backfillFrom(snap, n.Rel)}
-			}
-		case spec.Values:
-			c := make(chan flow.Msg)
-			close(c)
-			inputs = []chan flow.Msg{c}
-			rows := n.Rows
-			op = &ops.Subscribe{Backfill: func(emit func(types.Row, int64) error) error {
-				for _, r := range rows {
-					if err := emit(r, 1); err != nil {
-						return err
-					}
-				}
-				return nil
-			}}
-		case spec.SourceRead:
-			err = pgerror.Unsupported("cannot read source %q directly", n.Source.Name).
-				WithHint("create a materialized view over it and query the view")
-		case spec.TableFunc:
-			c := make(chan flow.Msg)
-			close(c)
-			inputs = []chan flow.Msg{c}
-			op, err = tableFuncOp(n, ectx)
-		case spec.TopN:
-			op = ops.NewTopN(n)
-		default:
-			var ok bool
-			if op, ok, err = newOp(plan, n, 0, nil, ectx, errs); !ok && err == nil {
-				err = pgerror.Unsupported("%s in a query", n.Kind)
-			}
-		}
+func RunBatch(ctx context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context) ([]types.Row, error) {
+	res, err := Open(ctx, plan, snap, ectx, Shape{Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var rows []types.Row
+	for {
+		chunk, err := res.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		a := &flow.Actor{Name: fmt.Sprintf("query/%d-%s", idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}}
-		outs[idx] = a.Out
-		actors = append(actors, a)
-	}
-	result := flow.NewChan()
-	outs[len(outs)-1].Attach(result)
-
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for _, a := range actors {
-		a := a
-		a.OnError = func(err error) {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-			cancel()
+		if chunk == nil {
+			return rows, nil
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.Run(ctx); err != nil && ctx.Err() == nil {
-				a.OnError(err)
-			}
-		}()
+		rows = append(rows, chunk...)
 	}
-	acc := map[string]*rowCount{}
-	var order []string
-	var kbuf []byte
-loop:
-	for {
-		select {
-		case m := <-result:
-			if m.Kind == flow.MsgEOS {
-				break loop
-			}
-			if m.Kind != flow.MsgData {
-				continue
-			}
-			for i, r := range m.Batch.Rows {
-				kbuf = types.EncodeRow(kbuf[:0], r)
-				e := acc[string(kbuf)]
-				if e == nil {
-					e = &rowCount{row: r}
-					acc[string(kbuf)] = e
-					order = append(order, string(kbuf))
-				}
-				e.n += m.Batch.Diffs[i]
-			}
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	cancel()
-	wg.Wait()
-	if err := parent.Err(); err != nil {
-		return nil, err
-	}
-	if firstErr != nil {
-		return nil, unwrapActor(firstErr)
-	}
-	var rows []types.Row
-	for _, k := range order {
-		e := acc[k]
-		for i := int64(0); i < e.n; i++ {
-			rows = append(rows, e.row)
-		}
-	}
-	return rows, nil
 }
 
 type rowCount struct {

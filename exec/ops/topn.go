@@ -68,3 +68,8 @@ func (t *TopN) Finish(out *flow.Emitter) error {
 func SortRows(rows []types.Row, order []spec.OrderItem) {
 	sort.SliceStable(rows, func(i, j int) bool { return compareOrder(rows[i], rows[j], order) < 0 })
 }
+
+// CompareOrder compares two rows by order as SortRows sorts them (< 0: a
+// comes first). Batch queries keep a bounded heap of ORDER BY … LIMIT
+// rows with it.
+func CompareOrder(a, b types.Row, order []spec.OrderItem) int { return compareOrder(a, b, order) }

@@ -115,6 +115,7 @@ func (c *conn) serve() {
 func (c *conn) finish() {
 	c.nc.Close()
 	c.srv.unregister(c)
+	c.dropPortals()
 	if c.sess != nil {
 		defer func() {
 			if r := recover(); r != nil {
@@ -453,7 +454,7 @@ func (c *conn) readyForQuery() error {
 		if s := c.txs.TxStatus(); s == 'T' || s == 'E' {
 			status = s
 		} else {
-			clear(c.portals) // the implicit transaction ended: its portals go
+			c.dropPortals() // the implicit transaction ended: its portals go
 		}
 	}
 	if err := c.send(&pgproto3.ReadyForQuery{TxStatus: status}); err != nil {
@@ -857,7 +858,7 @@ func (c *conn) handleClose(body []byte) error {
 	case 'S':
 		delete(c.stmts, m.Name)
 	case 'P':
-		delete(c.portals, m.Name)
+		c.dropPortal(m.Name)
 	default:
 		return fatalf(pgcode.ProtocolViolation, "invalid CLOSE message subtype %d", m.ObjectType)
 	}

@@ -37,6 +37,9 @@ type fakeHandler struct {
 
 	mu    sync.Mutex
 	infos []StartupInfo
+
+	// Rows of stream_series (stream_test.go).
+	produced, rowsClosed atomic.Int64
 }
 
 func newFakeHandler() *fakeHandler {
@@ -135,6 +138,9 @@ func (s *fakeSession) Execute(ctx context.Context, p Prepared, params []types.Da
 }
 
 func (s *fakeSession) exec(ctx context.Context, p *fakePrepared, params []types.Datum, w ResultWriter) error {
+	if p.kind == "streamseries" {
+		return w.(RowStreamer).Stream(ctx, p.cols, s.h.newSeries(p.n))
+	}
 	if p.cols != nil {
 		if err := w.Columns(p.cols); err != nil {
 			return err
@@ -350,6 +356,12 @@ func parseFake(sql string, oids []uint32) (*fakePrepared, error) {
 			return nil, pgerror.New(pgcode.Syntax, "bad series")
 		}
 		return &fakePrepared{kind: "series", n: n, cols: []types.Column{{Name: "generate_series", Type: types.TInt4}}}, nil
+	case strings.HasPrefix(u, "SELECT STREAM_SERIES("):
+		n, err := strconv.Atoi(strings.TrimSuffix(q[len("SELECT STREAM_SERIES("):], ")"))
+		if err != nil {
+			return nil, pgerror.New(pgcode.Syntax, "bad series")
+		}
+		return &fakePrepared{kind: "streamseries", n: n, cols: []types.Column{{Name: "stream_series", Type: types.TInt4}}}, nil
 	case u == "SELECT STREAM_FOREVER()":
 		return &fakePrepared{kind: "stream", cols: []types.Column{{Name: "stream_forever", Type: types.TText}}}, nil
 	case u == "SELECT PG_SLEEP_FOREVER()":

@@ -103,3 +103,35 @@ type CopyWriter interface {
 	io.Writer
 	Done() error
 }
+
+// Rows is a statement's result produced lazily: a SELECT streaming from
+// its snapshot. Rows are pulled as the client takes them, so a large
+// result is never held whole, and an Execute with a row limit leaves the
+// rest unread in the suspended portal.
+type Rows interface {
+	// Next returns the next rows, nil at the end. The slice is valid until
+	// the next call. ctx is the running statement's: a cancelled statement
+	// stops the call.
+	Next(ctx context.Context) ([]types.Row, error)
+	// Close releases what the rows hold (the snapshot, the scan). It is
+	// called exactly once, also when the rows were not read to the end.
+	Close()
+}
+
+// RowStreamer is implemented by the ResultWriters this package passes:
+// Stream announces cols and sends the rows of rows, completing the
+// statement with "SELECT n", or suspends the portal when an Execute's row
+// limit is reached (rows then stays open in the portal until it runs to
+// its end or is closed). The writer owns rows from the call on and closes
+// it.
+type RowStreamer interface {
+	Stream(ctx context.Context, cols []types.Column, rows Rows) error
+}
+
+// BinaryColumnsWriter is implemented by the simple-protocol ResultWriter:
+// BinaryColumns announces cols like Columns, but the rows that follow go
+// out in binary format (FETCH from a BINARY cursor). In the extended
+// protocol, Bind's result formats decide instead, as in Postgres.
+type BinaryColumnsWriter interface {
+	BinaryColumns(cols []types.Column) error
+}

@@ -29,7 +29,7 @@ type portalState uint8
 
 const (
 	portalReady     portalState = iota // bound, not yet executed
-	portalSuspended                    // executed; rows beyond a row limit wait in pending
+	portalSuspended                    // executed; rows beyond a row limit wait in pending and rows
 	portalDone                         // executed to completion
 	portalFailed                       // execution failed
 )
@@ -42,7 +42,80 @@ type portal struct {
 	fmts    []int16 // result format per column
 	state   portalState
 	pending []types.Row // rows not yet sent when suspended
+	rows    Rows        // the unread rest of a streamed result; nil if none
 	tag     string      // command tag, once executed
+}
+
+// release closes the portal's unread rows (a streamed result holds a
+// snapshot and a paused scan).
+func (p *portal) release() {
+	if p.rows != nil {
+		p.rows.Close()
+		p.rows = nil
+	}
+	p.pending = nil
+}
+
+// dropPortal removes a portal, releasing what it holds.
+func (c *conn) dropPortal(name string) {
+	if p, ok := c.portals[name]; ok {
+		p.release()
+		delete(c.portals, name)
+	}
+}
+
+// dropPortals removes every portal (the transaction ended, or the
+// connection did).
+func (c *conn) dropPortals() {
+	for _, p := range c.portals {
+		p.release()
+	}
+	clear(c.portals)
+}
+
+// pump sends a suspended portal's rows, at most maxRows (0 = all): first
+// the ones kept in pending, then rows pulled from its streamed result. It
+// reports how many it sent and whether the portal may hold more: as in
+// Postgres, a portal that sent exactly maxRows stays suspended even if
+// nothing follows, and the next Execute completes it with 0 rows.
+func (c *conn) pump(ctx context.Context, p *portal, maxRows int) (sent int, more bool, err error) {
+	for {
+		for len(p.pending) > 0 {
+			if maxRows > 0 && sent >= maxRows {
+				return sent, true, nil
+			}
+			if err := c.writeDataRow(p.pending[0], p.stmt.cols, p.fmts); err != nil {
+				return sent, false, err
+			}
+			p.pending[0] = nil
+			p.pending = p.pending[1:]
+			sent++
+		}
+		if maxRows > 0 && sent >= maxRows {
+			return sent, p.rows != nil, nil
+		}
+		if p.rows == nil {
+			return sent, false, nil
+		}
+		chunk, err := p.rows.Next(ctx)
+		if err != nil {
+			return sent, false, err
+		}
+		if chunk == nil {
+			p.rows.Close()
+			p.rows = nil
+			return sent, false, nil
+		}
+		// pending aliases the chunk, valid until the next Next: every row
+		// of it is sent (or the portal dropped) before that.
+		p.pending = chunk
+		if sent > 0 {
+			// Rows are streaming: let the client have them.
+			if err := c.flush(); err != nil {
+				return sent, false, err
+			}
+		}
+	}
 }
 
 func (c *conn) statement(name string) (*statement, error) {
@@ -100,7 +173,7 @@ func (c *conn) parse(name, query string, oids []uint32) error {
 // statement's parameter types and resolves the result formats.
 func (c *conn) bind(name, stmtName string, paramFmts []int16, raw [][]byte, resultFmts []int16) error {
 	if name == "" {
-		delete(c.portals, "") // as Postgres: Bind replaces the unnamed portal even if it fails
+		c.dropPortal("") // as Postgres: Bind replaces the unnamed portal even if it fails
 	} else if _, ok := c.portals[name]; ok {
 		return pgerror.New("42P03", "portal \"%s\" already exists", name)
 	}
@@ -195,7 +268,8 @@ func (c *conn) execute(p *portal, maxRows int) error {
 			err = perr
 		}
 		if err != nil {
-			p.state, p.pending = portalFailed, nil
+			p.state = portalFailed
+			p.release()
 			return err
 		}
 		if !w.completed {
@@ -205,7 +279,7 @@ func (c *conn) execute(p *portal, maxRows int) error {
 				p.tag = "SELECT " + strconv.Itoa(w.sent+len(p.pending))
 			}
 		}
-		if len(p.pending) > 0 {
+		if len(p.pending) > 0 || p.rows != nil {
 			p.state = portalSuspended
 			return c.sendPortalSuspended()
 		}
@@ -215,22 +289,23 @@ func (c *conn) execute(p *portal, maxRows int) error {
 		}
 		return nil
 	case portalSuspended:
-		n := len(p.pending)
-		if maxRows > 0 {
-			n = min(n, maxRows)
+		var n int
+		var more bool
+		err := c.run(func(ctx context.Context) error {
+			var err error
+			n, more, err = c.pump(ctx, p, maxRows)
+			return err
+		})
+		if err != nil {
+			p.state = portalFailed
+			p.release()
+			return err
 		}
-		for i := range n {
-			if err := c.writeDataRow(p.pending[i], p.stmt.cols, p.fmts); err != nil {
-				p.state, p.pending = portalFailed, nil
-				return err
-			}
-			p.pending[i] = nil
-		}
-		p.pending = p.pending[n:]
-		if len(p.pending) > 0 {
+		if more {
 			return c.sendPortalSuspended()
 		}
-		p.state, p.pending = portalDone, nil
+		p.state = portalDone
+		p.release()
 		return c.sendComplete(retag(p.tag, n))
 	case portalDone:
 		if p.stmt.cols != nil { // as Postgres: a finished query yields no more rows
@@ -254,19 +329,30 @@ func retag(tag string, n int) string {
 type simpleWriter struct {
 	c         *conn
 	cols      []types.Column
+	fmts      []int16 // nil: text
 	completed int
 }
 
 func (w *simpleWriter) Columns(cols []types.Column) error {
-	w.cols = cols
+	w.cols, w.fmts = cols, nil
 	return w.c.sendRowDescription(cols, nil)
 }
 
-func (w *simpleWriter) Row(r types.Row) error { return w.c.writeDataRow(r, w.cols, nil) }
+// BinaryColumns implements BinaryColumnsWriter.
+func (w *simpleWriter) BinaryColumns(cols []types.Column) error {
+	w.cols = cols
+	w.fmts = make([]int16, len(cols))
+	for i := range w.fmts {
+		w.fmts[i] = fmtBinary
+	}
+	return w.c.sendRowDescription(cols, w.fmts)
+}
+
+func (w *simpleWriter) Row(r types.Row) error { return w.c.writeDataRow(r, w.cols, w.fmts) }
 
 func (w *simpleWriter) Complete(tag string) error {
 	w.completed++
-	w.cols = nil
+	w.cols, w.fmts = nil, nil
 	return w.c.sendComplete(tag)
 }
 
@@ -274,6 +360,34 @@ func (w *simpleWriter) Notice(msg string) error { return w.c.sendNotice(msg) }
 
 // Flush sends everything written so far.
 func (w *simpleWriter) Flush() error { return w.c.flush() }
+
+// Stream implements RowStreamer: every row goes out as it is pulled.
+func (w *simpleWriter) Stream(ctx context.Context, cols []types.Column, rows Rows) error {
+	defer rows.Close()
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		chunk, err := rows.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if chunk == nil {
+			break
+		}
+		for _, r := range chunk {
+			if err := w.c.writeDataRow(r, cols, nil); err != nil {
+				return err
+			}
+		}
+		n += len(chunk)
+		if err := w.c.flush(); err != nil {
+			return err
+		}
+	}
+	return w.Complete("SELECT " + strconv.Itoa(n))
+}
 
 // portalWriter writes an Execute's results in the portal's formats (the
 // RowDescription was sent by Describe). Rows beyond the row limit are
@@ -316,3 +430,40 @@ func (w *portalWriter) Notice(msg string) error { return w.c.sendNotice(msg) }
 
 // Flush sends everything written so far.
 func (w *portalWriter) Flush() error { return w.c.flush() }
+
+// Stream implements RowStreamer: rows up to the row limit are sent; the
+// rest stay unread in the portal, which is then suspended.
+func (w *portalWriter) Stream(ctx context.Context, _ []types.Column, rows Rows) error {
+	if w.completed {
+		rows.Close()
+		return fmt.Errorf("pgwire: statement completed twice")
+	}
+	w.p.release()
+	w.p.rows = rows
+	limit := 0
+	if w.max > 0 {
+		limit = max(w.max-w.sent, 0)
+		if limit == 0 {
+			limit = -1 // already at the limit: send nothing more now
+		}
+	}
+	var n int
+	var more bool
+	var err error
+	if limit >= 0 {
+		n, more, err = w.c.pump(ctx, w.p, limit)
+	} else {
+		more = true
+	}
+	w.sent += n
+	if err != nil {
+		w.p.release()
+		return err
+	}
+	w.completed = true
+	w.p.tag = "SELECT " + strconv.Itoa(w.sent)
+	if more {
+		return nil // the portal is suspended; its tag is sent when it ends
+	}
+	return w.c.sendComplete(w.p.tag)
+}

@@ -219,6 +219,12 @@ func (r *rewriter) statement() Statement {
 		}
 		r.expectEOF()
 		return &Discard{}
+	case "declare":
+		return r.declareCursor()
+	case "fetch", "move":
+		return r.fetch()
+	case "close":
+		return r.closeCursor()
 	case "deallocate":
 		r.i++
 		if r.tok().isWord("prepare") {

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+
+	"sluice/exec/eval"
+	"sluice/exec/job"
+	"sluice/planner"
+	"sluice/server/pgwire"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// queryRows is a SELECT's result streaming from the one committed
+// snapshot it reads: the snapshot stays open until Close, however long
+// the client takes to read (a suspended portal, a cursor).
+type queryRows struct {
+	res  *job.Result
+	snap *storage.Snapshot
+}
+
+// Next implements pgwire.Rows.
+func (q *queryRows) Next(ctx context.Context) ([]types.Row, error) { return q.res.Next(ctx) }
+
+// Close implements pgwire.Rows.
+func (q *queryRows) Close() {
+	if q.res != nil {
+		q.res.Close()
+		q.snap.Release()
+		q.res, q.snap = nil, nil
+	}
+}
+
+// openQuery starts a planned query over the latest committed snapshot,
+// with its ORDER BY, OFFSET and LIMIT.
+//
+// snap, when not nil, is the snapshot to read (a repeatable-read
+// transaction's, which it keeps); nil: the latest committed one.
+func (e *Engine) openQuery(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) (*queryRows, error) {
+	own := snap == nil
+	if own {
+		snap = e.db.Snapshot()
+	}
+	res, err := job.Open(ctx, q.Plan, snap, ectx, job.Shape{Order: q.Order, Limit: q.Limit, Offset: q.Offset, Width: len(q.Columns)})
+	if err != nil {
+		if own {
+			snap.Release()
+		}
+		return nil, err
+	}
+	qr := &queryRows{res: res}
+	if own {
+		qr.snap = snap
+	}
+	return qr, nil
+}
+
+// selectRows runs a planned query to its end and returns its rows (for
+// INSERT … SELECT, which needs them all).
+func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	qr, err := e.openQuery(ctx, q, ectx, snap)
+	if err != nil {
+		return nil, err
+	}
+	defer qr.Close()
+	var rows []types.Row
+	for {
+		chunk, err := qr.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if chunk == nil {
+			return rows, nil
+		}
+		rows = append(rows, chunk...)
+	}
+}
+
+// sendRows writes a row-returning statement's result to w, streaming it
+// when w can take a stream. It closes rows.
+func sendRows(ctx context.Context, w pgwire.ResultWriter, cols []types.Column, rows pgwire.Rows) error {
+	if rs, ok := w.(pgwire.RowStreamer); ok {
+		return rs.Stream(ctx, cols, rows)
+	}
+	defer rows.Close()
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		chunk, err := rows.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if chunk == nil {
+			break
+		}
+		for _, r := range chunk {
+			if err := w.Row(r); err != nil {
+				return err
+			}
+		}
+		n += len(chunk)
+	}
+	return w.Complete(commandTag("SELECT", n))
+}
