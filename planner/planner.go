@@ -31,6 +31,9 @@ type Planner struct {
 	// for set-returning functions in FROM to the calls
 	// (sql/parser.Query.TableFuncs).
 	TableFuncs map[string]parser.TableFunc
+	// ColumnAliases holds the column alias lists of FROM items
+	// (sql/parser.Query.ColumnAliases): `generate_series(1, 3) AS s(r)`.
+	ColumnAliases map[*ast.TableSource][]string
 	// EmitOnWindowClose plans a view's aggregation to emit each window's
 	// rows once, when the watermark closes it (PlanView).
 	EmitOnWindowClose bool
@@ -232,21 +235,38 @@ func (p *Planner) planFrom(n ast.ResultSetNode) (int, *scope, error) {
 		}
 		return p.planJoin(t)
 	case *ast.TableSource:
-		alias := t.AsName.O
-		switch src := t.Source.(type) {
-		case *ast.TableName:
-			if alias == "" {
-				alias = src.Name.O
-			}
-			return p.planTable(src, alias)
-		case *ast.SelectStmt, *ast.SetOprStmt:
-			return p.planDerived(src, alias, nil)
-		case *ast.Join:
-			return p.planFrom(src)
+		idx, sc, err := p.planTableSource(t)
+		if err != nil {
+			return 0, nil, err
 		}
-		return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
+		if names, ok := p.ColumnAliases[t]; ok {
+			if len(names) > len(sc.cols) {
+				return 0, nil, pgerror.New(pgcode.InvalidColumnReference,
+					"table \"%s\" has %d columns available but %d columns specified", t.AsName.O, len(sc.cols), len(names))
+			}
+			for i, n := range names {
+				sc.cols[i].name = n
+			}
+		}
+		return idx, sc, nil
 	}
 	return 0, nil, pgerror.Unsupported("FROM item %T", n)
+}
+
+func (p *Planner) planTableSource(t *ast.TableSource) (int, *scope, error) {
+	alias := t.AsName.O
+	switch src := t.Source.(type) {
+	case *ast.TableName:
+		if alias == "" {
+			alias = src.Name.O
+		}
+		return p.planTable(src, alias)
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return p.planDerived(src, alias, nil)
+	case *ast.Join:
+		return p.planFrom(src)
+	}
+	return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
 }
 
 func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (int, *scope, error) {
@@ -714,7 +734,11 @@ func exprName(e ast.ExprNode) string {
 			}
 		case "__pg_extract":
 			return "extract"
-		case "__pg_interval", "__pg_param", "__pg_any", "__pg_all":
+		case "__pg_interval", "__pg_param", "__pg_any", "__pg_all",
+			// Operators the dialect layer spells as functions.
+			"__pg_concat", "__pg_json_get", "__pg_json_get_text", "__pg_json_path", "__pg_json_path_text",
+			"__pg_contains", "__pg_contained_by", "__pg_json_exists", "__pg_json_exists_any",
+			"__pg_json_exists_all", "__pg_overlap", "__pg_json_delete_path":
 			return "?column?"
 		case "__pg_array", "__pg_array_subquery":
 			return "array"

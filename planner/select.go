@@ -157,13 +157,32 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		}
 	}
 
+	// Set-returning functions in the select list (srf.go).
+	var srfRefs map[int]*spec.ColRef
+	{
+		itemExprs := make([]ast.ExprNode, len(items))
+		for i, it := range items {
+			itemExprs[i] = it.expr
+		}
+		var err error
+		if in, srfRefs, err = p.planSelectSRF(b, in, sc, h, itemExprs); err != nil {
+			return nil, err
+		}
+		if srfRefs != nil {
+			outKey = nil // a row may repeat
+		}
+	}
+
 	// Projection.
 	var exprs []spec.Expr
 	var cols []types.Column
-	for _, it := range items {
+	for i, it := range items {
 		var e spec.Expr
 		if it.ref != nil {
 			e = it.ref
+		}
+		if r := srfRefs[i]; r != nil {
+			e = r
 		}
 		if it.ref != nil && aggregated {
 			return nil, pgerror.New(pgcode.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", it.name)

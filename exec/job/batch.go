@@ -61,6 +61,10 @@ func RunBatch(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, e
 			err = pgerror.Unsupported("cannot read source %q directly", n.Source.Name).
 				WithHint("create a materialized view over it and query the view")
 		case spec.TableFunc:
+			if len(n.Inputs) > 0 { // a set-returning function in the select list
+				op, err = ops.NewProjectSet(n, ectx, errs)
+				break
+			}
 			c := make(chan flow.Msg)
 			close(c)
 			inputs = []chan flow.Msg{c}

@@ -2,7 +2,6 @@ package types
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -493,14 +492,9 @@ func badChar(s string, i int) string {
 	return s[i : i+n]
 }
 
-// parseJSON validates JSON text and returns it compacted (key order kept).
+// parseJSON parses JSON text into its canonical jsonb text (jsonb.go).
 func parseJSON(s string) (Datum, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(s))
-	if err := json.Compact(&buf, []byte(s)); err != nil {
-		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "invalid input syntax for type json").WithDetail("%s", err.Error())
-	}
-	return NewJSON(buf.String()), nil
+	return ParseJSONDatum(s)
 }
 
 // arrayParser parses PostgreSQL array literals of text elements.
