@@ -573,8 +573,15 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 	b := &binder{p: p}
 	var rows []types.Row
 	var cols []types.Column
+	// Each column takes the common type of its rows, as PostgreSQL's
+	// VALUES does: ('{"a":1}'::jsonb), ('[]') is a jsonb column.
+	consts := make([][]*spec.Const, len(lists))
+	var colTypes [][]types.T
 	for ri, l := range lists {
-		row := make(types.Row, len(l.Values))
+		if len(l.Values) != len(lists[0].Values) {
+			return nil, pgerror.New(pgcode.Syntax, "VALUES lists must all be the same length")
+		}
+		consts[ri] = make([]*spec.Const, len(l.Values))
 		for i, v := range l.Values {
 			x, err := b.bind(v, &scope{}, nil)
 			if err != nil {
@@ -584,19 +591,32 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 			if !ok {
 				return nil, pgerror.Unsupported("non-constant VALUES")
 			}
-			t := c.T
-			if t.Fam == types.Unknown {
-				t = types.TText
-				x, err = b.castTo(c, t)
-				if err != nil {
-					return nil, err
-				}
-				c = x.(*spec.Const)
+			consts[ri][i] = c
+			if i >= len(colTypes) {
+				colTypes = append(colTypes, nil)
 			}
-			if ri == 0 {
-				cols = append(cols, types.Column{Name: "column" + itoa(i+1), Type: t})
+			colTypes[i] = append(colTypes[i], c.T)
+		}
+	}
+	for i, ts := range colTypes {
+		t, err := eval.CommonTypeFor("VALUES", ts)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, types.Column{Name: "column" + itoa(i+1), Type: t})
+	}
+	for _, cs := range consts {
+		row := make(types.Row, len(cs))
+		for i, c := range cs {
+			x, err := b.castTo(c, cols[i].Type)
+			if err != nil {
+				return nil, err
 			}
-			row[i] = c.D
+			cc, ok := x.(*spec.Const)
+			if !ok {
+				return nil, pgerror.Unsupported("non-constant VALUES")
+			}
+			row[i] = cc.D
 		}
 		rows = append(rows, row)
 	}

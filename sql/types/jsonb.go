@@ -700,45 +700,9 @@ func compareJSONText(a, b string) int {
 }
 
 // hashJSONText hashes canonical jsonb text consistently with
-// compareJSONText: numbers hash by value.
+// compareJSONText: values equal by value have the same key text.
 func hashJSONText(h uint64, s string) uint64 {
-	if !strings.ContainsAny(s, ".eE") {
-		// No number has a fraction or exponent: equal values have equal
-		// texts (integers print one way).
-		return hashStr(h, s)
-	}
-	v, err := ParseJSON(s)
-	if err != nil {
-		return hashStr(h, s)
-	}
-	return hashJSONValue(h, v)
-}
-
-func hashJSONValue(h uint64, v *JSON) uint64 {
-	h = mix(h, uint64(v.Kind))
-	switch v.Kind {
-	case JString:
-		h = hashStr(h, v.Str)
-	case JNumber:
-		d, _ := DecFromString(v.Str)
-		h = Hash(h, d)
-	case JBool:
-		if v.Bool {
-			h = mix(h, 1)
-		}
-	case JArray:
-		h = mix(h, uint64(len(v.Elems)))
-		for _, e := range v.Elems {
-			h = hashJSONValue(h, e)
-		}
-	case JObject:
-		h = mix(h, uint64(len(v.Keys)))
-		for i, k := range v.Keys {
-			h = hashStr(h, k)
-			h = hashJSONValue(h, v.Vals[i])
-		}
-	}
-	return h
+	return hashStr(h, JSONKeyText(s))
 }
 
 // JSONContains reports whether a contains b as jsonb's @> does.
@@ -789,4 +753,46 @@ func jsonContains(a, b *JSON) bool {
 		return true
 	}
 	return jsonCmpValue(a, b) == 0
+}
+
+// JSONKeyText returns canonical jsonb text with every number in its
+// shortest form (trailing fractional zeros dropped), so that values equal
+// under JSONCompare have equal key texts.
+func JSONKeyText(s string) string {
+	if !strings.Contains(s, ".") {
+		return s // numeric_out uses no exponent: no fraction, nothing to trim
+	}
+	v, err := ParseJSON(s)
+	if err != nil {
+		return s
+	}
+	var walk func(v *JSON)
+	changed := false
+	walk = func(v *JSON) {
+		switch v.Kind {
+		case JNumber:
+			if strings.Contains(v.Str, ".") {
+				t := strings.TrimRight(strings.TrimRight(v.Str, "0"), ".")
+				if t == "-0" {
+					t = "0"
+				}
+				if t != v.Str {
+					v.Str, changed = t, true
+				}
+			}
+		case JArray:
+			for _, e := range v.Elems {
+				walk(e)
+			}
+		case JObject:
+			for _, e := range v.Vals {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	if !changed {
+		return s
+	}
+	return v.String()
 }
