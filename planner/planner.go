@@ -465,7 +465,50 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 		return p.joinOnExprs(node, li, ri, len(lsc.cols), len(rsc.cols), keyExprs, conds, sc)
 	}
 	node.Cond = andAll(conds)
-	return p.plan.Add(node), sc, nil
+	idx := p.plan.Add(node)
+	if len(j.Using) > 0 {
+		return p.mergeUsing(idx, kind, node.LeftKeys, node.RightKeys, len(lsc.cols), sc)
+	}
+	return idx, sc, nil
+}
+
+// mergeUsing projects the output of a JOIN … USING (c, …) as PostgreSQL
+// shows it: one merged column per USING column first (the left input's
+// for inner and left joins, the right's for right joins, COALESCE of both
+// for full joins), then the inputs' columns, whose USING columns only a
+// qualified name reaches.
+func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, sc *scope) (int, *scope, error) {
+	var exprs []spec.Expr
+	out := &scope{}
+	b := &binder{p: p}
+	for i := range lk {
+		l, r := sc.cols[lk[i]], sc.cols[nl+rk[i]]
+		lref := &spec.ColRef{Idx: lk[i], T: l.t, Name: l.name}
+		rref := &spec.ColRef{Idx: nl + rk[i], T: r.t, Name: r.name}
+		var e spec.Expr = lref
+		switch kind {
+		case spec.RightJoin:
+			e = rref
+		case spec.FullJoin:
+			x, err := b.call("coalesce", []spec.Expr{lref, rref})
+			if err != nil {
+				return 0, nil, err
+			}
+			e = x
+		}
+		exprs = append(exprs, e)
+		out.cols = append(out.cols, scopeCol{name: l.name, t: e.Type()})
+	}
+	using := map[int]bool{}
+	for i := range lk {
+		using[lk[i]], using[nl+rk[i]] = true, true
+	}
+	for i, c := range sc.cols {
+		exprs = append(exprs, &spec.ColRef{Idx: i, T: c.t, Name: c.name})
+		c.merged = c.merged || using[i]
+		out.cols = append(out.cols, c)
+	}
+	return p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: out.columns()}), out, nil
 }
 
 // pushJoinConds moves each condition of conds (over node in's columns)

@@ -81,6 +81,9 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 				if f.WildCard.Table.O != "" && c.table != f.WildCard.Table.O {
 					continue
 				}
+				if f.WildCard.Table.O == "" && c.merged {
+					continue // JOIN … USING shows the merged column once
+				}
 				items = append(items, item{name: c.name, ref: &spec.ColRef{Idx: i, T: c.t, Name: c.name}})
 				n++
 			}
