@@ -764,7 +764,13 @@ func exprName(e ast.ExprNode) string {
 		switch x.FnName.L {
 		case "__pg_cast":
 			if len(x.Args) == 2 {
-				if inner := exprName(x.Args[0]); inner != "?column?" {
+				// A cast of a cast is named after its own type, as
+				// PostgreSQL's FigureColname does ('int4'::regtype::oid is "oid").
+				innerCast := false
+				if f, ok := x.Args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "__pg_cast" {
+					innerCast = exprName(f.Args[0]) == "?column?"
+				}
+				if inner := exprName(x.Args[0]); inner != "?column?" && !innerCast {
 					return inner
 				}
 				if s, ok := stringLiteral(x.Args[1]); ok {

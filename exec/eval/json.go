@@ -381,7 +381,7 @@ func ToJSON(d types.Datum, t types.T) (*types.JSON, error) {
 	case types.KBool:
 		return &types.JSON{Kind: types.JBool, Bool: d.I != 0}, nil
 	case types.KInt, types.KDecimal:
-		if t.Fam == types.Oid || t.Fam == types.RegClass {
+		if types.IsOidFamily(t.Fam) {
 			return types.JSONString(types.FormatText(d, t)), nil
 		}
 		s := types.FormatText(d, t)
