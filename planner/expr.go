@@ -22,6 +22,9 @@ type scopeCol struct {
 	table string
 	name  string
 	t     types.T
+	// merged: a column of a JOIN … USING input that the join's merged
+	// column stands for: only a qualified name (a.c) or a.* reaches it.
+	merged bool
 }
 
 // scope is the row an expression is evaluated over.
@@ -40,7 +43,7 @@ func (s *scope) columns() []types.Column {
 func (s *scope) resolve(table, name string) (int, error) {
 	found := -1
 	for i, c := range s.cols {
-		if c.name != name || (table != "" && c.table != table) {
+		if c.name != name || (table != "" && c.table != table) || (table == "" && c.merged) {
 			continue
 		}
 		if found >= 0 {
@@ -361,6 +364,8 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		return b.bindArraySubquery(n, sc)
 	case "__pg_filter":
 		return nil, pgerror.New(pgcode.Syntax, "FILTER is only allowed on aggregate functions")
+	case "__pg_field":
+		return b.bindField(n, sc, h)
 	case "__pg_concat":
 		// a || b: NULL if either side is NULL, unlike concat().
 		name = "||"

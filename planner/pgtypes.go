@@ -34,59 +34,18 @@ const codeInvalidSchemaName pgcode.Code = "3F000"
 func (b *binder) castToUnsupported(x spec.Expr, name string, perr error) (spec.Expr, error) {
 	name = strings.TrimPrefix(strings.TrimSpace(name), "pg_catalog.")
 	switch {
-	case name == "regtype":
-		if c, ok := x.(*spec.Const); ok && c.T.Fam == types.Unknown && !c.D.IsNull() {
-			t, err := b.p.ParseType(c.D.S)
-			if err != nil {
-				return nil, err
-			}
-			return &spec.Const{D: types.NewString(t.String()), T: types.TText}, nil
-		}
-		oid, err := b.castTo(x, types.TOid)
-		if err != nil {
-			return nil, err
-		}
-		return b.call("format_type", []spec.Expr{oid, &spec.Const{D: types.Null, T: types.TInt4}})
 	case name == "regrole":
 		oid, err := b.castTo(x, types.TOid)
 		if err != nil {
 			return nil, err
 		}
 		return b.call("pg_get_userbyid", []spec.Expr{oid})
-	case name == "regnamespace":
-		return b.oidName(x, "pg_namespace", "nspname")
 	case strings.HasSuffix(name, "[]"):
 		if _, err := b.p.ParseType(strings.TrimSuffix(name, "[]")); err == nil {
 			return b.castTo(x, types.TTextArray)
 		}
 	}
 	return nil, perr
-}
-
-// castRegclass binds the regclass casts that need the catalog: a string
-// constant to regclass, and regclass to a string type. ok is false for
-// every other cast.
-func (b *binder) castRegclass(x spec.Expr, t types.T) (out spec.Expr, ok bool, err error) {
-	switch {
-	case t.Fam == types.RegClass:
-		c, isConst := x.(*spec.Const)
-		if !isConst || c.D.K != types.KString || (c.T.Fam != types.Unknown && !c.T.IsString()) {
-			return nil, false, nil
-		}
-		oid, err := b.regclassOid(c.D.S)
-		if err != nil {
-			return nil, true, err
-		}
-		return &spec.Const{D: types.NewInt(oid), T: types.TRegClass}, true, nil
-	case x.Type().Fam == types.RegClass && t.IsString() && !b.p.Streaming:
-		name, err := b.oidName(x, "pg_class", "relname")
-		if err != nil {
-			return nil, true, err
-		}
-		out, err := b.castTo(name, t)
-		return out, true, err
-	}
-	return nil, false, nil
 }
 
 // systemRel resolves a pg_catalog relation and the positions of the named
@@ -282,41 +241,6 @@ func (b *binder) callUntypedElements(name string, args []spec.Expr) (spec.Expr, 
 	return &spec.Func{Name: name, Args: out, T: ret}, true
 }
 
-// regclassOutput makes the regclass columns of a batch query's result the
-// relations' names, as Postgres prints regclass values (the column is then
-// of type text: Sluice's regclass values are oids).
-func (p *Planner) regclassOutput(q *Query) error {
-	if p.Streaming {
-		return nil
-	}
-	root := p.plan.Root()
-	cols := p.plan.Nodes[root].Cols
-	found := false
-	for i := range q.Columns {
-		if q.Columns[i].Type.Fam == types.RegClass {
-			found = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	b := &binder{p: p}
-	exprs := make([]spec.Expr, len(cols))
-	out := append([]types.Column(nil), cols...)
-	for i, c := range cols {
-		exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
-		if i < len(q.Columns) && c.Type.Fam == types.RegClass {
-			x, err := b.oidName(exprs[i], "pg_class", "relname")
-			if err != nil {
-				return err
-			}
-			exprs[i], out[i].Type, q.Columns[i].Type = x, types.TText, types.TText
-		}
-	}
-	p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: out})
-	return nil
-}
-
 // catalogFunc is a catalog function whose answer depends on the catalog:
 // it is bound as a scalar subquery over the system relations, in which
 // __arg1, __arg2, ... are its arguments.
@@ -358,6 +282,9 @@ const pkeyConstraintDef = `SELECT 'PRIMARY KEY ' || split_part(i.indexdef, ' USI
 // bindCatalogFunc binds a call of one of catalogFuncs; ok is false for
 // other functions.
 func (b *binder) bindCatalogFunc(name string, args []spec.Expr) (x spec.Expr, ok bool, err error) {
+	if x, ok, err := b.bindProcFunc(name, args); ok || err != nil {
+		return x, ok, err
+	}
 	f, found := catalogFuncs[name+"/"+itoa(len(args))]
 	if !found || b.p.Streaming || b.p.ParseQuery == nil || len(args) != len(f.params) {
 		return nil, false, nil

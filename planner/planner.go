@@ -31,6 +31,9 @@ type Planner struct {
 	// for set-returning functions in FROM to the calls
 	// (sql/parser.Query.TableFuncs).
 	TableFuncs map[string]parser.TableFunc
+	// ColumnAliases holds the column alias lists of FROM items
+	// (sql/parser.Query.ColumnAliases): `generate_series(1, 3) AS s(r)`.
+	ColumnAliases map[*ast.TableSource][]string
 	// EmitOnWindowClose plans a view's aggregation to emit each window's
 	// rows once, when the watermark closes it (PlanView).
 	EmitOnWindowClose bool
@@ -232,21 +235,38 @@ func (p *Planner) planFrom(n ast.ResultSetNode) (int, *scope, error) {
 		}
 		return p.planJoin(t)
 	case *ast.TableSource:
-		alias := t.AsName.O
-		switch src := t.Source.(type) {
-		case *ast.TableName:
-			if alias == "" {
-				alias = src.Name.O
-			}
-			return p.planTable(src, alias)
-		case *ast.SelectStmt, *ast.SetOprStmt:
-			return p.planDerived(src, alias, nil)
-		case *ast.Join:
-			return p.planFrom(src)
+		idx, sc, err := p.planTableSource(t)
+		if err != nil {
+			return 0, nil, err
 		}
-		return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
+		if names, ok := p.ColumnAliases[t]; ok {
+			if len(names) > len(sc.cols) {
+				return 0, nil, pgerror.New(pgcode.InvalidColumnReference,
+					"table \"%s\" has %d columns available but %d columns specified", t.AsName.O, len(sc.cols), len(names))
+			}
+			for i, n := range names {
+				sc.cols[i].name = n
+			}
+		}
+		return idx, sc, nil
 	}
 	return 0, nil, pgerror.Unsupported("FROM item %T", n)
+}
+
+func (p *Planner) planTableSource(t *ast.TableSource) (int, *scope, error) {
+	alias := t.AsName.O
+	switch src := t.Source.(type) {
+	case *ast.TableName:
+		if alias == "" {
+			alias = src.Name.O
+		}
+		return p.planTable(src, alias)
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return p.planDerived(src, alias, nil)
+	case *ast.Join:
+		return p.planFrom(src)
+	}
+	return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
 }
 
 func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (int, *scope, error) {
@@ -445,7 +465,50 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 		return p.joinOnExprs(node, li, ri, len(lsc.cols), len(rsc.cols), keyExprs, conds, sc)
 	}
 	node.Cond = andAll(conds)
-	return p.plan.Add(node), sc, nil
+	idx := p.plan.Add(node)
+	if len(j.Using) > 0 {
+		return p.mergeUsing(idx, kind, node.LeftKeys, node.RightKeys, len(lsc.cols), sc)
+	}
+	return idx, sc, nil
+}
+
+// mergeUsing projects the output of a JOIN … USING (c, …) as PostgreSQL
+// shows it: one merged column per USING column first (the left input's
+// for inner and left joins, the right's for right joins, COALESCE of both
+// for full joins), then the inputs' columns, whose USING columns only a
+// qualified name reaches.
+func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, sc *scope) (int, *scope, error) {
+	var exprs []spec.Expr
+	out := &scope{}
+	b := &binder{p: p}
+	for i := range lk {
+		l, r := sc.cols[lk[i]], sc.cols[nl+rk[i]]
+		lref := &spec.ColRef{Idx: lk[i], T: l.t, Name: l.name}
+		rref := &spec.ColRef{Idx: nl + rk[i], T: r.t, Name: r.name}
+		var e spec.Expr = lref
+		switch kind {
+		case spec.RightJoin:
+			e = rref
+		case spec.FullJoin:
+			x, err := b.call("coalesce", []spec.Expr{lref, rref})
+			if err != nil {
+				return 0, nil, err
+			}
+			e = x
+		}
+		exprs = append(exprs, e)
+		out.cols = append(out.cols, scopeCol{name: l.name, t: e.Type()})
+	}
+	using := map[int]bool{}
+	for i := range lk {
+		using[lk[i]], using[nl+rk[i]] = true, true
+	}
+	for i, c := range sc.cols {
+		exprs = append(exprs, &spec.ColRef{Idx: i, T: c.t, Name: c.name})
+		c.merged = c.merged || using[i]
+		out.cols = append(out.cols, c)
+	}
+	return p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: out.columns()}), out, nil
 }
 
 // pushJoinConds moves each condition of conds (over node in's columns)
@@ -701,7 +764,13 @@ func exprName(e ast.ExprNode) string {
 		switch x.FnName.L {
 		case "__pg_cast":
 			if len(x.Args) == 2 {
-				if inner := exprName(x.Args[0]); inner != "?column?" {
+				// A cast of a cast is named after its own type, as
+				// PostgreSQL's FigureColname does ('int4'::regtype::oid is "oid").
+				innerCast := false
+				if f, ok := x.Args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "__pg_cast" {
+					innerCast = exprName(f.Args[0]) == "?column?"
+				}
+				if inner := exprName(x.Args[0]); inner != "?column?" && !innerCast {
 					return inner
 				}
 				if s, ok := stringLiteral(x.Args[1]); ok {
@@ -714,7 +783,11 @@ func exprName(e ast.ExprNode) string {
 			}
 		case "__pg_extract":
 			return "extract"
-		case "__pg_interval", "__pg_param", "__pg_any", "__pg_all":
+		case "__pg_interval", "__pg_param", "__pg_any", "__pg_all",
+			// Operators the dialect layer spells as functions.
+			"__pg_concat", "__pg_json_get", "__pg_json_get_text", "__pg_json_path", "__pg_json_path_text",
+			"__pg_contains", "__pg_contained_by", "__pg_json_exists", "__pg_json_exists_any",
+			"__pg_json_exists_all", "__pg_overlap", "__pg_json_delete_path":
 			return "?column?"
 		case "__pg_array", "__pg_array_subquery":
 			return "array"

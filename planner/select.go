@@ -81,6 +81,9 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 				if f.WildCard.Table.O != "" && c.table != f.WildCard.Table.O {
 					continue
 				}
+				if f.WildCard.Table.O == "" && c.merged {
+					continue // JOIN … USING shows the merged column once
+				}
 				items = append(items, item{name: c.name, ref: &spec.ColRef{Idx: i, T: c.t, Name: c.name}})
 				n++
 			}
@@ -157,13 +160,32 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		}
 	}
 
+	// Set-returning functions in the select list (srf.go).
+	var srfRefs map[int]*spec.ColRef
+	{
+		itemExprs := make([]ast.ExprNode, len(items))
+		for i, it := range items {
+			itemExprs[i] = it.expr
+		}
+		var err error
+		if in, srfRefs, err = p.planSelectSRF(b, in, sc, h, itemExprs); err != nil {
+			return nil, err
+		}
+		if srfRefs != nil {
+			outKey = nil // a row may repeat
+		}
+	}
+
 	// Projection.
 	var exprs []spec.Expr
 	var cols []types.Column
-	for _, it := range items {
+	for i, it := range items {
 		var e spec.Expr
 		if it.ref != nil {
 			e = it.ref
+		}
+		if r := srfRefs[i]; r != nil {
+			e = r
 		}
 		if it.ref != nil && aggregated {
 			return nil, pgerror.New(pgcode.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", it.name)
@@ -554,8 +576,15 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 	b := &binder{p: p}
 	var rows []types.Row
 	var cols []types.Column
+	// Each column takes the common type of its rows, as PostgreSQL's
+	// VALUES does: ('{"a":1}'::jsonb), ('[]') is a jsonb column.
+	consts := make([][]*spec.Const, len(lists))
+	var colTypes [][]types.T
 	for ri, l := range lists {
-		row := make(types.Row, len(l.Values))
+		if len(l.Values) != len(lists[0].Values) {
+			return nil, pgerror.New(pgcode.Syntax, "VALUES lists must all be the same length")
+		}
+		consts[ri] = make([]*spec.Const, len(l.Values))
 		for i, v := range l.Values {
 			x, err := b.bind(v, &scope{}, nil)
 			if err != nil {
@@ -565,19 +594,32 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 			if !ok {
 				return nil, pgerror.Unsupported("non-constant VALUES")
 			}
-			t := c.T
-			if t.Fam == types.Unknown {
-				t = types.TText
-				x, err = b.castTo(c, t)
-				if err != nil {
-					return nil, err
-				}
-				c = x.(*spec.Const)
+			consts[ri][i] = c
+			if i >= len(colTypes) {
+				colTypes = append(colTypes, nil)
 			}
-			if ri == 0 {
-				cols = append(cols, types.Column{Name: "column" + itoa(i+1), Type: t})
+			colTypes[i] = append(colTypes[i], c.T)
+		}
+	}
+	for i, ts := range colTypes {
+		t, err := eval.CommonTypeFor("VALUES", ts)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, types.Column{Name: "column" + itoa(i+1), Type: t})
+	}
+	for _, cs := range consts {
+		row := make(types.Row, len(cs))
+		for i, c := range cs {
+			x, err := b.castTo(c, cols[i].Type)
+			if err != nil {
+				return nil, err
 			}
-			row[i] = c.D
+			cc, ok := x.(*spec.Const)
+			if !ok {
+				return nil, pgerror.Unsupported("non-constant VALUES")
+			}
+			row[i] = cc.D
 		}
 		rows = append(rows, row)
 	}

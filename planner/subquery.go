@@ -281,7 +281,7 @@ func (b *binder) bindQuantifiedArray(n *ast.FuncCallExpr, sc *scope, h hook) (sp
 // isBatchAgg reports whether the aggregate f exists only in batch queries.
 func isBatchAgg(f string) bool {
 	switch f {
-	case "string_agg", "array_agg", "bool_and", "bool_or", "every":
+	case "string_agg", "array_agg", "bool_and", "bool_or", "every", "jsonb_agg", "jsonb_object_agg":
 		return true
 	}
 	return false
@@ -301,6 +301,10 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		ret = types.TTextArray
 	case "bool_and", "bool_or", "every":
 		argT, ret = types.TBool, types.TBool
+	case "jsonb_agg":
+		argT, ret = types.TJSONB, types.TJSONB
+	case "jsonb_object_agg":
+		want, ret = 2, types.TJSONB
 	}
 	if len(a.Args) != want {
 		return pgerror.New(pgcode.UndefinedFunction, "function %s with %d arguments does not exist", call.Func, len(a.Args))
@@ -313,6 +317,16 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		t := argT
 		if call.Func == "array_agg" && x.Type().IsString() {
 			t = x.Type()
+		}
+		if (call.Func == "jsonb_agg" || (call.Func == "jsonb_object_agg" && i == 1)) && x.Type().Fam != types.JSONB {
+			// Values become JSON as to_jsonb makes them; NULL is JSON null.
+			if x.Type().Fam == types.Unknown {
+				if x, err = b.castTo(x, types.TText); err != nil {
+					return err
+				}
+			}
+			x = &spec.Func{Name: "to_jsonb", Args: []spec.Expr{x}, T: types.TJSONB}
+			t = types.TJSONB
 		}
 		if x, err = b.castTo(x, t); err != nil {
 			return err

@@ -33,6 +33,9 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 	if p.Streaming {
 		return 0, nil, pgerror.Unsupported("function %s in FROM of a materialized view", tf.Name)
 	}
+	if alias == "" || strings.HasPrefix(alias, tableFuncPrefix) {
+		alias = normFuncName(tf.Name) // Postgres names the FROM item after the function
+	}
 	b := &binder{p: p}
 	args := make([]spec.Expr, len(tf.Args))
 	ts := make([]types.T, len(tf.Args))
@@ -53,7 +56,10 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 		}
 	}
 	cols = append([]types.Column(nil), cols...)
-	if len(cols) == 1 && alias != "" {
+	if len(cols) == 1 && alias != "" && cols[0].Name == normFuncName(tf.Name) {
+		// A function returning a scalar names its column after the FROM
+		// item; one with a named OUT column (jsonb_array_elements'
+		// "value") keeps that name.
 		cols[0].Name = alias
 	}
 	sc := &scope{}
@@ -62,4 +68,8 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 	}
 	idx := p.plan.Add(&spec.Node{Kind: spec.TableFunc, Func: tf.Name, Exprs: args, Cols: cols})
 	return idx, sc, nil
+}
+
+func normFuncName(n string) string {
+	return strings.TrimPrefix(strings.ToLower(n), "pg_catalog.")
 }

@@ -250,6 +250,7 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 	pl := e.newPlanner()
 	if x.Parsed != nil {
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+		pl.ColumnAliases = x.Parsed.ColumnAliases
 	}
 	q, err := pl.PlanQuery(x.Query)
 	if err != nil {
@@ -259,6 +260,7 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 		pl.Streaming = true
 		if x.Parsed != nil {
 			pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+			pl.ColumnAliases = x.Parsed.ColumnAliases
 		}
 		var err2 error
 		if q, err2 = pl.PlanQuery(x.Query); err2 != nil {

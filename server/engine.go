@@ -158,6 +158,7 @@ func (e *Engine) viewPlanner(x *parser.CreateMaterializedView) *planner.Planner 
 	p := e.newPlanner()
 	if x.Parsed != nil {
 		p.TableFuncs, p.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+		p.ColumnAliases = x.Parsed.ColumnAliases
 	}
 	p.EmitOnWindowClose = x.EmitOnWindowClose
 	return p

@@ -102,6 +102,7 @@ var pgTypes = []typeInfo{
 	{types.TInt8, "int8", "N", 0, 0},
 	{types.TInt2, "int2", "N", 0, 0},
 	{types.TInt4, "int4", "N", 0, 0},
+	{types.TRegProc, "regproc", "N", 0, 0},
 	{types.TText, "text", "S", 0, 1009},
 	{types.TOid, "oid", "N", 0, 0},
 	{types.TFloat4, "float4", "N", 0, 0},
@@ -115,7 +116,9 @@ var pgTypes = []typeInfo{
 	{types.TInterval, "interval", "T", 0, 0},
 	{types.TNumeric, "numeric", "N", 0, 0},
 	{types.TRegClass, "regclass", "N", 0, 0},
+	{types.TRegType, "regtype", "N", 0, 0},
 	{types.TJSONB, "jsonb", "U", 0, 0},
+	{types.TRegNamespace, "regnamespace", "N", 0, 0},
 }
 
 // typCollation is pg_type.typcollation: the default collation for the

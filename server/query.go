@@ -24,6 +24,7 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 	p := s.plannerWith(ptypes)
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
+	p.ColumnAliases = q.ColumnAliases
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		pq, err := p.PlanQuery(n)
@@ -48,6 +49,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 	p := s.plannerWith(ptypes)
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
+	p.ColumnAliases = q.ColumnAliases
 	ectx := s.evalCtx(params)
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:

@@ -166,6 +166,7 @@ func (s *session) explain(x *parser.Explain, w pgwire.ResultWriter) error {
 	case *parser.Query:
 		p := s.e.newPlanner()
 		p.Cat, p.TableFuncs = s.catalogView(), st.TableFuncs
+		p.ColumnAliases = st.ColumnAliases
 		q, err := p.PlanQuery(st.Node)
 		if err != nil {
 			return err

@@ -74,6 +74,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
 	pl := e.newPlanner()
 	if x.Parsed != nil && x.From == "" {
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+		pl.ColumnAliases = x.Parsed.ColumnAliases
 	}
 	q, err := pl.PlanSink(stmt, id, x.Name)
 	if err != nil {

@@ -161,3 +161,38 @@ func resolveQuantified(name string, args []types.T) (*resolution, error) {
 		}, nil
 	}}, nil
 }
+
+func init() {
+	// array_remove(anyarray, anyelement): Sluice's arrays are text[], so the
+	// element is compared in its text form.
+	reg("array_remove", fams(types.TextArray, famAny), types.TTextArray, func(b *bctx) (Fn, error) {
+		x, y, et := b.fn(0), b.fn(1), b.args[1].t
+		return func(row types.Row) (types.Datum, error) {
+			a, err := x(row)
+			if err != nil || a.K == types.KNull {
+				return types.Null, err
+			}
+			e, err := y(row)
+			if err != nil {
+				return types.Null, err
+			}
+			for _, v := range a.A {
+				if v.K == types.KArray {
+					return types.Null, pgerror.Unsupported("removing elements from multidimensional arrays")
+				}
+			}
+			out := types.Datum{K: types.KArray, A: []types.Datum{}}
+			for _, v := range a.A {
+				if e.K == types.KNull {
+					if v.K == types.KNull {
+						continue
+					}
+				} else if v.K != types.KNull && v.S == textOf(e, et) {
+					continue
+				}
+				out.A = append(out.A, v)
+			}
+			return out, nil
+		}, nil
+	})
+}

@@ -147,12 +147,12 @@ func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) 
 				return d, nil
 			}, nil
 		case types.Int8:
-			if ff == types.Oid || ff == types.RegClass {
+			if types.IsOidFamily(ff) {
 				return nil, nil
 			}
 			return nil, nil
 		default: // oid, regclass
-			if ff == types.Oid || ff == types.RegClass {
+			if types.IsOidFamily(ff) {
 				return nil, nil
 			}
 			return func(d types.Datum) (types.Datum, error) {

@@ -120,6 +120,11 @@ func init() {
 		"pg_operator_is_visible", "pg_opclass_is_visible", "pg_collation_is_visible", "pg_conversion_is_visible"} {
 		reg(n, fams(O), tb, build1(func(types.Datum) (types.Datum, error) { return dTrue, nil }))
 	}
+	// Answered from pg_proc by the planner in queries; NULL elsewhere.
+	reg("pg_get_function_result", fams(O), tt, anyArgs(null))
+	reg("pg_get_function_arguments", fams(O), tt, anyArgs(null))
+	reg("pg_get_function_identity_arguments", fams(O), tt, anyArgs(null))
+	reg("pg_get_function_sqlbody", fams(O), tt, anyArgs(null))
 	reg("pg_get_expr", fams(T, O), tt, anyArgs(null))
 	reg("pg_get_expr", fams(T, O, B), tt, anyArgs(null))
 	reg("pg_get_indexdef", fams(O), tt, anyArgs(null))
@@ -141,8 +146,12 @@ func init() {
 		}
 		return str(sizePretty(i)), nil
 	}))
-	reg("pg_typeof", fams(famAny), tt, func(b *bctx) (Fn, error) {
-		name := str(b.args[0].t.String())
+	reg("pg_typeof", fams(famAny), types.TRegType, func(b *bctx) (Fn, error) {
+		t := b.args[0].t
+		if t.Fam == types.Unknown {
+			t = types.TText
+		}
+		name := types.NewRegName(int64(typeOf(t.Fam).OID()), typeOf(t.Fam).String())
 		return func(types.Row) (types.Datum, error) { return name, nil }, nil
 	})
 }

@@ -31,7 +31,7 @@ func decD(coef int64, scale int32, big string) types.Datum {
 // intLike reports whether values of family f live in Datum.I.
 func intLike(f types.Family) bool {
 	switch f {
-	case types.Int2, types.Int4, types.Int8, types.Oid, types.RegClass,
+	case types.Int2, types.Int4, types.Int8, types.Oid, types.RegClass, types.RegType, types.RegProc, types.RegNamespace,
 		types.Date, types.Time, types.Timestamp, types.TimestampTZ:
 		return true
 	}

@@ -23,7 +23,8 @@ func category(f types.Family) byte {
 	switch f {
 	case types.Bool:
 		return 'B'
-	case types.Int2, types.Int4, types.Int8, types.Float4, types.Float8, types.Numeric, types.Oid, types.RegClass:
+	case types.Int2, types.Int4, types.Int8, types.Float4, types.Float8, types.Numeric, types.Oid, types.RegClass,
+		types.RegType, types.RegProc, types.RegNamespace:
 		return 'N'
 	case types.Text, types.Varchar, types.Name:
 		return 'S'
@@ -58,6 +59,14 @@ func isPreferred(f types.Family) bool {
 // types Sluice has).
 func canImplicit(from, to types.Family) bool {
 	if from == to || from == types.Unknown || to == famAny {
+		return true
+	}
+	// int2/int4/int8 and oid convert implicitly to every oid alias type
+	// and back to oid (pg_cast: int4 -> regtype 'i', regtype -> oid 'i').
+	if types.IsOidFamily(to) && to != types.Oid && (from == types.Int2 || from == types.Int4 || from == types.Int8 || from == types.Oid) {
+		return true
+	}
+	if types.IsOidFamily(from) && from != types.Oid && to == types.Oid {
 		return true
 	}
 	switch from {
@@ -121,7 +130,7 @@ func sameRepr(from, to types.Family) bool {
 
 func isIntFam(f types.Family) bool {
 	switch f {
-	case types.Int2, types.Int4, types.Int8, types.Oid, types.RegClass:
+	case types.Int2, types.Int4, types.Int8, types.Oid, types.RegClass, types.RegType, types.RegProc, types.RegNamespace:
 		return true
 	}
 	return false

@@ -371,6 +371,9 @@ func resolveConcatOp(name string, args []types.T) (*resolution, error) {
 	if (l == types.Bytea || r == types.Bytea) && isBytes(l) && isBytes(r) {
 		return &resolution{ret: types.TBytea, casts: []types.T{types.TBytea, types.TBytea}, build: buildConcatOp}, nil
 	}
+	if isJSONOrUnknown(l) && isJSONOrUnknown(r) && (l == types.JSONB || r == types.JSONB) {
+		return resolveJSONConcat()
+	}
 	if l == types.TextArray || r == types.TextArray {
 		return resolveArrayCat(args)
 	}

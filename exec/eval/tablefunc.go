@@ -150,3 +150,57 @@ func RunTableFunc(name string, args []types.Datum, argTypes []types.T) ([]types.
 	}
 	return nil, notFound(name, argTypes)
 }
+
+// IsTableFunc reports whether name is a set-returning function (and not
+// also a scalar one).
+func IsTableFunc(name string) bool {
+	name = normName(name)
+	_, scalar := registry[name]
+	return len(tableFuncs[name]) > 0 && !scalar
+}
+
+func init() {
+	for _, f := range []types.Family{types.Timestamp, types.TimestampTZ} {
+		cols := []types.Column{{Name: "generate_series", Type: typeOf(f)}}
+		kind := types.KTimestamp
+		if f == types.TimestampTZ {
+			kind = types.KTimestampTZ
+		}
+		tableFuncs["generate_series"] = append(tableFuncs["generate_series"], tableFunc{
+			params: fams(f, f, types.Interval), cols: cols,
+			run: func(args []types.Datum) ([]types.Row, error) { return generateTimeSeries(args, kind) },
+		})
+	}
+}
+
+// maxSeriesRows bounds a generated series (a SELECT holds its rows in
+// memory): a longer one is refused rather than exhausting the server.
+const maxSeriesRows = 50_000_000
+
+// generateTimeSeries is generate_series(start, stop, step) over
+// timestamps, stepping by an interval as timestamp + interval does.
+func generateTimeSeries(args []types.Datum, kind types.Kind) ([]types.Row, error) {
+	for _, a := range args {
+		if a.K == types.KNull {
+			return nil, nil
+		}
+	}
+	start, stop, step := args[0].I, args[1].I, args[2]
+	dir := types.Compare(step, types.NewInterval(0, 0, 0))
+	if dir == 0 {
+		return nil, pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
+	}
+	var out []types.Row
+	for v := start; (dir > 0 && v <= stop) || (dir < 0 && v >= stop); {
+		if len(out) >= maxSeriesRows {
+			return nil, pgerror.New(pgcode.ProgramLimitExceeded, "generate_series would return more than %d rows", maxSeriesRows)
+		}
+		out = append(out, types.Row{types.Datum{K: kind, I: v}})
+		next, err := tsPlusInterval(v, step.M, step.X, step.I)
+		if err != nil || next == v {
+			break
+		}
+		v = next
+	}
+	return out, nil
+}

@@ -477,6 +477,11 @@ func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eva
 		op = ops.NewTimeWindow(n, len(plan.Nodes[n.Inputs[0]].Cols))
 	case spec.Window:
 		op, err = ops.NewWindow(n, len(plan.Nodes[n.Inputs[0]].Cols), n.InputAppendOnly, opID, db)
+	case spec.TableFunc:
+		if len(n.Inputs) == 0 {
+			return nil, false, nil
+		}
+		op, err = ops.NewProjectSet(n, ectx, errs)
 	default:
 		return nil, false, nil
 	}

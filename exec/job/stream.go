@@ -159,6 +159,10 @@ func (r *Result) start() error {
 			err = pgerror.Unsupported("cannot read source %q directly", n.Source.Name).
 				WithHint("create a materialized view over it and query the view")
 		case spec.TableFunc:
+			if len(n.Inputs) > 0 { // a set-returning function in the select list
+				op, err = ops.NewProjectSet(n, ectx, errs)
+				break
+			}
 			inputs = []chan flow.Msg{closedChan()}
 			op, err = tableFuncOp(n, ectx)
 		case spec.TopN:

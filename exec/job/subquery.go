@@ -71,7 +71,7 @@ func tableFuncOp(n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
 // batchOnlyAgg reports whether f is an aggregate only batch plans compute.
 func batchOnlyAgg(f string) bool {
 	switch f {
-	case "string_agg", "array_agg", "bool_and", "bool_or", "every":
+	case "string_agg", "array_agg", "bool_and", "bool_or", "every", "jsonb_agg", "jsonb_object_agg":
 		return true
 	}
 	return false
@@ -265,6 +265,8 @@ func batchAggResult(call *spec.AggCall, vals []aggValue) (types.Datum, error) {
 			elems[i] = args[0]
 		}
 		return types.Datum{K: types.KArray, A: elems}, nil
+	case "jsonb_agg", "jsonb_object_agg":
+		return jsonbAggResult(call.Func, in)
 	case "bool_and", "every", "bool_or":
 		seen, and, or := false, true, false
 		for _, args := range in {
@@ -284,4 +286,43 @@ func batchAggResult(call *spec.AggCall, vals []aggValue) (types.Datum, error) {
 		return types.NewBool(and), nil
 	}
 	return types.Null, pgerror.New(pgcode.Internal, "unknown batch aggregate %s", call.Func)
+}
+
+// jsonbAggResult is jsonb_agg(x) (x already jsonb; NULL is JSON null) and
+// jsonb_object_agg(key, value) (a NULL key is an error, as in PostgreSQL).
+func jsonbAggResult(fn string, in [][]types.Datum) (types.Datum, error) {
+	if len(in) == 0 {
+		return types.Null, nil
+	}
+	val := func(d types.Datum) (*types.JSON, error) {
+		if d.K == types.KNull {
+			return types.JSONNull(), nil
+		}
+		return types.JSONOf(d)
+	}
+	out := &types.JSON{Kind: types.JArray}
+	if fn == "jsonb_object_agg" {
+		out.Kind = types.JObject
+	}
+	for _, args := range in {
+		if fn == "jsonb_agg" {
+			v, err := val(args[0])
+			if err != nil {
+				return types.Null, err
+			}
+			out.Elems = append(out.Elems, v)
+			continue
+		}
+		if args[0].K == types.KNull {
+			return types.Null, pgerror.New(pgcode.InvalidParameterValue, "field name must not be null")
+		}
+		v, err := val(args[1])
+		if err != nil {
+			return types.Null, err
+		}
+		out.Keys = append(out.Keys, types.FormatText(args[0], types.TText))
+		out.Vals = append(out.Vals, v)
+	}
+	out.Normalize()
+	return types.NewJSON(out.String()), nil
 }

@@ -1497,7 +1497,15 @@ func (r *rewriter) primary() expr {
 		return call("__pg_param", t.pos, frag{syn(strconv.Itoa(n), t.pos)})
 	case tkPunct:
 		if t.isPunct("(") {
-			return prim(r.parenGroup(&level{atStart: true}))
+			g := prim(r.parenGroup(&level{atStart: true}))
+			// (expr).field: a field of a composite value.
+			for r.tok().isPunct(".") && (r.peek(1).kind == tkIdent || r.peek(1).kind == tkQIdent) {
+				dot := r.tok()
+				field := r.peek(1)
+				r.i += 2
+				g = call("__pg_field", dot.pos, g.f, frag{syn(strLit(field.val), field.pos)})
+			}
+			return g
 		}
 	case tkQIdent:
 		return r.nameOrCall()

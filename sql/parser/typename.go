@@ -227,8 +227,8 @@ var unsupportedTypes = map[string]bool{
 	"inet": true, "cidr": true, "macaddr": true, "macaddr8": true, "xml": true, "point": true,
 	"line": true, "lseg": true, "box": true, "path": true, "polygon": true, "circle": true,
 	"serial": true, "bigserial": true, "smallserial": true, "serial2": true, "serial4": true, "serial8": true,
-	"regtype": true, "regproc": true, "regprocedure": true, "regoper": true, "regoperator": true,
-	"regnamespace": true, "regrole": true, "regconfig": true, "regdictionary": true, "regcollation": true,
+	"regprocedure": true, "regoper": true, "regoperator": true,
+	"regrole": true, "regconfig": true, "regdictionary": true, "regcollation": true,
 	"tsvector": true, "tsquery": true, "int4range": true, "int8range": true, "numrange": true,
 	"tsrange": true, "tstzrange": true, "daterange": true, "record": true, "void": true,
 	"anyelement": true, "anyarray": true, "cstring": true, "xid": true, "cid": true, "tid": true,
@@ -348,6 +348,12 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		t = types.TName
 	case "regclass":
 		t = types.TRegClass
+	case "regtype":
+		t = types.TRegType
+	case "regproc":
+		t = types.TRegProc
+	case "regnamespace":
+		t = types.TRegNamespace
 	default:
 		if unsupportedTypes[name] {
 			return unsupported()

@@ -52,7 +52,7 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 			return binary.BigEndian.AppendUint32(buf, uint32(v)), nil
 		}
 		return binary.BigEndian.AppendUint64(buf, uint64(v)), nil
-	case Oid, RegClass:
+	case Oid, RegClass, RegType, RegProc, RegNamespace:
 		if d.K != KInt {
 			break
 		}
@@ -374,7 +374,7 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 			return Datum{}, err
 		}
 		return NewInt(int64(binary.BigEndian.Uint64(b))), nil
-	case Oid, RegClass:
+	case Oid, RegClass, RegType, RegProc, RegNamespace:
 		if err := fixed(4); err != nil {
 			return Datum{}, err
 		}

@@ -73,8 +73,10 @@ func Compare(a, b Datum) int {
 			return cmpFloat(a.F, b.F)
 		case KDecimal:
 			return DecCmp(a, b)
-		case KString, KBytes, KJSON:
+		case KString, KBytes:
 			return strings.Compare(a.S, b.S)
+		case KJSON:
+			return compareJSONText(a.S, b.S)
 		case KInterval:
 			return cmpInterval(a, b)
 		case KArray:
@@ -109,8 +111,10 @@ func Equal(a, b Datum) bool {
 			return true
 		case KBool, KInt, KDate, KTime, KTimestamp, KTimestampTZ:
 			return a.I == b.I
-		case KString, KBytes, KJSON:
+		case KString, KBytes:
 			return a.S == b.S
+		case KJSON:
+			return a.S == b.S || compareJSONText(a.S, b.S) == 0
 		}
 	}
 	return Compare(a, b) == 0
@@ -474,7 +478,7 @@ func Hash(h uint64, d Datum) uint64 {
 	case KBytes:
 		h = hashStr(mix(h, hashBytes), d.S)
 	case KJSON:
-		h = hashStr(mix(h, hashJSON), d.S)
+		h = hashJSONText(mix(h, hashJSON), d.S)
 	case KDate:
 		switch {
 		case d.I == InfinityI || d.I == NegInfinityI:

@@ -78,7 +78,10 @@ func AppendKey(buf []byte, d Datum) []byte {
 	case KBytes:
 		return appendKeyString(append(buf, keyBytes), d.S)
 	case KJSON:
-		return appendKeyString(append(buf, keyJSON), d.S)
+		// Keys are equal when the values are (jsonb's '1.0' = '1'), so
+		// numbers are keyed in their shortest form; a decoded key prints
+		// them that way.
+		return appendKeyString(append(buf, keyJSON), JSONKeyText(d.S))
 	case KDate:
 		return appendKeyUint64(append(buf, keyDate), uint64(d.I)^(1<<63))
 	case KTimestamp:

@@ -2,7 +2,6 @@ package types
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -34,7 +33,12 @@ func AppendText(b []byte, d Datum, t T) []byte {
 		}
 		return append(b, 'f')
 	case KInt:
-		if t.Fam == Oid || t.Fam == RegClass {
+		if IsOidFamily(t.Fam) {
+			if d.S != "" && t.Fam != Oid {
+				// A reg* value carries its object's name for output
+				// (see sql/types.NewRegName).
+				return append(b, d.S...)
+			}
 			return strconv.AppendUint(b, uint64(uint32(d.I)), 10)
 		}
 		return strconv.AppendInt(b, d.I, 10)
@@ -173,7 +177,7 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseInt(s, math.MinInt32, math.MaxInt32, "integer")
 	case Int8:
 		return parseInt(s, math.MinInt64, math.MaxInt64, "bigint")
-	case Oid, RegClass:
+	case Oid, RegClass, RegType, RegProc, RegNamespace:
 		return parseOid(s, t)
 	case Float4:
 		return parseFloat(s, 32)
@@ -294,14 +298,18 @@ func parseInt(s string, lo, hi int64, typ string) (Datum, error) {
 // negatives wrap). RegClass accepts only numeric OIDs here; resolving
 // relation names is the catalog's job.
 func parseOid(s string, t T) (Datum, error) {
-	typ := "oid"
-	if t.Fam == RegClass {
-		typ = "regclass"
-	}
+	typ := t.String()
 	neg, u, ok, ovf := scanInt(s)
 	if !ok {
-		if t.Fam == RegClass {
+		switch t.Fam {
+		case RegClass:
 			return Datum{}, pgerror.New(pgcode.UndefinedTable, "relation \"%s\" does not exist", trimSpace(s))
+		case RegType:
+			return RegTypeIn(s)
+		case RegProc:
+			return Datum{}, pgerror.New(pgcode.UndefinedFunction, "function \"%s\" does not exist", trimSpace(s))
+		case RegNamespace:
+			return Datum{}, pgerror.New("3F000", "schema \"%s\" does not exist", trimSpace(s))
 		}
 		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "invalid input syntax for type %s: \"%s\"", typ, s)
 	}
@@ -493,14 +501,9 @@ func badChar(s string, i int) string {
 	return s[i : i+n]
 }
 
-// parseJSON validates JSON text and returns it compacted (key order kept).
+// parseJSON parses JSON text into its canonical jsonb text (jsonb.go).
 func parseJSON(s string) (Datum, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(s))
-	if err := json.Compact(&buf, []byte(s)); err != nil {
-		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "invalid input syntax for type json").WithDetail("%s", err.Error())
-	}
-	return NewJSON(buf.String()), nil
+	return ParseJSONDatum(s)
 }
 
 // arrayParser parses PostgreSQL array literals of text elements.
@@ -716,12 +719,12 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		case KBool:
 			return d, nil
 		case KInt:
-			if from.Fam == Oid || from.Fam == RegClass {
+			if IsOidFamily(from.Fam) {
 				break
 			}
 			return NewBool(d.I != 0), nil
 		}
-	case Int2, Int4, Int8, Oid, RegClass:
+	case Int2, Int4, Int8, Oid, RegClass, RegType, RegProc, RegNamespace:
 		return castToInt(d, from, to)
 	case Float4, Float8:
 		var f float64
@@ -911,7 +914,7 @@ func intRange(t T) (lo, hi int64, name string) {
 		return math.MinInt16, math.MaxInt16, "smallint"
 	case Int4:
 		return math.MinInt32, math.MaxInt32, "integer"
-	case Oid, RegClass:
+	case Oid, RegClass, RegType, RegProc, RegNamespace:
 		return 0, math.MaxUint32, "OID"
 	}
 	return math.MinInt64, math.MaxInt64, "bigint"
@@ -927,8 +930,8 @@ func castToInt(d Datum, from, to T) (Datum, error) {
 	switch d.K {
 	case KInt:
 		v = d.I
-		fromOid := from.Fam == Oid || from.Fam == RegClass
-		toOid := to.Fam == Oid || to.Fam == RegClass
+		fromOid := IsOidFamily(from.Fam)
+		toOid := IsOidFamily(to.Fam)
 		switch {
 		case fromOid && to.Fam == Int4:
 			return NewInt(int64(int32(uint32(v)))), nil
@@ -936,12 +939,12 @@ func castToInt(d Datum, from, to T) (Datum, error) {
 			return NewInt(int64(uint32(int32(v)))), nil
 		}
 	case KBool:
-		if from.Fam == Bool && (to.Fam == Oid || to.Fam == RegClass) {
+		if from.Fam == Bool && IsOidFamily(to.Fam) {
 			return Datum{}, errCannotCast(from, to)
 		}
 		v = d.I
 	case KFloat:
-		if to.Fam == Oid || to.Fam == RegClass {
+		if IsOidFamily(to.Fam) {
 			return Datum{}, errCannotCast(from, to)
 		}
 		f := math.RoundToEven(d.F)
@@ -951,7 +954,7 @@ func castToInt(d Datum, from, to T) (Datum, error) {
 		}
 		v = int64(f)
 	case KDecimal:
-		if to.Fam == Oid || to.Fam == RegClass {
+		if IsOidFamily(to.Fam) {
 			return Datum{}, errCannotCast(from, to)
 		}
 		if d.X == decNaN {

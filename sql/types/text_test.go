@@ -1,8 +1,6 @@
 package types
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"math/rand"
 	"strings"
@@ -34,14 +32,6 @@ func wantCode(code string) string {
 	return code
 }
 
-func compactJSON(t *testing.T, s string) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		t.Fatalf("compact %q: %v", s, err)
-	}
-	return b.String()
-}
-
 func TestParseTextPostgresVectors(t *testing.T) {
 	for _, v := range pgInputVectors {
 		var d Datum
@@ -68,11 +58,6 @@ func TestParseTextPostgresVectors(t *testing.T) {
 			continue
 		}
 		want := v.want
-		if v.typ.Fam == JSONB {
-			// Sluice stores jsonb compacted with the key order kept;
-			// PostgreSQL prints spaces after ':' and ','.
-			want = compactJSON(t, want)
-		}
 		if got := FormatText(d, v.typ); got != want {
 			t.Errorf("FormatText(ParseText(%q, %s)) = %q, want %q", v.in, v.typ, got, want)
 		}
@@ -102,9 +87,6 @@ func TestCastPostgresVectors(t *testing.T) {
 			continue
 		}
 		want := v.want
-		if v.to.Fam == JSONB || (v.from.Fam == JSONB && v.to.Fam == Text) {
-			want = compactJSON(t, want)
-		}
 		if got := FormatText(r, v.to); got != want {
 			t.Errorf("Cast(%q::%s, %s) = %q, want %q", v.in, v.from, v.to, got, want)
 		}
@@ -297,7 +279,7 @@ func TestParseTextValues(t *testing.T) {
 		{"1 mon 2 days 00:00:03", TInterval, NewInterval(1, 2, 3*usPerSec)},
 		{"{}", TTextArray, Datum{K: KArray, A: []Datum{}}},
 		{`{"",NULL}`, TTextArray, Datum{K: KArray, A: []Datum{NewString(""), Null}}},
-		{`["x", {"k": null}]`, TJSONB, NewJSON(`["x",{"k":null}]`)},
+		{`["x", {"k": null}]`, TJSONB, NewJSON(`["x", {"k": null}]`)},
 		{"\\x4142", TBytea, NewBytes([]byte("AB"))},
 		{"raw", TUnknown, NewString("raw")},
 		{"2024-01-31 13:04:05 PST", TTimestampTZ, NewTimestampTZ(1706706245000000 + 8*usPerHour)},
@@ -463,8 +445,8 @@ func TestCastMisc(t *testing.T) {
 		{NewDate(-1), TDate, TTimestampTZ, NewTimestampTZ(-usPerDay)},
 		{NewTimestamp(-1), TTimestamp, TTime, NewTime(usPerDay - 1)},
 		{NewInterval(1, 2, 3), TInterval, TInterval, NewInterval(1, 2, 3)},
-		{NewJSON(`{"a":1}`), TJSONB, TText, NewString(`{"a":1}`)},
-		{NewString(`{"a": 1}`), TText, TJSONB, NewJSON(`{"a":1}`)},
+		{NewJSON(`{"a": 1}`), TJSONB, TText, NewString(`{"a": 1}`)},
+		{NewString(`{"a":1}`), TText, TJSONB, NewJSON(`{"a": 1}`)},
 		{NewBytes([]byte{1}), TBytea, TBytea, NewBytes([]byte{1})},
 		{NewInt(99), TRegClass, TOid, NewInt(99)},
 		{NewBool(true), TBool, TInt8, NewInt(1)},

@@ -29,7 +29,24 @@ const (
 	RegClass // ::regclass
 	Char     // "char" (catalog)
 	TextArray
+	RegType      // ::regtype (an oid printed as the type's name)
+	RegProc      // ::regproc (an oid printed as the function's name)
+	RegNamespace // ::regnamespace (an oid printed as the schema's name)
 )
+
+// lastFamily is the highest Family value.
+const lastFamily = RegNamespace
+
+// IsOidFamily reports whether f is oid or one of the oid alias types
+// (regclass, regtype, regproc, regnamespace): unsigned 32-bit values in
+// Datum.I that convert to one another without change.
+func IsOidFamily(f Family) bool {
+	switch f {
+	case Oid, RegClass, RegType, RegProc, RegNamespace:
+		return true
+	}
+	return false
+}
 
 // T is a SQL type: a family plus modifiers.
 type T struct {
@@ -40,28 +57,31 @@ type T struct {
 
 // Convenience values of the plain types.
 var (
-	TUnknown     = T{Fam: Unknown}
-	TBool        = T{Fam: Bool}
-	TInt2        = T{Fam: Int2}
-	TInt4        = T{Fam: Int4}
-	TInt8        = T{Fam: Int8}
-	TFloat4      = T{Fam: Float4}
-	TFloat8      = T{Fam: Float8}
-	TNumeric     = T{Fam: Numeric, Scale: -1}
-	TText        = T{Fam: Text}
-	TVarchar     = T{Fam: Varchar}
-	TBytea       = T{Fam: Bytea}
-	TDate        = T{Fam: Date}
-	TTime        = T{Fam: Time}
-	TTimestamp   = T{Fam: Timestamp}
-	TTimestampTZ = T{Fam: TimestampTZ}
-	TInterval    = T{Fam: Interval}
-	TJSONB       = T{Fam: JSONB}
-	TOid         = T{Fam: Oid}
-	TName        = T{Fam: Name}
-	TRegClass    = T{Fam: RegClass}
-	TChar        = T{Fam: Char}
-	TTextArray   = T{Fam: TextArray}
+	TUnknown      = T{Fam: Unknown}
+	TBool         = T{Fam: Bool}
+	TInt2         = T{Fam: Int2}
+	TInt4         = T{Fam: Int4}
+	TInt8         = T{Fam: Int8}
+	TFloat4       = T{Fam: Float4}
+	TFloat8       = T{Fam: Float8}
+	TNumeric      = T{Fam: Numeric, Scale: -1}
+	TText         = T{Fam: Text}
+	TVarchar      = T{Fam: Varchar}
+	TBytea        = T{Fam: Bytea}
+	TDate         = T{Fam: Date}
+	TTime         = T{Fam: Time}
+	TTimestamp    = T{Fam: Timestamp}
+	TTimestampTZ  = T{Fam: TimestampTZ}
+	TInterval     = T{Fam: Interval}
+	TJSONB        = T{Fam: JSONB}
+	TOid          = T{Fam: Oid}
+	TName         = T{Fam: Name}
+	TRegClass     = T{Fam: RegClass}
+	TChar         = T{Fam: Char}
+	TTextArray    = T{Fam: TextArray}
+	TRegType      = T{Fam: RegType}
+	TRegProc      = T{Fam: RegProc}
+	TRegNamespace = T{Fam: RegNamespace}
 )
 
 // OID returns the Postgres type OID of t.
@@ -109,13 +129,19 @@ func (t T) OID() uint32 {
 		return 18
 	case TextArray:
 		return 1009
+	case RegType:
+		return 2206
+	case RegProc:
+		return 24
+	case RegNamespace:
+		return 4089
 	}
 	return 705 // unknown
 }
 
 // FromOID returns the type with Postgres OID oid.
 func FromOID(oid uint32) (T, bool) {
-	for f := Bool; f <= TextArray; f++ {
+	for f := Bool; f <= lastFamily; f++ {
 		t := T{Fam: f}
 		if f == Numeric {
 			t.Scale = -1
@@ -134,7 +160,7 @@ func (t T) Size() int16 {
 		return 1
 	case Int2:
 		return 2
-	case Int4, Float4, Date, Oid, RegClass:
+	case Int4, Float4, Date, Oid, RegClass, RegType, RegProc, RegNamespace:
 		return 4
 	case Int8, Float8, Time, Timestamp, TimestampTZ:
 		return 8
@@ -220,6 +246,12 @@ func (t T) String() string {
 		return "\"char\""
 	case TextArray:
 		return "text[]"
+	case RegType:
+		return "regtype"
+	case RegProc:
+		return "regproc"
+	case RegNamespace:
+		return "regnamespace"
 	}
 	return "unknown"
 }

@@ -41,7 +41,7 @@ func TestJSON(t *testing.T) {
 		in, want string
 	}{
 		{`{"id":1,"name":"a","price":12.5,"ok":true,"ts":"2015-07-15 00:00:01.000","f":1.5e3,"small":-7,"doc":{"a": [1, 2, {"b" : null}]},"raw":"AQI=","v":"xyz"}`,
-			`1|a|12.50|t|2015-07-15 00:00:01|1500|-7|{"a":[1,2,{"b":null}]}|\x0102|xyz`},
+			`1|a|12.50|t|2015-07-15 00:00:01|1500|-7|{"a": [1, 2, {"b": null}]}|\x0102|xyz`},
 		// Key order, case and whitespace do not matter; unknown fields are skipped.
 		{` { "V" : "q" , "ID" : 2 , "extra" : {"deep":[true,false,null,"s\"x",-0.5e-3]} , "NAME":"b" } `,
 			`2|b|NULL|NULL|NULL|NULL|NULL|NULL|NULL|q`},
@@ -126,7 +126,7 @@ func TestRoundTrip(t *testing.T) {
 	row := types.Row{
 		types.NewInt(7), types.NewString("a \"q\"\n\\ é"), mustParse(t, "12.34", testCols[2].Type),
 		types.NewBool(false), mustParse(t, "2024-02-29 12:34:56.789", types.TTimestamp),
-		types.NewFloat(-0.25), types.NewInt(3), types.NewJSON(`{"k":[1,"x"]}`),
+		types.NewFloat(-0.25), types.NewInt(3), types.NewJSON(`{"k": [1, "x"]}`),
 		types.NewBytes([]byte{0, 1, 0xff}), types.NewString("ab"),
 	}
 	want := rowText(testCols, row)
@@ -310,7 +310,7 @@ func TestNoAliasing(t *testing.T) {
 	for i := range msg {
 		msg[i] = 'X'
 	}
-	if got := rowText(cols, row); got != `hello|world|{"a":"b"}` {
+	if got := rowText(cols, row); got != `hello|world|{"a": "b"}` {
 		t.Errorf("got %s", got)
 	}
 }

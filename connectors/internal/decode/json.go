@@ -423,18 +423,27 @@ func (d *Decoder) value(col int, dst *types.Datum) error {
 		if err := d.skipValue(&d.jbuf, 0); err != nil {
 			return err
 		}
-		*dst = types.NewJSON(string(d.jbuf))
-		return nil
+		return d.jsonb(col, string(d.jbuf), dst)
 	}
 	return d.syntax(fmt.Sprintf("expected a value, found %s", d.found()))
+}
+
+// jsonb stores the JSON text of a jsonb column in PostgreSQL's canonical
+// form (sorted keys, last duplicate wins, numbers as numeric prints them).
+func (d *Decoder) jsonb(col int, text string, dst *types.Datum) error {
+	v, err := types.ParseJSONDatum(text)
+	if err != nil {
+		return d.colErr(col, "%s", err.Error())
+	}
+	*dst = v
+	return nil
 }
 
 // fromString converts the JSON string s (raw: its token with quotes) for
 // column col into *dst.
 func (d *Decoder) fromString(col int, s, raw []byte, dst *types.Datum) error {
 	if d.cols[col].Type.Fam == types.JSONB {
-		*dst = types.NewJSON(string(raw))
-		return nil
+		return d.jsonb(col, string(raw), dst)
 	}
 	return d.text(col, s, true, dst)
 }
@@ -502,8 +511,7 @@ func (d *Decoder) fromNumber(col int, num []byte, isInt bool, dst *types.Datum) 
 		*dst = v
 		return nil
 	case types.JSONB:
-		*dst = types.NewJSON(string(num))
-		return nil
+		return d.jsonb(col, string(num), dst)
 	}
 	if t.IsString() {
 		return d.text(col, num, false, dst)

@@ -1,0 +1,58 @@
+package types
+
+import (
+	"strings"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+)
+
+// This file holds the oid alias types' type-name side: regtype input
+// (regtypein's names: pg_type.typname, the SQL spellings format_type
+// prints, with an optional pg_catalog. prefix, typmod and [] suffix) and
+// the datum a reg* column carries to the wire with its object's name.
+
+// typeNames maps the names regtype input accepts to the types.
+var typeNames = map[string]T{
+	"bool": TBool, "boolean": TBool, "bytea": TBytea, "char": TChar, `"char"`: TChar, "name": TName,
+	"int8": TInt8, "bigint": TInt8, "int2": TInt2, "smallint": TInt2, "int4": TInt4, "integer": TInt4, "int": TInt4,
+	"text": TText, "oid": TOid, "float4": TFloat4, "real": TFloat4, "float8": TFloat8, "double precision": TFloat8,
+	"_text": TTextArray, "text[]": TTextArray, "varchar": TVarchar, "character varying": TVarchar,
+	"date": TDate, "time": TTime, "time without time zone": TTime, "timestamp": TTimestamp,
+	"timestamp without time zone": TTimestamp, "timestamptz": TTimestampTZ, "timestamp with time zone": TTimestampTZ,
+	"interval": TInterval, "numeric": TNumeric, "decimal": TNumeric, "regclass": TRegClass, "jsonb": TJSONB,
+	"regtype": TRegType, "regproc": TRegProc, "regnamespace": TRegNamespace,
+}
+
+// TypeByName returns the type a regtype name denotes.
+func TypeByName(s string) (T, bool) {
+	n := strings.ToLower(strings.TrimSpace(s))
+	n = strings.TrimPrefix(n, "pg_catalog.")
+	if i := strings.IndexByte(n, '('); i > 0 && strings.HasSuffix(n, ")") {
+		n = strings.TrimSpace(n[:i]) // the typmod does not change the type
+	} else if i > 0 {
+		if j := strings.IndexByte(n, ')'); j > i {
+			n = strings.TrimSpace(n[:i]) + n[j+1:] // "timestamp(3) with time zone"
+		}
+	}
+	n = strings.Join(strings.Fields(n), " ")
+	if len(n) > 2 && n[0] == '"' && n[len(n)-1] == '"' && n != `"char"` {
+		n = n[1 : len(n)-1]
+	}
+	t, ok := typeNames[n]
+	return t, ok
+}
+
+// RegTypeIn is regtypein: the oid of the type named s, or 42704.
+func RegTypeIn(s string) (Datum, error) {
+	t, ok := TypeByName(s)
+	if !ok {
+		return Datum{}, pgerror.New(pgcode.UndefinedObject, "type \"%s\" does not exist", strings.TrimSpace(s))
+	}
+	return NewInt(int64(t.OID())), nil
+}
+
+// NewRegName returns a reg* value (an oid) that prints as name: a
+// query's result carries its objects' names this way, so the column keeps
+// its reg* type in RowDescription and binary output stays the oid.
+func NewRegName(oid int64, name string) Datum { return Datum{K: KInt, I: oid, S: name} }
