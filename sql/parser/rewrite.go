@@ -86,6 +86,7 @@ type rewriter struct {
 	depth int
 	tfs   []tfCall
 	alias []aliasRec
+	dml   *dmlTailState
 }
 
 // tfCall is a table function call in FROM.
@@ -320,10 +321,18 @@ func (r *rewriter) walkWord(st *level) frag {
 		}
 		return kw()
 	case "returning":
+		if r.atDMLTail(st) {
+			r.dmlTail()
+			return nil
+		}
 		r.unsupported(t, "RETURNING is not supported")
 	case "into":
 		r.unsupported(t, "SELECT INTO is not supported")
 	case "on":
+		if r.atDMLTail(st) {
+			r.dmlTail()
+			return nil
+		}
 		if next.isWord("conflict") {
 			r.unsupported(t, "ON CONFLICT is not supported")
 		}
@@ -956,15 +965,13 @@ func (r *rewriter) insertStmt() frag {
 	case n.isWord("overriding"):
 		r.unsupported(n, "OVERRIDING is not supported")
 	default:
-		out = append(out, r.walkSeq(&level{atStart: true})...)
+		lv := &level{atStart: true}
+		r.dml = &dmlTailState{top: lv, insert: true}
+		out = append(out, r.walkSeq(lv)...)
 		return out
 	}
-	if r.tok().isWord("on") {
-		r.unsupported(r.tok(), "ON CONFLICT is not supported")
-	}
-	if r.tok().isWord("returning") {
-		r.unsupported(r.tok(), "RETURNING is not supported")
-	}
+	r.dml = &dmlTailState{insert: true}
+	r.dmlTail()
 	return out
 }
 
@@ -1021,7 +1028,9 @@ func (r *rewriter) updateStmt() frag {
 	if r.tok().isWord("from") {
 		r.unsupported(r.tok(), "UPDATE ... FROM is not supported")
 	}
-	return append(out, r.walkSeq(&level{})...)
+	lv := &level{}
+	r.dml = &dmlTailState{top: lv}
+	return append(out, r.walkSeq(lv)...)
 }
 
 // deleteStmt handles DELETE FROM [ONLY] name [[AS] alias] [WHERE ...].
@@ -1048,7 +1057,9 @@ func (r *rewriter) deleteStmt() frag {
 	if r.tok().isWord("using") {
 		r.unsupported(r.tok(), "DELETE ... USING is not supported")
 	}
-	return append(out, r.walkSeq(&level{})...)
+	lv := &level{}
+	r.dml = &dmlTailState{top: lv}
+	return append(out, r.walkSeq(lv)...)
 }
 
 // ---------------------------------------------------------------------
