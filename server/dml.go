@@ -30,6 +30,7 @@ type tableWriter struct {
 	seq   uint64
 	rowID uint64
 	src   *flow.TableSource
+	cons  *tableConstraints // NOT NULL, CHECK, UNIQUE, defaults (constraints.go)
 }
 
 func rowIDKey(table uint64) []byte {
@@ -42,6 +43,9 @@ func (e *Engine) startTable(ent *storage.CatalogEntry) error {
 		return err
 	}
 	tw := &tableWriter{id: ent.ID, name: ent.Name, cols: ent.Cols(), key: ent.Key, seq: ts.LastSeq(), src: ts}
+	if tw.cons, err = e.buildConstraints(ent); err != nil {
+		return err
+	}
 	v, err := e.db.Get(rowIDKey(ent.ID))
 	if err != nil {
 		return err
@@ -69,16 +73,6 @@ func (tw *tableWriter) wkey(r types.Row) []byte {
 	return ops.RelKey(storage.Key(storage.SpaceWrite, tw.id), tw.key, r)
 }
 
-// check validates a row for the table: NOT NULL primary key columns.
-func (tw *tableWriter) check(r types.Row) error {
-	for _, k := range tw.key {
-		if r[k].IsNull() {
-			return pgerror.New(pgcode.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", tw.cols[k].Name, tw.name)
-		}
-	}
-	return nil
-}
-
 // commit writes the change chunk durably and hands it to the table source.
 func (e *Engine) commitChanges(ctx context.Context, tw *tableWriter, wb *storage.WriteBatch, b *types.Batch) error {
 	if b.Len() == 0 {
@@ -103,40 +97,9 @@ func (e *Engine) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Con
 	if err != nil {
 		return 0, err
 	}
-	var rows []types.Row
-	width := len(ins.Table.Columns)
-	if ins.Query != nil {
-		src, err := e.selectRows(ctx, ins.Query, ectx)
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range src {
-			r := make(types.Row, width)
-			for i, t := range ins.Targets {
-				r[t] = s[i]
-			}
-			rows = append(rows, r)
-		}
-	} else {
-		for _, exprs := range ins.Rows {
-			r := make(types.Row, width)
-			for i, x := range exprs {
-				if c, ok := x.(*spec.Const); ok {
-					r[ins.Targets[i]] = c.D
-					continue
-				}
-				fn, err := eval.Compile(x, ectx)
-				if err != nil {
-					return 0, err
-				}
-				d, err := fn(nil)
-				if err != nil {
-					return 0, err
-				}
-				r[ins.Targets[i]] = d
-			}
-			rows = append(rows, r)
-		}
+	rows, err := e.insertValues(ctx, tw, ins, ectx)
+	if err != nil {
+		return 0, err
 	}
 	return e.insertRows(ctx, tw, rows)
 }
@@ -170,6 +133,9 @@ func (e *Engine) insertRows(ctx context.Context, tw *tableWriter, rows []types.R
 		}
 		wb.Set(k, types.EncodeRow(nil, r))
 		b.Add(r, 1)
+	}
+	if err := e.checkUniques(tw, nil, rows); err != nil {
+		return 0, err
 	}
 	if err := e.commitChanges(ctx, tw, wb, b); err != nil {
 		return 0, err
@@ -229,7 +195,7 @@ func (e *Engine) scanMatching(tw *tableWriter, pred func(types.Row) (bool, error
 	return e.db.Scan(storage.Key(storage.SpaceWrite, tw.id), visit)
 }
 
-func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Context) (int, error) {
+func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Context, out *[]types.Row) (int, error) {
 	tw, err := e.tableWriter(up.Table.ID)
 	if err != nil {
 		return 0, err
@@ -244,13 +210,9 @@ func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Cont
 	if err != nil {
 		return 0, err
 	}
-	sets := map[int]eval.Fn{}
-	for c, x := range up.Sets {
-		fn, err := eval.Compile(x, ectx)
-		if err != nil {
-			return 0, err
-		}
-		sets[c] = fn
+	sets, err := tw.updateSets(up.Sets, ectx)
+	if err != nil {
+		return 0, err
 	}
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
@@ -288,6 +250,13 @@ func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Cont
 			}
 		}
 	}
+	var oldRows, newRows []types.Row
+	for _, c := range changes {
+		oldRows, newRows = append(oldRows, c.old), append(newRows, c.new)
+	}
+	if err := e.checkUniques(tw, oldRows, newRows); err != nil {
+		return 0, err
+	}
 	final := map[string]bool{}
 	for _, c := range changes {
 		k := c.oldKey
@@ -319,6 +288,9 @@ func (e *Engine) update(ctx context.Context, up *planner.Update, ectx *eval.Cont
 	if err := e.commitChanges(ctx, tw, wb, b); err != nil {
 		return 0, err
 	}
+	if out != nil {
+		*out = newRows
+	}
 	return len(changes), nil
 }
 
@@ -327,7 +299,7 @@ func dupKey(tw *tableWriter, r types.Row) error {
 		WithDetail("Key (%s)=(%s) already exists.", keyNames(tw), keyValues(tw, r))
 }
 
-func (e *Engine) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context) (int, error) {
+func (e *Engine) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context, out *[]types.Row) (int, error) {
 	tw, err := e.tableWriter(d.Table.ID)
 	if err != nil {
 		return 0, err
@@ -349,6 +321,9 @@ func (e *Engine) delete(ctx context.Context, d *planner.Delete, ectx *eval.Conte
 	err = e.scanMatching(tw, pred, lookup, func(k []byte, r types.Row) error {
 		wb.Delete(k)
 		b.Add(r, -1)
+		if out != nil {
+			*out = append(*out, r)
+		}
 		return nil
 	})
 	if err != nil {

@@ -41,6 +41,7 @@ type Engine struct {
 
 	tablesMu sync.Mutex
 	tables   map[uint64]*tableWriter
+	seqs     sequenceSet // loaded sequences (sequence.go)
 
 	nextPID int32
 	pidMu   sync.Mutex

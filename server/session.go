@@ -21,6 +21,7 @@ type session struct {
 	settings map[string]string
 	changed  map[string]string
 	inTx     bool
+	seq      seqSession // currval/lastval (sequence.go)
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -130,7 +131,7 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	return &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database}
+	return &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}}
 }
 
 // run executes one statement.
@@ -210,6 +211,8 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
 		return w.Complete("DEALLOCATE")
+	case *parser.AlterTable, *parser.Truncate, *parser.CreateIndex, *parser.CreateSequence, *parser.CreateSchema:
+		return s.runDDLExt(ctx, st, w)
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }

@@ -28,6 +28,8 @@ type Context struct {
 	// snapshot, with outer as the plan's Outer values; nil where
 	// subqueries cannot run (views).
 	RunPlan func(plan *spec.Plan, outer []types.Datum) ([]types.Row, error)
+	// Seq serves nextval, currval, setval and lastval (nil: refused).
+	Seq Sequences
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made
