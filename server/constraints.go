@@ -295,4 +295,3 @@ func (tw *tableWriter) constraints() *tableConstraints {
 func (tw *tableWriter) check(r types.Row) error {
 	return tw.constraints().checkRow(r)
 }
-

@@ -272,4 +272,3 @@ func encodeUvarint(v uint64) []byte {
 	}
 	return append(b, byte(v))
 }
-

@@ -46,7 +46,7 @@ type Query struct {
 	// of INSERT, UPDATE and DELETE (nil when absent).
 	Returning  *Returning
 	OnConflict *OnConflict
-	nulls         map[*ast.ByItem]int
+	nulls      map[*ast.ByItem]int
 }
 
 // Nulls returns the NULLS ordering of an ORDER BY item of q: 0 = default,
