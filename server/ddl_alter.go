@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/pingcap/tidb/pkg/parser/ast"
 	"sort"
 	"strings"
 
@@ -80,8 +82,11 @@ func (e *Engine) ownedSequences(id uint64) []*storage.CatalogEntry {
 // dropOwnedCheck refuses to drop a sequence a column default uses, as
 // PostgreSQL does; with CASCADE the default goes.
 func (e *Engine) dropOwnedCheck(ent *storage.CatalogEntry, cascade bool) error {
-	if ent.Kind != kindSequence || ent.Sequence == nil || ent.Sequence.OwnedBy == 0 {
+	if ent.Kind != kindSequence || ent.Sequence == nil {
 		return nil
+	}
+	if ent.Sequence.OwnedBy == 0 {
+		return e.seqUsers(ent)
 	}
 	t := e.cat.byIDGet(ent.Sequence.OwnedBy)
 	if t == nil {
@@ -322,3 +327,44 @@ func sortedNames(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// seqUsers refuses to drop a sequence a column default calls nextval on.
+func (e *Engine) seqUsers(seq *storage.CatalogEntry) error {
+	for _, t := range e.cat.list(kindTable) {
+		for _, c := range t.Columns {
+			if c.Default == "" {
+				continue
+			}
+			x, err := parser.ParseExpr(c.Default)
+			if err != nil {
+				continue
+			}
+			v := &seqCallVisitor{}
+			x.Accept(v)
+			for _, n := range v.names {
+				if seqNameOf(n) == seq.Name {
+					return pgerror.New(pgcode.DependentObjectsStillExist, "cannot drop sequence %s because other objects depend on it", seq.Name).
+						WithDetail("default value for column %s of table %s depends on sequence %s", c.Name, t.Name, seq.Name).
+						WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// seqCallVisitor collects the constant arguments of nextval calls.
+type seqCallVisitor struct{ names []string }
+
+func (v *seqCallVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if f, ok := n.(*ast.FuncCallExpr); ok && f.FnName.L == "nextval" && len(f.Args) == 1 {
+		if c, ok := f.Args[0].(ast.ValueExpr); ok {
+			if s, ok := c.GetValue().(string); ok {
+				v.names = append(v.names, s)
+			}
+		}
+	}
+	return n, false
+}
+
+func (v *seqCallVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }

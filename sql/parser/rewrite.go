@@ -1691,7 +1691,7 @@ func funcName(parts []token) string {
 			sb.WriteString(quoteIdent(p.val))
 		case p.kind == tkQIdent:
 			sb.WriteString(quoteIdent(p.val))
-		case len(parts) == 1 && tidbReserved[p.val] && !tidbFuncKeywords[p.val]:
+		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val]):
 			sb.WriteString(quoteIdent(p.val))
 		default:
 			sb.WriteString(p.val)
@@ -1699,6 +1699,10 @@ func funcName(parts []token) string {
 	}
 	return sb.String()
 }
+
+// tidbSeqFuncs are sequence functions TiDB's grammar takes a table name
+// in; quoted, they parse as ordinary calls with Postgres' text argument.
+var tidbSeqFuncs = map[string]bool{"nextval": true, "setval": true, "lastval": true}
 
 // funcCall parses the argument list and trailing clauses of a call.
 func (r *rewriter) funcCall(parts []token) expr {
