@@ -98,11 +98,12 @@ func (p *Planner) planOnConflict(rel *cat.Relation, sc *scope, oc *parser.OnConf
 	if oc.DoNothing {
 		return out, nil
 	}
-	// The existing row answers to the table's name (or alias); the
-	// proposed one only to EXCLUDED.
+	// The existing row answers to the table's name (or alias), the
+	// proposed one to EXCLUDED; an unqualified name is ambiguous, as in
+	// PostgreSQL.
 	both := &scope{cols: append([]scopeCol(nil), sc.cols...)}
 	for _, c := range rel.Columns {
-		both.cols = append(both.cols, scopeCol{table: "excluded", name: c.Name, t: c.Type, qualified: true})
+		both.cols = append(both.cols, scopeCol{table: "excluded", name: c.Name, t: c.Type})
 	}
 	b := &binder{p: p}
 	out.Sets = map[int]spec.Expr{}

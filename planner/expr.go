@@ -22,9 +22,6 @@ type scopeCol struct {
 	table string
 	name  string
 	t     types.T
-	// qualified: only a qualified reference finds the column (EXCLUDED.x
-	// of ON CONFLICT DO UPDATE).
-	qualified bool
 }
 
 // scope is the row an expression is evaluated over.
@@ -43,7 +40,7 @@ func (s *scope) columns() []types.Column {
 func (s *scope) resolve(table, name string) (int, error) {
 	found := -1
 	for i, c := range s.cols {
-		if c.name != name || (table != "" && c.table != table) || (table == "" && c.qualified) {
+		if c.name != name || (table != "" && c.table != table) {
 			continue
 		}
 		if found >= 0 {
