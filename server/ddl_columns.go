@@ -128,9 +128,10 @@ func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *s
 		nt.ID = e.cat.allocID()
 		var created []*storage.CatalogEntry
 		if extras != nil {
+			checks, uniques := nt.Checks, nt.Uniques
 			extras.apply(e, nt)
+			nt.Checks, nt.Uniques = checks, uniques
 			created = extras.seqs
-			nt.Checks, nt.Uniques = append(nt.Checks[:0:0], nt.Checks...), append(nt.Uniques[:0:0], nt.Uniques...)
 		}
 		fail := func(err error) error {
 			for _, sq := range created {
