@@ -40,7 +40,3 @@ func (s *session) runDDLExt(ctx context.Context, st parser.Statement, w pgwire.R
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }
-
-func (e *Engine) createSchema(ctx context.Context, x *parser.CreateSchema, w pgwire.ResultWriter) error {
-	return pgerror.Unsupported("CREATE SCHEMA")
-}

@@ -151,7 +151,3 @@ func (e *Engine) dropIndex(ctx context.Context, x *parser.Drop) error {
 		return nil
 	})
 }
-
-func (e *Engine) dropSchema(ctx context.Context, x *parser.Drop) error {
-	return pgerror.Unsupported("DROP SCHEMA")
-}

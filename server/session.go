@@ -136,6 +136,9 @@ func (s *session) evalCtx(params []types.Datum) *eval.Context {
 
 // run executes one statement.
 func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
+	if err := s.qualifyNames(st); err != nil {
+		return err
+	}
 	switch x := st.(type) {
 	case *parser.Query:
 		return s.runQuery(ctx, x, params, ptypes, w)

@@ -35,8 +35,6 @@ type CatalogEntry struct {
 	Indexes []IndexEntry  `json:"indexes,omitempty"`
 	// Sequence describes a sequence (Kind "sequence").
 	Sequence *SequenceEntry `json:"sequence,omitempty"`
-	// Schema is the schema of the object ("" = public).
-	Schema string `json:"schema,omitempty"`
 }
 
 // CheckEntry is a persisted CHECK constraint: its name and the SQL text

@@ -32,6 +32,7 @@ const (
 	DuplicateSchema                  Code = "42P06"
 	InvalidSchemaName                Code = "3F000"
 	InvalidTableDefinition           Code = "42P16"
+	ReservedName                     Code = "42939"
 	InvalidTransactionState          Code = "25000"
 	InvalidSQLStatementName          Code = "26000"
 	InvalidCursorName                Code = "34000"
