@@ -15,21 +15,26 @@ import (
 type Insert struct {
 	Table   *cat.Relation
 	Targets []int         // table column of each value
-	Rows    [][]spec.Expr // VALUES, cast to the column types
+	Rows    [][]spec.Expr // VALUES, cast to the column types; nil = DEFAULT
 	Query   *Query        // INSERT … SELECT (columns already cast)
+	// OnConflict and Returning are nil when the statement has none.
+	OnConflict *OnConflict
+	Returning  *Returning
 }
 
 // Update is a planned UPDATE: rows of Table matching Pred get Sets.
 type Update struct {
-	Table *cat.Relation
-	Pred  spec.Expr // nil = all rows
-	Sets  map[int]spec.Expr
+	Table     *cat.Relation
+	Pred      spec.Expr         // nil = all rows
+	Sets      map[int]spec.Expr // a nil value is DEFAULT
+	Returning *Returning
 }
 
 // Delete is a planned DELETE.
 type Delete struct {
-	Table *cat.Relation
-	Pred  spec.Expr
+	Table     *cat.Relation
+	Pred      spec.Expr
+	Returning *Returning
 }
 
 func (p *Planner) dmlTable(refs *ast.TableRefsClause) (*cat.Relation, *scope, error) {
@@ -75,6 +80,14 @@ func (p *Planner) PlanInsert(s *ast.InsertStmt) (*Insert, error) {
 		return nil, err
 	}
 	ins := &Insert{Table: rel}
+	if ins.Returning, err = p.planReturning(rel, sc); err != nil {
+		return nil, err
+	}
+	if p.OnConflict != nil {
+		if ins.OnConflict, err = p.planOnConflict(rel, sc, p.OnConflict); err != nil {
+			return nil, err
+		}
+	}
 	if len(s.Columns) == 0 {
 		for i := range rel.Columns {
 			ins.Targets = append(ins.Targets, i)
@@ -127,7 +140,7 @@ func (p *Planner) PlanInsert(s *ast.InsertStmt) (*Insert, error) {
 		row := make([]spec.Expr, len(l))
 		for i, v := range l {
 			if _, ok := v.(*ast.DefaultExpr); ok {
-				row[i] = &spec.Const{D: types.Null, T: rel.Columns[ins.Targets[i]].Type}
+				row[i] = nil
 				continue
 			}
 			x, err := b.bind(v, &scope{}, nil)
@@ -189,14 +202,21 @@ func (p *Planner) PlanUpdate(s *ast.UpdateStmt) (*Update, error) {
 	}
 	b := &binder{p: p}
 	up := &Update{Table: rel, Sets: map[int]spec.Expr{}}
+	if up.Returning, err = p.planReturning(rel, sc); err != nil {
+		return nil, err
+	}
 	for _, a := range s.List {
 		i, err := sc.resolve("", a.Column.Name.O)
 		if err != nil {
 			return nil, pgerror.New(pgcode.UndefinedColumn, "column %q of relation %q does not exist", a.Column.Name.O, rel.Name)
 		}
+		if _, dup := up.Sets[i]; dup {
+			return nil, pgerror.New(pgcode.Syntax, "multiple assignments to same column %q", a.Column.Name.O)
+		}
 		var x spec.Expr
 		if _, ok := a.Expr.(*ast.DefaultExpr); ok {
-			x = &spec.Const{D: types.Null, T: rel.Columns[i].Type}
+			up.Sets[i] = nil
+			continue
 		} else if x, err = b.bind(a.Expr, sc, nil); err != nil {
 			return nil, err
 		}
@@ -228,6 +248,9 @@ func (p *Planner) PlanDelete(s *ast.DeleteStmt) (*Delete, error) {
 		return nil, err
 	}
 	d := &Delete{Table: rel}
+	if d.Returning, err = p.planReturning(rel, sc); err != nil {
+		return nil, err
+	}
 	if s.Where != nil {
 		b := &binder{p: p}
 		pred, err := b.bind(s.Where, sc, nil)

@@ -51,6 +51,10 @@ type Planner struct {
 	AppendOnlyRel func(rel uint64) bool
 	// Funcs finds a SQL function by name (nil: none).
 	Funcs func(name string) *UserFunc
+	// Returning and OnConflict are the DML statement's RETURNING and ON
+	// CONFLICT clauses (sql/parser.Query), nil when absent.
+	Returning  *parser.Returning
+	OnConflict *parser.OnConflict
 }
 
 // Query is a planned SELECT or view body.

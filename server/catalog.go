@@ -32,6 +32,7 @@ func newCatalog(entries []*storage.CatalogEntry, next uint64) *catalog {
 }
 
 func (c *catalog) get(name string) *storage.CatalogEntry {
+	name = strings.TrimPrefix(name, "public.")
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.byName[name]
@@ -108,7 +109,12 @@ func (c *catalog) Resolve(schema, name string) (*cat.Relation, error) {
 		return nil, pgerror.New(pgcode.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
 	}
 	if schema != "" && schema != "public" {
-		return nil, pgerror.New(pgcode.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
+		// Objects of other schemas are named "schema.name" (schema.go).
+		e := c.get(schema + "." + name)
+		if e == nil || e.Kind == kindSchema {
+			return nil, pgerror.New(pgcode.UndefinedTable, "relation \"%s.%s\" does not exist", schema, name)
+		}
+		return relationOf(e)
 	}
 	e := c.get(name)
 	if e == nil {

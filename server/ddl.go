@@ -99,11 +99,16 @@ func (e *Engine) createTable(ctx context.Context, x *parser.CreateTable) error {
 	if err != nil {
 		return err
 	}
+	extras, err := e.tableExtrasOf(x, cols, key)
+	if err != nil {
+		return err
+	}
 	return e.ddl(ctx, func() error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
 		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindTable, Name: x.Name, SQL: x.Text(), Columns: cols, Key: key}
+		extras.apply(e, ent)
 		if err := e.startTable(ent); err != nil {
 			return err
 		}
@@ -295,9 +300,16 @@ func dedup(ids []uint64) []uint64 {
 
 var dropKinds = map[string]string{
 	"TABLE": kindTable, "SOURCE": kindSource, "MATERIALIZED VIEW": kindMView, "VIEW": kindView, "SINK": kindSink, "FUNCTION": kindFunction,
+	"SEQUENCE": kindSequence,
 }
 
 func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {
+	switch strings.ToUpper(x.Kind) {
+	case "INDEX":
+		return e.dropIndex(ctx, x)
+	case "SCHEMA":
+		return e.dropSchema(ctx, x)
+	}
 	kind, ok := dropKinds[strings.ToUpper(x.Kind)]
 	if !ok {
 		return pgerror.Unsupported("DROP %s", x.Kind)
@@ -314,6 +326,9 @@ func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {
 			if ent.Kind != kind {
 				return pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a %s", name, ent.Kind, kind).
 					WithHint("use DROP %s", strings.ToUpper(ent.Kind))
+			}
+			if err := e.dropOwnedCheck(ent, x.Cascade); err != nil {
+				return err
 			}
 			deps := e.allDependents(ent)
 			if len(deps) > 0 && !x.Cascade {
@@ -369,5 +384,7 @@ func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 	e.coord.OnNextEpoch(func(w *storage.EpochWriter) {
 		storage.DeleteCatalog(w, id)
 		w.Delete(rowIDKey(id))
+		w.Delete(seqKey(id))
 	})
+	e.dropOwned(ent)
 }

@@ -32,6 +32,7 @@ type tableWriter struct {
 	locks map[string]*txn
 	rowID uint64
 	src   *flow.TableSource
+	cons  *tableConstraints // NOT NULL, CHECK, UNIQUE, defaults (constraints.go)
 }
 
 func rowIDKey(table uint64) []byte {
@@ -44,6 +45,9 @@ func (e *Engine) startTable(ent *storage.CatalogEntry) error {
 		return err
 	}
 	tw := &tableWriter{id: ent.ID, name: ent.Name, cols: ent.Cols(), key: ent.Key, seq: ts.LastSeq(), src: ts}
+	if tw.cons, err = e.buildConstraints(ent); err != nil {
+		return err
+	}
 	if ts.Backlog() > 0 {
 		e.replaying = true
 	}
@@ -72,16 +76,6 @@ func (e *Engine) tableWriter(id uint64) (*tableWriter, error) {
 
 func (tw *tableWriter) wkey(r types.Row) []byte {
 	return ops.RelKey(storage.Key(storage.SpaceWrite, tw.id), tw.key, r)
-}
-
-// check validates a row for the table: NOT NULL primary key columns.
-func (tw *tableWriter) check(r types.Row) error {
-	for _, k := range tw.key {
-		if r[k].IsNull() {
-			return pgerror.New(pgcode.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", tw.cols[k].Name, tw.name)
-		}
-	}
-	return nil
 }
 
 // dml runs one DML statement's writes to tw: in the session's transaction
@@ -130,56 +124,12 @@ func (s *session) dml(ctx context.Context, tw *tableWriter, f func(tx *txn) (int
 	}
 }
 
-func (s *session) insert(ctx context.Context, ins *planner.Insert, ectx *eval.Context) (int, error) {
-	e := s.e
-	tw, err := e.tableWriter(ins.Table.ID)
-	if err != nil {
-		return 0, err
-	}
-	var rows []types.Row
-	width := len(ins.Table.Columns)
-	if ins.Query != nil {
-		if err := s.awaitReads(ctx); err != nil {
-			return 0, err
-		}
-		src, err := e.selectRows(ctx, ins.Query, ectx, s.txSnapshot())
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range src {
-			r := make(types.Row, width)
-			for i, t := range ins.Targets {
-				r[t] = s[i]
-			}
-			rows = append(rows, r)
-		}
-	} else {
-		for _, exprs := range ins.Rows {
-			r := make(types.Row, width)
-			for i, x := range exprs {
-				if c, ok := x.(*spec.Const); ok {
-					r[ins.Targets[i]] = c.D
-					continue
-				}
-				fn, err := eval.Compile(x, ectx)
-				if err != nil {
-					return 0, err
-				}
-				d, err := fn(nil)
-				if err != nil {
-					return 0, err
-				}
-				r[ins.Targets[i]] = d
-			}
-			rows = append(rows, r)
-		}
-	}
-	return s.insertInto(ctx, tw, rows)
-}
-
 // insertInto inserts full-width rows into the table as one statement.
 func (s *session) insertInto(ctx context.Context, tw *tableWriter, rows []types.Row) (int, error) {
 	return s.dml(ctx, tw, func(tx *txn) (int, error) {
+		if err := s.e.checkUniques(tx, tw, nil, rows); err != nil {
+			return 0, err
+		}
 		for _, r := range rows {
 			if err := tw.check(r); err != nil {
 				return 0, err
@@ -228,7 +178,8 @@ func keyValues(tw *tableWriter, r types.Row) string {
 	return s
 }
 
-func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Context) (int, error) {
+// update runs UPDATE; out, when not nil, receives the new rows (RETURNING).
+func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Context, out *[]types.Row) (int, error) {
 	tw, err := s.e.tableWriter(up.Table.ID)
 	if err != nil {
 		return 0, err
@@ -243,13 +194,9 @@ func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Con
 	if err != nil {
 		return 0, err
 	}
-	sets := map[int]eval.Fn{}
-	for c, x := range up.Sets {
-		fn, err := eval.Compile(x, ectx)
-		if err != nil {
-			return 0, err
-		}
-		sets[c] = fn
+	sets, err := tw.updateSets(up.Sets, ectx)
+	if err != nil {
+		return 0, err
 	}
 	return s.dml(ctx, tw, func(tx *txn) (int, error) {
 		type change struct {
@@ -270,6 +217,13 @@ func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Con
 			return nil
 		})
 		if err != nil {
+			return 0, err
+		}
+		var oldRows, newRows []types.Row
+		for _, c := range changes {
+			oldRows, newRows = append(oldRows, c.old), append(newRows, c.new)
+		}
+		if err := s.e.checkUniques(tx, tw, oldRows, newRows); err != nil {
 			return 0, err
 		}
 		// Rows whose key changes leave their old keys first, so that keys
@@ -302,6 +256,9 @@ func (s *session) update(ctx context.Context, up *planner.Update, ectx *eval.Con
 				return 0, err
 			}
 		}
+		if out != nil {
+			*out = newRows
+		}
 		return len(changes), nil
 	})
 }
@@ -311,7 +268,9 @@ func dupKey(tw *tableWriter, r types.Row) error {
 		WithDetail("Key (%s)=(%s) already exists.", keyNames(tw), keyValues(tw, r))
 }
 
-func (s *session) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context) (int, error) {
+// delete runs DELETE; out, when not nil, receives the deleted rows
+// (RETURNING).
+func (s *session) delete(ctx context.Context, d *planner.Delete, ectx *eval.Context, out *[]types.Row) (int, error) {
 	tw, err := s.e.tableWriter(d.Table.ID)
 	if err != nil {
 		return 0, err
@@ -330,6 +289,9 @@ func (s *session) delete(ctx context.Context, d *planner.Delete, ectx *eval.Cont
 		var keys [][]byte
 		err := tx.scan(tw, pred, lookup, func(k []byte, r types.Row) error {
 			keys = append(keys, k)
+			if out != nil {
+				*out = append(*out, r)
+			}
 			return nil
 		})
 		if err != nil {
@@ -380,4 +342,10 @@ func (s *session) insertRows(ctx context.Context, tableID uint64, rows []types.R
 		return 0, err
 	}
 	return s.insertInto(ctx, tw, rows)
+}
+
+// scanMatching calls f for every committed row of the table matching pred
+// (DDL that checks or rebuilds a table's rows). The caller holds tw.mu.
+func (e *Engine) scanMatching(tw *tableWriter, pred func(types.Row) (bool, error), lookup []types.Datum, f func(k []byte, r types.Row) error) error {
+	return e.newTxn(false).scan(tw, pred, lookup, f)
 }

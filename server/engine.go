@@ -41,6 +41,7 @@ type Engine struct {
 
 	tablesMu sync.Mutex
 	tables   map[uint64]*tableWriter
+	seqs     sequenceSet // loaded sequences (sequence.go)
 
 	// replaying is set at startup when a table has logged writes after its
 	// checkpoint.

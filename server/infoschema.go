@@ -28,7 +28,8 @@ func infoRels(env *sysEnv) []infoRel {
 		if r.kind == "m" {
 			continue
 		}
-		ir := infoRel{schema: "public", name: r.e.Name, kind: r.kind}
+		sch, name := relSchema(r.e.Name)
+		ir := infoRel{schema: sch, name: name, kind: r.kind}
 		for _, c := range r.e.Columns {
 			ir.cols = append(ir.cols, types.Column{Name: c.Name, Type: c.Type()})
 			ir.notNull = append(ir.notNull, c.NotNull)

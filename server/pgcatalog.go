@@ -172,12 +172,12 @@ func init() {
 	}
 	none := func(*sysEnv) []types.Row { return nil }
 
-	add("pg_namespace", 2615, 'r', "oid:oid nspname:name nspowner:oid nspacl:text[]", func(*sysEnv) []types.Row {
-		return []types.Row{
+	add("pg_namespace", 2615, 'r', "oid:oid nspname:name nspowner:oid nspacl:text[]", func(env *sysEnv) []types.Row {
+		return append([]types.Row{
 			mkRow(oidPgCatalog, "pg_catalog", oidOwner, nil),
 			mkRow(oidPublic, "public", oidOwner, nil),
 			mkRow(oidInfoSchema, "information_schema", oidOwner, nil),
-		}
+		}, userSchemaRows(env)...)
 	})
 
 	add("pg_class", 1259, 'r', "oid:oid relname:name relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid "+
@@ -207,7 +207,8 @@ func init() {
 			if r.kind == "v" || r.kind == "f" {
 				replident = "n"
 			}
-			rel := row(r.oid, r.e.Name, oidPublic, r.kind, len(r.e.Columns), replident)
+			ns, relname := schemaOID(env, r.e.Name)
+			rel := row(r.oid, relname, ns, r.kind, len(r.e.Columns), replident)
 			if k, ok := pkeyOf(r); ok {
 				rel[13] = types.NewBool(true) // relhasindex
 				out = append(out, row(k.oid, k.name, oidPublic, "i", len(k.cols), "n"))

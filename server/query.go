@@ -25,6 +25,7 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
 	p.ColumnAliases = q.ColumnAliases
+	p.Returning, p.OnConflict = q.Returning, q.OnConflict
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		pq, err := p.PlanQuery(n)
@@ -33,14 +34,23 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 		}
 		return p.Params, pq.Columns, nil
 	case *ast.InsertStmt:
-		_, err := p.PlanInsert(n)
-		return p.Params, nil, err
+		ins, err := p.PlanInsert(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Params, returningColumns(ins.Returning), nil
 	case *ast.UpdateStmt:
-		_, err := p.PlanUpdate(n)
-		return p.Params, nil, err
+		up, err := p.PlanUpdate(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Params, returningColumns(up.Returning), nil
 	case *ast.DeleteStmt:
-		_, err := p.PlanDelete(n)
-		return p.Params, nil, err
+		d, err := p.PlanDelete(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Params, returningColumns(d.Returning), nil
 	}
 	return nil, nil, pgerror.Unsupported("statement %T", q.Node)
 }
@@ -50,6 +60,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
 	p.ColumnAliases = q.ColumnAliases
+	p.Returning, p.OnConflict = q.Returning, q.OnConflict
 	ectx := s.evalCtx(params)
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
@@ -76,11 +87,11 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.insert(ctx, ins, ectx)
+		cnt, rows, err := s.runInsert(ctx, ins, ectx)
 		if err != nil {
 			return err
 		}
-		return w.Complete(commandTag("INSERT", cnt))
+		return completeDML(w, "INSERT", cnt, ins.Returning, rows, ectx)
 	case *ast.UpdateStmt:
 		up, err := p.PlanUpdate(n)
 		if err != nil {
@@ -89,11 +100,12 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.update(ctx, up, ectx)
+		var rows []types.Row
+		cnt, err := s.update(ctx, up, ectx, &rows)
 		if err != nil {
 			return err
 		}
-		return w.Complete(commandTag("UPDATE", cnt))
+		return completeDML(w, "UPDATE", cnt, up.Returning, rows, ectx)
 	case *ast.DeleteStmt:
 		d, err := p.PlanDelete(n)
 		if err != nil {
@@ -102,11 +114,12 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
-		cnt, err := s.delete(ctx, d, ectx)
+		var rows []types.Row
+		cnt, err := s.delete(ctx, d, ectx, &rows)
 		if err != nil {
 			return err
 		}
-		return w.Complete(commandTag("DELETE", cnt))
+		return completeDML(w, "DELETE", cnt, d.Returning, rows, ectx)
 	}
 	return pgerror.Unsupported("statement %T", q.Node)
 }

@@ -27,6 +27,8 @@ type session struct {
 	lastWrite uint64
 	// cursors are the DECLAREd cursors by name (cursor.go).
 	cursors map[string]*cursor
+	// seq is the session's currval/lastval state (sequence.go).
+	seq seqSession
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -210,7 +212,7 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database}
+	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}}
 	if s.tx != nil {
 		c.ReadRel = s.tx.readRel
 	}
@@ -221,10 +223,16 @@ func (s *session) evalCtx(params []types.Datum) *eval.Context {
 // block in the failed state: until ROLLBACK (or ROLLBACK TO SAVEPOINT) every
 // other statement fails with 25P02.
 func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
-	if s.tx != nil {
-		if s.tx.failed && !txControl(st) {
-			return errAborted
+	if s.tx != nil && s.tx.failed && !txControl(st) {
+		return errAborted
+	}
+	if err := s.qualifyNames(st); err != nil {
+		if s.tx != nil {
+			s.tx.failed = true
 		}
+		return err
+	}
+	if s.tx != nil {
 		if isDDL(st) {
 			return s.deferDDL(st, w)
 		}
@@ -309,6 +317,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
 		return w.Complete("DEALLOCATE")
+	case *parser.AlterTable, *parser.Truncate, *parser.CreateIndex, *parser.CreateSequence, *parser.CreateSchema:
+		return s.runDDLExt(ctx, st, w)
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }

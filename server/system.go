@@ -137,6 +137,12 @@ type sessionCatalog struct {
 
 // Resolve implements cat.Catalog.
 func (c sessionCatalog) Resolve(schema, name string) (*cat.Relation, error) {
+	if schema == "" && c.catalog.system[name] == nil {
+		// An unqualified name is looked up through the search_path.
+		if q, err := c.s.qualify(name, false); err == nil && q != name {
+			schema, name = splitQualified(q)
+		}
+	}
 	r, err := c.catalog.Resolve(schema, name)
 	if err != nil || r.Kind != cat.System {
 		return r, err

@@ -360,6 +360,22 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 		}
 	}
 	e := tx.e
+	if tx.block {
+		// UNIQUE constraints other than the primary key are not locked:
+		// check the block's rows again against what is committed now.
+		for _, tt := range tts {
+			if tt.tw.cons == nil || len(tt.tw.cons.uniques) == 0 {
+				continue
+			}
+			var olds, news []types.Row
+			for _, ent := range tt.rows {
+				olds, news = append(olds, ent.orig), append(news, ent.cur)
+			}
+			if err := e.checkUniques(e.newTxn(false), tt.tw, olds, news); err != nil {
+				return 0, err
+			}
+		}
+	}
 	wb := e.db.NewWriteBatch()
 	chunks := make([]*types.Batch, len(tts))
 	for i, tt := range tts {

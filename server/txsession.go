@@ -17,7 +17,8 @@ import (
 func isDDL(st parser.Statement) bool {
 	switch st.(type) {
 	case *parser.CreateTable, *parser.CreateSource, *parser.CreateMaterializedView, *parser.CreateFunction,
-		*parser.CreateSink, *parser.CreateView, *parser.Drop:
+		*parser.CreateSink, *parser.CreateView, *parser.Drop, *parser.AlterTable, *parser.CreateIndex,
+		*parser.CreateSequence, *parser.CreateSchema:
 		return true
 	}
 	return false
@@ -40,6 +41,14 @@ func ddlTag(st parser.Statement) string {
 		return "CREATE VIEW"
 	case *parser.Drop:
 		return "DROP " + strings.ToUpper(x.Kind)
+	case *parser.AlterTable:
+		return "ALTER TABLE"
+	case *parser.CreateIndex:
+		return "CREATE INDEX"
+	case *parser.CreateSequence:
+		return "CREATE SEQUENCE"
+	case *parser.CreateSchema:
+		return "CREATE SCHEMA"
 	}
 	return ""
 }
@@ -162,6 +171,10 @@ func undoDDL(st parser.Statement) *parser.Drop {
 		return &parser.Drop{Kind: "sink", Names: []string{x.Name}, Cascade: true}
 	case *parser.CreateView:
 		return &parser.Drop{Kind: "view", Names: []string{x.Name}, Cascade: true}
+	case *parser.CreateSequence:
+		return &parser.Drop{Kind: "sequence", Names: []string{x.Name}, Cascade: true}
+	case *parser.CreateSchema:
+		return &parser.Drop{Kind: "schema", Names: []string{x.Name}, Cascade: true}
 	}
 	return nil
 }

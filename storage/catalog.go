@@ -28,6 +28,50 @@ type CatalogEntry struct {
 	AppendOnly bool `json:"append_only,omitempty"`
 	// Watermark is a source's WATERMARK FOR clause.
 	Watermark *WatermarkEntry `json:"watermark,omitempty"`
+	// Checks, Uniques and Indexes are a table's CHECK and UNIQUE
+	// constraints and its secondary indexes.
+	Checks  []CheckEntry  `json:"checks,omitempty"`
+	Uniques []UniqueEntry `json:"uniques,omitempty"`
+	Indexes []IndexEntry  `json:"indexes,omitempty"`
+	// Sequence describes a sequence (Kind "sequence").
+	Sequence *SequenceEntry `json:"sequence,omitempty"`
+}
+
+// CheckEntry is a persisted CHECK constraint: its name and the SQL text
+// of its expression.
+type CheckEntry struct {
+	Name string `json:"name"`
+	Expr string `json:"expr"`
+}
+
+// UniqueEntry is a persisted UNIQUE constraint (or unique index, Index
+// set) over columns Cols.
+type UniqueEntry struct {
+	Name  string `json:"name"`
+	Cols  []int  `json:"cols"`
+	Index bool   `json:"index,omitempty"`
+}
+
+// IndexEntry is a persisted non-unique secondary index.
+type IndexEntry struct {
+	Name string `json:"name"`
+	Cols []int  `json:"cols"`
+}
+
+// SequenceEntry is a persisted sequence's definition. Its current value is
+// kept apart (under SpaceMeta), written synchronously as values are
+// reserved.
+type SequenceEntry struct {
+	Fam       uint8 `json:"fam"`
+	Increment int64 `json:"increment"`
+	Start     int64 `json:"start"`
+	Min       int64 `json:"min"`
+	Max       int64 `json:"max"`
+	Cycle     bool  `json:"cycle,omitempty"`
+	// OwnedBy is the table whose column uses the sequence (SERIAL,
+	// identity): the sequence is dropped with it.
+	OwnedBy  uint64 `json:"owned_by,omitempty"`
+	OwnedCol string `json:"owned_col,omitempty"`
 }
 
 // WatermarkEntry is a persisted source watermark: column Col's largest
@@ -44,6 +88,10 @@ type ColumnEntry struct {
 	Prec    int16  `json:"prec,omitempty"`
 	Scale   int16  `json:"scale,omitempty"`
 	NotNull bool   `json:"not_null,omitempty"`
+	// Default is the SQL text of the column's DEFAULT expression.
+	Default string `json:"default,omitempty"`
+	// Identity is "always" or "by default" for an identity column.
+	Identity string `json:"identity,omitempty"`
 }
 
 // Type returns the column's SQL type.
@@ -106,4 +154,16 @@ func PutCatalog(w *EpochWriter, e *CatalogEntry, nextID uint64) {
 // DeleteCatalog records the removal of entry id in w.
 func DeleteCatalog(w *EpochWriter, id uint64) {
 	w.Delete(Key(SpaceCatalog, id))
+}
+
+// PutCatalogSync records e, the removal of entry old (0: none) and the id
+// allocator in w, a batch written outside the epochs: ALTER TABLE swaps a
+// rebuilt table in atomically with its rows.
+func PutCatalogSync(w *WriteBatch, e *CatalogEntry, old, nextID uint64) {
+	v, _ := json.Marshal(e)
+	w.Set(Key(SpaceCatalog, e.ID), v)
+	if old != 0 {
+		w.Delete(Key(SpaceCatalog, old))
+	}
+	w.Set([]byte("m/nextid"), binary.AppendUvarint(nil, nextID))
 }

@@ -30,7 +30,7 @@ func pgCode(err error) string {
 	return ""
 }
 
-func queryInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int64 {
+func txQueryInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64
 	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
@@ -143,7 +143,7 @@ func TestTxnAtomicVisibility(t *testing.T) {
 		t.Fatalf("no work done: %d commits, %d reads", commits.Load(), reads.Load())
 	}
 	ExecAll(t, c, `FLUSH`)
-	if got := queryInt(t, c, `SELECT count(*) FROM journal`); got != commits.Load() {
+	if got := txQueryInt(t, c, `SELECT count(*) FROM journal`); got != commits.Load() {
 		t.Errorf("journal has %d rows, %d blocks committed", got, commits.Load())
 	}
 	t.Logf("%d blocks committed, %d consistent reads", commits.Load(), reads.Load())
@@ -193,7 +193,7 @@ func TestTxnConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ExecAll(t, a, `FLUSH`)
-	if got := queryInt(t, a, `SELECT n FROM c WHERE id = 1`); got != 101 {
+	if got := txQueryInt(t, a, `SELECT n FROM c WHERE id = 1`); got != 101 {
 		t.Fatalf("n = %d after +1 (block) and +100 (statement), want 101", got)
 	}
 
@@ -226,7 +226,7 @@ func TestTxnConflicts(t *testing.T) {
 	}
 	wg.Wait()
 	ExecAll(t, a, `FLUSH`)
-	if got := queryInt(t, a, `SELECT n FROM c WHERE id = 2`); got != 5+ok.Load() || ok.Load() != 100 {
+	if got := txQueryInt(t, a, `SELECT n FROM c WHERE id = 2`); got != 5+ok.Load() || ok.Load() != 100 {
 		t.Fatalf("n = %d after %d committed increments (plus 5)", got, ok.Load())
 	}
 
@@ -245,10 +245,10 @@ func TestTxnConflicts(t *testing.T) {
 		}
 	}
 	ExecAll(t, a, `FLUSH`)
-	if got := queryInt(t, a, `SELECT count(*) FROM c WHERE id = 3`); got != 0 {
+	if got := txQueryInt(t, a, `SELECT count(*) FROM c WHERE id = 3`); got != 0 {
 		t.Fatalf("a closed connection's block was kept")
 	}
-	if got := queryInt(t, a, `SELECT n FROM c WHERE id = 1`); got != 102 {
+	if got := txQueryInt(t, a, `SELECT n FROM c WHERE id = 1`); got != 102 {
 		t.Fatalf("n = %d, want 102", got)
 	}
 }
@@ -286,13 +286,13 @@ func TestTxnDDLAndImplicit(t *testing.T) {
 	if pgCode(err) != "23505" {
 		t.Fatalf("multi-statement string: %v, want 23505", err)
 	}
-	if n := queryInt(t, c, `SELECT count(*) FROM t1 WHERE id = 10`) + queryInt(t, c, `SELECT count(*) FROM t2 WHERE id = 20`); n != 0 {
+	if n := txQueryInt(t, c, `SELECT count(*) FROM t1 WHERE id = 10`) + txQueryInt(t, c, `SELECT count(*) FROM t2 WHERE id = 20`); n != 0 {
 		t.Fatalf("the statements before the error were kept")
 	}
 	if _, err := c.Exec(ctx, `INSERT INTO t1 VALUES (11, 'y'); INSERT INTO t2 VALUES (11)`); err != nil {
 		t.Fatal(err)
 	}
-	if n := queryInt(t, c, `SELECT count(*) FROM t1 WHERE id = 11`) + queryInt(t, c, `SELECT count(*) FROM t2 WHERE id = 11`); n != 2 {
+	if n := txQueryInt(t, c, `SELECT count(*) FROM t1 WHERE id = 11`) + txQueryInt(t, c, `SELECT count(*) FROM t2 WHERE id = 11`); n != 2 {
 		t.Fatalf("multi-statement string committed %d of 2 rows", n)
 	}
 
@@ -300,20 +300,20 @@ func TestTxnDDLAndImplicit(t *testing.T) {
 	// own request for the write's epoch can make the first read see it, in
 	// the table and in a view over it.
 	ExecAll(t, c, `CREATE MATERIALIZED VIEW t1n AS SELECT count(*) AS n FROM t1`)
-	before := queryInt(t, c, `SELECT n FROM t1n`)
+	before := txQueryInt(t, c, `SELECT n FROM t1n`)
 	for i := 0; i < 5; i++ {
 		ExecAll(t, c, fmt.Sprintf(`INSERT INTO t1 VALUES (%d, 'ryw')`, 200+i))
-		if n := queryInt(t, c, `SELECT n FROM t1n`); n != before+int64(i)+1 {
+		if n := txQueryInt(t, c, `SELECT n FROM t1n`); n != before+int64(i)+1 {
 			t.Fatalf("read after an acknowledged insert: view count %d, want %d", n, before+int64(i)+1)
 		}
-		if n := queryInt(t, c, `SELECT count(*) FROM t1 WHERE id = $1`, 200+i); n != 1 {
+		if n := txQueryInt(t, c, `SELECT count(*) FROM t1 WHERE id = $1`, 200+i); n != 1 {
 			t.Fatalf("read after an acknowledged insert does not see the row")
 		}
 	}
 	// Off: the read takes the last committed epoch and does not wait.
 	ExecAll(t, c, `SET read_your_writes = off`)
 	ExecAll(t, c, `INSERT INTO t1 VALUES (300, 'not yet')`)
-	if n := queryInt(t, c, `SELECT n FROM t1n`); n != before+5 {
+	if n := txQueryInt(t, c, `SELECT n FROM t1n`); n != before+5 {
 		t.Fatalf("read_your_writes = off: the read waited for the write (count %d, want %d)", n, before+5)
 	}
 	ExecAll(t, c, `SET read_your_writes = on`, `FLUSH`)
@@ -322,7 +322,7 @@ func TestTxnDDLAndImplicit(t *testing.T) {
 	// checkpoint interval is 10 s, so only the flush can make it so).
 	ExecAll(t, c, `SET implicit_flush = on`)
 	ExecAll(t, c, `INSERT INTO t1 VALUES (100, 'flushed')`)
-	if n := queryInt(t, other, `SELECT count(*) FROM t1 WHERE id = 100`); n != 1 {
+	if n := txQueryInt(t, other, `SELECT count(*) FROM t1 WHERE id = 100`); n != 1 {
 		t.Fatalf("with implicit_flush a write was not visible to another session on its acknowledgement")
 	}
 }
@@ -432,10 +432,10 @@ func TestTxnCrashAtomicity(t *testing.T) {
 		t.Errorf("%d acknowledged blocks lost", lost)
 	}
 	ExecAll(t, c, `FLUSH`)
-	if n := queryInt(t, c, `SELECT count(*) FROM per_tx WHERE n <> 6`); n != 0 {
+	if n := txQueryInt(t, c, `SELECT count(*) FROM per_tx WHERE n <> 6`); n != 0 {
 		t.Errorf("the view shows %d partial blocks", n)
 	}
-	if n := queryInt(t, c, `SELECT count(*) FROM per_tx`); n != int64(len(counts)) {
+	if n := txQueryInt(t, c, `SELECT count(*) FROM per_tx`); n != int64(len(counts)) {
 		t.Errorf("the view has %d blocks, the tables %d", n, len(counts))
 	}
 	t.Logf("txn crash: kills=%d acked=%d present=%d partial=%d lost=%d", kills+1, len(acked), len(counts), partial, lost)

@@ -34,6 +34,8 @@ type Context struct {
 	// storage.SpaceRelation keys are encoded, after the relation's prefix)
 	// for a point read. ok false: read the snapshot.
 	ReadRel func(rel uint64, key []byte) (rows func(emit func(types.Row, int64) error) error, ok bool)
+	// Seq serves nextval, currval, setval and lastval (nil: refused).
+	Seq Sequences
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made

@@ -7,6 +7,7 @@ import (
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
+	"sluice/sql/types"
 )
 
 // This file is Sluice's own parser for the streaming DDL (CREATE TABLE,
@@ -46,6 +47,18 @@ func (r *rewriter) create() Statement {
 		return r.createFunction(orReplace)
 	case t.isWord("temp"), t.isWord("temporary"), t.isWord("unlogged"):
 		r.unsupported(t, "CREATE %s TABLE is not supported", strings.ToUpper(t.val))
+	case t.isWord("index"):
+		r.i++
+		return r.createIndex(false)
+	case t.isWord("unique") && r.peek(1).isWord("index"):
+		r.i += 2
+		return r.createIndex(true)
+	case t.isWord("sequence"):
+		r.i++
+		return r.createSequence()
+	case t.isWord("schema"):
+		r.i++
+		return r.createSchema()
 	case t.kind == tkIdent:
 		switch t.val {
 		case "index", "unique", "schema", "database", "user", "role", "sequence", "type", "secret",
@@ -78,6 +91,8 @@ type relBody struct {
 	fmtOpts    Options
 	includes   []Include
 	appendOnly bool
+	checks     []CheckDef
+	uniques    []UniqueDef
 }
 
 func (r *rewriter) createTable() Statement {
@@ -93,6 +108,7 @@ func (r *rewriter) createTable() Statement {
 	ct.Columns, ct.PrimaryKey, ct.Watermark = b.cols, b.pk, b.wm
 	ct.With, ct.Format, ct.Encode, ct.FormatOptions = b.with, b.format, b.encode, b.fmtOpts
 	ct.Includes, ct.AppendOnly = b.includes, b.appendOnly
+	ct.Checks, ct.Uniques = b.checks, b.uniques
 	return ct
 }
 
@@ -103,6 +119,14 @@ func (r *rewriter) createSource() Statement {
 	cs.Columns, cs.PrimaryKey, cs.Watermark = b.cols, b.pk, b.wm
 	cs.With, cs.Format, cs.Encode, cs.FormatOptions = b.with, b.format, b.encode, b.fmtOpts
 	cs.Includes = b.includes
+	if len(b.checks) > 0 || len(b.uniques) > 0 {
+		r.fail(pgerror.Unsupported("CHECK and UNIQUE constraints on a source").WithHint("a source's rows come from outside; filter them in a view"))
+	}
+	for _, c := range b.cols {
+		if c.Default != nil || c.Unique || len(c.Checks) > 0 || c.Serial || c.Identity != "" {
+			r.fail(pgerror.Unsupported("DEFAULT, UNIQUE, CHECK and identity columns on a source").WithHint("a source's rows come from outside; compute values in a view"))
+		}
+	}
 	if b.appendOnly {
 		r.fail(pgerror.New(pgcode.Syntax, "APPEND ONLY is not valid for CREATE SOURCE"))
 	}
@@ -224,13 +248,30 @@ func (r *rewriter) tableElement(b *relBody) {
 		if !isName(r.tok()) {
 			r.syntaxErr(r.tok())
 		}
+		name := r.tok().val
 		r.i++
-		if r.tok().isWord("primary") {
+		switch {
+		case r.tok().isWord("primary"):
 			r.tableElement(b)
-			return
+		case r.tok().isWord("unique"):
+			r.i++
+			b.uniques = append(b.uniques, UniqueDef{Name: name, Columns: r.identNames()})
+		case r.tok().isWord("check"):
+			c := r.checkClause()
+			c.Name = name
+			b.checks = append(b.checks, c)
+		default:
+			r.unsupported(r.tok(), "table constraints other than PRIMARY KEY, UNIQUE and CHECK are not supported")
 		}
-		r.unsupported(r.tok(), "table constraints other than PRIMARY KEY are not supported")
-	case t.isWord("unique"), t.isWord("check"), t.isWord("foreign"), t.isWord("exclude"), t.isWord("like"):
+		return
+	case t.isWord("unique"):
+		r.i++
+		b.uniques = append(b.uniques, UniqueDef{Columns: r.identNames()})
+		return
+	case t.isWord("check"):
+		b.checks = append(b.checks, r.checkClause())
+		return
+	case t.isWord("foreign"), t.isWord("exclude"), t.isWord("like"):
 		r.unsupported(t, "table constraint %s is not supported", strings.ToUpper(t.val))
 	case t.isWord("watermark") && r.peek(1).isWord("for"):
 		r.i += 2
@@ -252,11 +293,24 @@ func (r *rewriter) tableElement(b *relBody) {
 	}
 	col := ColumnDef{Name: t.val}
 	r.i++
-	tn := r.typeName()
-	if tn.err != nil {
-		r.fail(withPos(tn.err, charPos(r.src, tn.pos)))
+	if st, ok := serialTypes[r.tok().val]; ok && r.tok().kind == tkIdent && !r.peek(1).isPunct("[") {
+		r.i++
+		col.Type, col.Serial, col.NotNull = st, true, true
+	} else {
+		tn := r.typeName()
+		if tn.err != nil {
+			r.fail(withPos(tn.err, charPos(r.src, tn.pos)))
+		}
+		col.Type = tn.t
 	}
-	col.Type = tn.t
+	r.columnConstraints(&col)
+	b.cols = append(b.cols, col)
+}
+
+// columnConstraints parses the constraints and options after a column's
+// type.
+func (r *rewriter) columnConstraints(col *ColumnDef) {
+	name := ""
 	for {
 		c := r.tok()
 		switch {
@@ -271,23 +325,73 @@ func (r *rewriter) tableElement(b *relBody) {
 			col.NotNull = true
 		case c.isWord("default"):
 			r.i++
+			start := r.tok().pos
 			e := r.parseExpr(0)
 			col.Default = r.exprNode(e.f)
+			col.DefaultText = r.src[start:r.peek(-1).end]
 		case c.isWord("constraint"):
 			r.i++
 			if !isName(r.tok()) {
 				r.syntaxErr(r.tok())
 			}
+			name = r.tok().val
 			r.i++
-		case c.isWord("as") || c.isWord("generated"):
+			continue
+		case c.isWord("generated") && (r.peek(1).isWord("always") || r.peek(1).isWord("by")):
+			r.i++
+			if r.tok().isWord("always") {
+				r.i++
+				col.Identity = IdentityAlways
+			} else {
+				r.i++
+				r.expectWord("default")
+				col.Identity = IdentityByDefault
+			}
+			r.expectWord("as")
+			if !r.tok().isWord("identity") {
+				r.unsupported(r.tok(), "generated columns are not supported")
+			}
+			r.i++
+			if r.tok().isPunct("(") {
+				r.unsupported(r.tok(), "sequence options of an identity column are not supported")
+			}
+			col.NotNull = true
+		case c.isWord("as"):
 			r.unsupported(c, "generated columns are not supported")
-		case c.isWord("unique"), c.isWord("check"), c.isWord("references"), c.isWord("collate"):
+		case c.isWord("unique"):
+			r.i++
+			col.Unique, col.UniqueName = true, name
+		case c.isWord("check"):
+			ch := r.checkClause()
+			ch.Name = name
+			col.Checks = append(col.Checks, ch)
+		case c.isWord("references"), c.isWord("collate"):
 			r.unsupported(c, "column constraint %s is not supported", strings.ToUpper(c.val))
 		default:
-			b.cols = append(b.cols, col)
 			return
 		}
+		name = ""
 	}
+}
+
+// serialTypes are the pseudo-types SERIAL, BIGSERIAL and SMALLSERIAL: an
+// integer column with a sequence default.
+var serialTypes = map[string]types.T{
+	"serial": types.TInt4, "serial4": types.TInt4, "bigserial": types.TInt8, "serial8": types.TInt8,
+	"smallserial": types.TInt2, "serial2": types.TInt2,
+}
+
+// checkClause parses CHECK (expr) [NO INHERIT].
+func (r *rewriter) checkClause() CheckDef {
+	r.expectWord("check")
+	open := r.expectPunct("(")
+	e := r.parseExpr(0)
+	end := r.peek(-1).end
+	r.expectPunct(")")
+	if r.tok().isWord("no") && r.peek(1).isWord("inherit") {
+		r.i += 2
+	}
+	return CheckDef{Expr: r.exprNode(e.f), Text: strings.TrimSpace(r.src[open.end:end])}
 }
 
 // withPos returns err with a position if it is a pgerror without one.
@@ -713,8 +817,12 @@ func (r *rewriter) drop() Statement {
 	d := &Drop{}
 	t := r.tok()
 	switch {
-	case t.isWord("table"), t.isWord("source"), t.isWord("view"), t.isWord("sink"), t.isWord("function"):
+	case t.isWord("table"), t.isWord("source"), t.isWord("view"), t.isWord("sink"), t.isWord("function"),
+		t.isWord("index"), t.isWord("sequence"), t.isWord("schema"):
 		d.Kind = strings.ToUpper(t.val)
+		if t.isWord("index") && r.peek(1).isWord("concurrently") {
+			r.i++
+		}
 		r.i++
 	case t.isWord("materialized") && r.peek(1).isWord("view"):
 		d.Kind = "MATERIALIZED VIEW"

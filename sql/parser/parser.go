@@ -150,6 +150,10 @@ func (r *rewriter) statement() Statement {
 		return r.create()
 	case "drop":
 		return r.drop()
+	case "alter":
+		return r.alterTable()
+	case "truncate":
+		return r.truncate()
 	case "show":
 		return r.show()
 	case "set":
@@ -296,6 +300,7 @@ func (r *rewriter) query() *Query {
 	q := &Query{Rewritten: rd.text}
 	q.Node = r.tidbParse(rd)
 	r.finishQuery(q, rd)
+	r.finishDML(q)
 	return q
 }
 

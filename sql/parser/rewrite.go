@@ -86,6 +86,7 @@ type rewriter struct {
 	depth int
 	tfs   []tfCall
 	alias []aliasRec
+	dml   *dmlTailState
 }
 
 // tfCall is a table function call in FROM.
@@ -320,10 +321,18 @@ func (r *rewriter) walkWord(st *level) frag {
 		}
 		return kw()
 	case "returning":
+		if r.atDMLTail(st) {
+			r.dmlTail()
+			return nil
+		}
 		r.unsupported(t, "RETURNING is not supported")
 	case "into":
 		r.unsupported(t, "SELECT INTO is not supported")
 	case "on":
+		if r.atDMLTail(st) {
+			r.dmlTail()
+			return nil
+		}
 		if next.isWord("conflict") {
 			r.unsupported(t, "ON CONFLICT is not supported")
 		}
@@ -956,15 +965,13 @@ func (r *rewriter) insertStmt() frag {
 	case n.isWord("overriding"):
 		r.unsupported(n, "OVERRIDING is not supported")
 	default:
-		out = append(out, r.walkSeq(&level{atStart: true})...)
+		lv := &level{atStart: true}
+		r.dml = &dmlTailState{top: lv, insert: true}
+		out = append(out, r.walkSeq(lv)...)
 		return out
 	}
-	if r.tok().isWord("on") {
-		r.unsupported(r.tok(), "ON CONFLICT is not supported")
-	}
-	if r.tok().isWord("returning") {
-		r.unsupported(r.tok(), "RETURNING is not supported")
-	}
+	r.dml = &dmlTailState{insert: true}
+	r.dmlTail()
 	return out
 }
 
@@ -1021,7 +1028,9 @@ func (r *rewriter) updateStmt() frag {
 	if r.tok().isWord("from") {
 		r.unsupported(r.tok(), "UPDATE ... FROM is not supported")
 	}
-	return append(out, r.walkSeq(&level{})...)
+	lv := &level{}
+	r.dml = &dmlTailState{top: lv}
+	return append(out, r.walkSeq(lv)...)
 }
 
 // deleteStmt handles DELETE FROM [ONLY] name [[AS] alias] [WHERE ...].
@@ -1048,7 +1057,9 @@ func (r *rewriter) deleteStmt() frag {
 	if r.tok().isWord("using") {
 		r.unsupported(r.tok(), "DELETE ... USING is not supported")
 	}
-	return append(out, r.walkSeq(&level{})...)
+	lv := &level{}
+	r.dml = &dmlTailState{top: lv}
+	return append(out, r.walkSeq(lv)...)
 }
 
 // ---------------------------------------------------------------------
@@ -1688,7 +1699,7 @@ func funcName(parts []token) string {
 			sb.WriteString(quoteIdent(p.val))
 		case p.kind == tkQIdent:
 			sb.WriteString(quoteIdent(p.val))
-		case len(parts) == 1 && tidbReserved[p.val] && !tidbFuncKeywords[p.val]:
+		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val]):
 			sb.WriteString(quoteIdent(p.val))
 		default:
 			sb.WriteString(p.val)
@@ -1696,6 +1707,10 @@ func funcName(parts []token) string {
 	}
 	return sb.String()
 }
+
+// tidbSeqFuncs are sequence functions TiDB's grammar takes a table name
+// in; quoted, they parse as ordinary calls with Postgres' text argument.
+var tidbSeqFuncs = map[string]bool{"nextval": true, "setval": true, "lastval": true}
 
 // funcCall parses the argument list and trailing clauses of a call.
 func (r *rewriter) funcCall(parts []token) expr {

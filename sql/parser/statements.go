@@ -42,7 +42,11 @@ type Query struct {
 	// ColumnAliases holds the column alias lists of FROM items written
 	// as `AS alias(col, ...)`.
 	ColumnAliases map[*ast.TableSource][]string
-	nulls         map[*ast.ByItem]int
+	// Returning and OnConflict are the RETURNING and ON CONFLICT clauses
+	// of INSERT, UPDATE and DELETE (nil when absent).
+	Returning  *Returning
+	OnConflict *OnConflict
+	nulls      map[*ast.ByItem]int
 }
 
 // Nulls returns the NULLS ordering of an ORDER BY item of q: 0 = default,
@@ -85,8 +89,21 @@ type ColumnDef struct {
 	Type       types.T
 	NotNull    bool
 	PrimaryKey bool
-	// Default is the DEFAULT expression, nil if none.
-	Default ast.ExprNode
+	// Default is the DEFAULT expression, nil if none; DefaultText its
+	// source text.
+	Default     ast.ExprNode
+	DefaultText string
+	// Unique is a column UNIQUE constraint (UniqueName its name, "" if
+	// none given).
+	Unique     bool
+	UniqueName string
+	// Checks are the column's CHECK constraints.
+	Checks []CheckDef
+	// Serial is set for SERIAL, BIGSERIAL and SMALLSERIAL (Type is the
+	// integer type); Identity is IdentityAlways or IdentityByDefault for
+	// GENERATED ... AS IDENTITY.
+	Serial   bool
+	Identity string
 }
 
 // Watermark is `WATERMARK FOR col AS expr`.
@@ -116,6 +133,10 @@ type CreateTable struct {
 	FormatOptions Options
 	Includes      []Include
 	AppendOnly    bool
+	// Checks and Uniques are the table's CHECK and UNIQUE constraints
+	// (table-level ones; column ones are on their ColumnDef).
+	Checks  []CheckDef
+	Uniques []UniqueDef
 }
 
 // CreateSource is CREATE SOURCE.

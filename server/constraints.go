@@ -1,0 +1,299 @@
+package server
+
+import (
+	"sort"
+	"strings"
+
+	"sluice/exec/eval"
+	"sluice/exec/spec"
+	"sluice/sql/parser"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// This file enforces a table's column constraints on every write path
+// (INSERT, INSERT ... SELECT, UPDATE, ON CONFLICT, COPY through
+// insertRows): NOT NULL (23502), CHECK (23514), UNIQUE (23505), and
+// computes column defaults. The constraints are persisted in the table's
+// catalog entry (storage.CatalogEntry) as SQL text and bound again when
+// the table starts.
+
+// tableConstraints is a table's compiled constraints and defaults.
+type tableConstraints struct {
+	table    string
+	cols     []types.Column
+	notNull  []bool
+	defaults []spec.Expr // bound default of each column; nil = NULL
+	identity []string    // "always", "by default" or ""
+	checks   []checkConstraint
+	// uniques are the UNIQUE constraints and unique indexes besides the
+	// primary key, in creation order.
+	uniques []uniqueConstraint
+	pkey    []int
+}
+
+type checkConstraint struct {
+	name string
+	fn   eval.Fn
+}
+
+type uniqueConstraint struct {
+	name string
+	cols []int
+}
+
+// buildConstraints binds and compiles ent's constraints and defaults.
+func (e *Engine) buildConstraints(ent *storage.CatalogEntry) (*tableConstraints, error) {
+	cols := ent.Cols()
+	tc := &tableConstraints{table: ent.Name, cols: cols, notNull: make([]bool, len(cols)),
+		defaults: make([]spec.Expr, len(cols)), identity: make([]string, len(cols)), pkey: ent.Key}
+	for i, c := range ent.Columns {
+		tc.notNull[i] = c.NotNull
+		tc.identity[i] = c.Identity
+		if c.Default == "" {
+			continue
+		}
+		x, err := parser.ParseExpr(c.Default)
+		if err != nil {
+			return nil, err
+		}
+		if tc.defaults[i], err = e.newPlanner().BindDefault(x, cols[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range ent.Key {
+		tc.notNull[k] = true
+	}
+	checks := append([]storage.CheckEntry(nil), ent.Checks...)
+	sort.Slice(checks, func(i, j int) bool { return checks[i].Name < checks[j].Name })
+	for _, ch := range checks {
+		x, err := parser.ParseExpr(ch.Expr)
+		if err != nil {
+			return nil, err
+		}
+		b, err := e.newPlanner().BindRowExpr(ent.Name, cols, x, types.TBool)
+		if err != nil {
+			return nil, err
+		}
+		fn, err := eval.Compile(b, &eval.Context{})
+		if err != nil {
+			return nil, err
+		}
+		tc.checks = append(tc.checks, checkConstraint{name: ch.Name, fn: fn})
+	}
+	for _, u := range ent.Uniques {
+		tc.uniques = append(tc.uniques, uniqueConstraint{name: u.Name, cols: u.Cols})
+	}
+	return tc, nil
+}
+
+// checkRow enforces NOT NULL and CHECK on a row about to be written, in
+// PostgreSQL's order: columns in order, then checks by name.
+func (tc *tableConstraints) checkRow(r types.Row) error {
+	for i, nn := range tc.notNull {
+		if nn && r[i].IsNull() {
+			return pgerror.New(pgcode.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", tc.cols[i].Name, tc.table).
+				WithDetail("Failing row contains %s.", tc.failingRow(r))
+		}
+	}
+	for _, c := range tc.checks {
+		d, err := c.fn(r)
+		if err != nil {
+			return err
+		}
+		if d.K == types.KBool && d.I == 0 {
+			return pgerror.New(pgcode.CheckViolation, "new row for relation %q violates check constraint %q", tc.table, c.name).
+				WithDetail("Failing row contains %s.", tc.failingRow(r))
+		}
+	}
+	return nil
+}
+
+// failingRow renders a row as PostgreSQL's DETAIL does: (1, null, abc).
+func (tc *tableConstraints) failingRow(r types.Row) string {
+	var sb strings.Builder
+	sb.WriteByte('(')
+	for i, d := range r {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if d.IsNull() {
+			sb.WriteString("null")
+		} else {
+			sb.WriteString(types.FormatText(d, tc.cols[i].Type))
+		}
+	}
+	sb.WriteByte(')')
+	return sb.String()
+}
+
+// uniqueKey encodes r's values of cols; ok is false when one is NULL
+// (NULLs are distinct: such a row never conflicts).
+func uniqueKey(r types.Row, cols []int) (string, bool) {
+	var k []byte
+	for _, c := range cols {
+		if r[c].IsNull() {
+			return "", false
+		}
+		k = types.AppendKey(k, r[c])
+	}
+	return string(k), true
+}
+
+func (tc *tableConstraints) uniqueErr(u uniqueConstraint, r types.Row) error {
+	var names, vals []string
+	for _, c := range u.cols {
+		names = append(names, tc.cols[c].Name)
+		vals = append(vals, types.FormatText(r[c], tc.cols[c].Type))
+	}
+	return pgerror.New(pgcode.UniqueViolation, "duplicate key value violates unique constraint %q", u.name).
+		WithDetail("Key (%s)=(%s) already exists.", strings.Join(names, ", "), strings.Join(vals, ", "))
+}
+
+// checkUniques enforces the table's UNIQUE constraints (other than the
+// primary key, which the write set's keys enforce) for rows about to be
+// written, row by row as PostgreSQL's non-deferrable constraints are:
+// row i replaces olds[i] (nil: a new row). It scans the table's rows:
+// Sluice keeps no secondary index, so a write to a table with UNIQUE
+// constraints costs a scan of the table. The caller holds tw.mu. The
+// rows stored are those transaction tx sees; commitUniques checks a
+// block's rows again against the rows committed meanwhile.
+func (e *Engine) checkUniques(tx *txn, tw *tableWriter, olds, rows []types.Row) error {
+	tc := tw.cons
+	if tc == nil || len(tc.uniques) == 0 || len(rows) == 0 {
+		return nil
+	}
+	held, err := e.uniqueIndex(tx, tw)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if olds != nil && olds[i] != nil {
+			for j, u := range tc.uniques {
+				if k, ok := uniqueKey(olds[i], u.cols); ok {
+					held[j][k]--
+				}
+			}
+		}
+		if r == nil {
+			continue
+		}
+		for j, u := range tc.uniques {
+			k, ok := uniqueKey(r, u.cols)
+			if !ok {
+				continue
+			}
+			if held[j][k] > 0 {
+				return tc.uniqueErr(u, r)
+			}
+			held[j][k]++
+		}
+	}
+	return nil
+}
+
+// uniqueIndex counts, per unique constraint, the stored rows holding each
+// key.
+func (e *Engine) uniqueIndex(tx *txn, tw *tableWriter) ([]map[string]int, error) {
+	tc := tw.cons
+	out := make([]map[string]int, len(tc.uniques))
+	for i := range out {
+		out[i] = map[string]int{}
+	}
+	err := tx.scan(tw, nil, nil, func(k []byte, r types.Row) error {
+		for i, u := range tc.uniques {
+			if uk, ok := uniqueKey(r, u.cols); ok {
+				out[i][uk]++
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// defaultFns compiles the column defaults for one statement (nextval and
+// now() read the statement's context).
+func (tc *tableConstraints) defaultFns(ectx *eval.Context) ([]eval.Fn, error) {
+	fns := make([]eval.Fn, len(tc.defaults))
+	for i, x := range tc.defaults {
+		if x == nil {
+			continue
+		}
+		fn, err := eval.Compile(x, ectx)
+		if err != nil {
+			return nil, err
+		}
+		fns[i] = fn
+	}
+	return fns, nil
+}
+
+// identityAlwaysErr is PostgreSQL's refusal of an explicit value for a
+// GENERATED ALWAYS identity column.
+func (tc *tableConstraints) identityAlwaysErr(col int, update bool) error {
+	name := tc.cols[col].Name
+	var err *pgerror.Error
+	if update {
+		err = pgerror.New(pgcode.GeneratedAlways, "column %q can only be updated to DEFAULT", name)
+	} else {
+		err = pgerror.New(pgcode.GeneratedAlways, "cannot insert a non-DEFAULT value into column %q", name)
+	}
+	err = err.WithDetail("Column %q is an identity column defined as GENERATED ALWAYS.", name)
+	if !update {
+		err = err.WithHint("Use OVERRIDING SYSTEM VALUE to override.")
+	}
+	return err
+}
+
+// updateSets compiles UPDATE's SET expressions; a nil expression is
+// DEFAULT. Assigning anything but DEFAULT to a GENERATED ALWAYS column is
+// 428C9.
+func (tw *tableWriter) updateSets(sets map[int]spec.Expr, ectx *eval.Context) (map[int]eval.Fn, error) {
+	var defs []eval.Fn
+	out := map[int]eval.Fn{}
+	for c, x := range sets {
+		if x == nil {
+			if defs == nil {
+				var err error
+				if defs, err = tw.constraints().defaultFns(ectx); err != nil {
+					return nil, err
+				}
+			}
+			if fn := defs[c]; fn != nil {
+				out[c] = fn
+			} else {
+				out[c] = func(types.Row) (types.Datum, error) { return types.Null, nil }
+			}
+			continue
+		}
+		if tw.constraints().identity[c] == parser.IdentityAlways {
+			return nil, tw.constraints().identityAlwaysErr(c, true)
+		}
+		fn, err := eval.Compile(x, ectx)
+		if err != nil {
+			return nil, err
+		}
+		out[c] = fn
+	}
+	return out, nil
+}
+
+// constraints returns the table's constraints (an empty set before any
+// are loaded).
+func (tw *tableWriter) constraints() *tableConstraints {
+	if tw.cons == nil {
+		tw.cons = &tableConstraints{table: tw.name, cols: tw.cols, notNull: make([]bool, len(tw.cols)),
+			defaults: make([]spec.Expr, len(tw.cols)), identity: make([]string, len(tw.cols)), pkey: tw.key}
+		for _, k := range tw.key {
+			tw.cons.notNull[k] = true
+		}
+	}
+	return tw.cons
+}
+
+// check validates a row for the table: NOT NULL and CHECK constraints.
+func (tw *tableWriter) check(r types.Row) error {
+	return tw.constraints().checkRow(r)
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+
+	"sluice/exec/eval"
+	"sluice/exec/spec"
+	"sluice/planner"
+	"sluice/sql/parser"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// insertValues builds the full-width rows of a planned INSERT: the
+// VALUES rows or the query's rows in the target columns, every other
+// column (and every DEFAULT) from the column's default, evaluated per row
+// (nextval, now()). An explicit value for a GENERATED ALWAYS identity
+// column is 428C9.
+// The rows of INSERT … SELECT come from snap (nil: the latest committed
+// snapshot).
+func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner.Insert, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	tc := tw.constraints()
+	width := len(ins.Table.Columns)
+	defs, err := tc.defaultFns(ectx)
+	if err != nil {
+		return nil, err
+	}
+	// fill sets the columns no value was given for.
+	fill := func(r types.Row, given []bool) error {
+		for c := range r {
+			if given[c] || defs[c] == nil {
+				continue
+			}
+			d, err := defs[c](nil)
+			if err != nil {
+				return err
+			}
+			r[c] = d
+		}
+		return nil
+	}
+	var rows []types.Row
+	if ins.Query != nil {
+		for _, t := range ins.Targets {
+			if tc.identity[t] == parser.IdentityAlways {
+				return nil, tc.identityAlwaysErr(t, false)
+			}
+		}
+		src, err := e.selectRows(ctx, ins.Query, ectx, snap)
+		if err != nil {
+			return nil, err
+		}
+		given := make([]bool, width)
+		for _, t := range ins.Targets {
+			given[t] = true
+		}
+		for _, s := range src {
+			r := make(types.Row, width)
+			for i, t := range ins.Targets {
+				r[t] = s[i]
+			}
+			if err := fill(r, given); err != nil {
+				return nil, err
+			}
+			rows = append(rows, r)
+		}
+		return rows, nil
+	}
+	for _, exprs := range ins.Rows {
+		for i, x := range exprs {
+			if x != nil && tc.identity[ins.Targets[i]] == parser.IdentityAlways {
+				return nil, tc.identityAlwaysErr(ins.Targets[i], false)
+			}
+		}
+	}
+	for _, exprs := range ins.Rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r := make(types.Row, width)
+		given := make([]bool, width)
+		for i, x := range exprs {
+			if x == nil {
+				continue
+			}
+			given[ins.Targets[i]] = true
+			if c, ok := x.(*spec.Const); ok {
+				r[ins.Targets[i]] = c.D
+				continue
+			}
+			fn, err := eval.Compile(x, ectx)
+			if err != nil {
+				return nil, err
+			}
+			d, err := fn(nil)
+			if err != nil {
+				return nil, err
+			}
+			r[ins.Targets[i]] = d
+		}
+		if err := fill(r, given); err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// returningRows evaluates a RETURNING list over the written rows.
+func returningRows(ret *planner.Returning, rows []types.Row, ectx *eval.Context) ([]types.Row, error) {
+	fns := make([]eval.Fn, len(ret.Exprs))
+	for i, x := range ret.Exprs {
+		fn, err := eval.Compile(x, ectx)
+		if err != nil {
+			return nil, err
+		}
+		fns[i] = fn
+	}
+	out := make([]types.Row, 0, len(rows))
+	for _, r := range rows {
+		o := make(types.Row, len(fns))
+		for i, fn := range fns {
+			d, err := fn(r)
+			if err != nil {
+				return nil, err
+			}
+			o[i] = d
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}

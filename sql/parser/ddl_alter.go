@@ -1,0 +1,337 @@
+package parser
+
+import (
+	"strconv"
+	"strings"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// This file parses ALTER TABLE, TRUNCATE, CREATE/DROP INDEX, CREATE
+// SEQUENCE and CREATE SCHEMA (the statement types are in
+// statements_ddl.go).
+
+// alterTable parses ALTER TABLE [IF EXISTS] [ONLY] name action.
+func (r *rewriter) alterTable() Statement {
+	r.expectWord("alter")
+	t := r.tok()
+	if !t.isWord("table") {
+		if t.kind == tkIdent {
+			r.unsupported(t, "ALTER %s is not supported", strings.ToUpper(t.val))
+		}
+		r.syntaxErr(t)
+	}
+	r.i++
+	a := &AlterTable{}
+	if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+		r.i += 2
+		a.IfExists = true
+	}
+	if r.tok().isWord("only") {
+		r.i++
+	}
+	a.Name = r.nameChainString()
+	t = r.tok()
+	switch {
+	case t.isWord("add"):
+		r.i++
+		if r.tok().isWord("constraint") || r.tok().isWord("unique") || r.tok().isWord("check") || r.tok().isWord("primary") ||
+			r.tok().isWord("foreign") || r.tok().isWord("exclude") {
+			r.unsupported(r.tok(), "ALTER TABLE ADD CONSTRAINT is not supported")
+		}
+		if r.tok().isWord("column") {
+			r.i++
+		}
+		a.Action = "add column"
+		a.IfNotExists = r.ifNotExists()
+		var b relBody
+		r.tableElement(&b)
+		if len(b.cols) != 1 {
+			r.syntaxErr(t)
+		}
+		a.Def = b.cols[0]
+		a.Column = a.Def.Name
+	case t.isWord("drop"):
+		r.i++
+		if r.tok().isWord("constraint") {
+			r.unsupported(r.tok(), "ALTER TABLE DROP CONSTRAINT is not supported")
+		}
+		if r.tok().isWord("column") {
+			r.i++
+		}
+		a.Action = "drop column"
+		if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+			r.i += 2
+			a.ColIfExists = true
+		}
+		a.Column = r.name()
+		switch {
+		case r.tok().isWord("cascade"):
+			r.i++
+			a.Cascade = true
+		case r.tok().isWord("restrict"):
+			r.i++
+		}
+	case t.isWord("rename"):
+		r.i++
+		switch {
+		case r.tok().isWord("to"):
+			r.i++
+			a.Action = "rename"
+			a.NewName = r.name()
+		case r.tok().isWord("constraint"):
+			r.unsupported(r.tok(), "ALTER TABLE RENAME CONSTRAINT is not supported")
+		default:
+			if r.tok().isWord("column") {
+				r.i++
+			}
+			a.Action = "rename column"
+			a.Column = r.name()
+			r.expectWord("to")
+			a.NewName = r.name()
+		}
+	case t.isWord("alter"):
+		r.i++
+		if r.tok().isWord("column") {
+			r.i++
+		}
+		a.Column = r.name()
+		w := r.tok()
+		switch {
+		case w.isWord("set") && r.peek(1).isWord("default"):
+			r.i += 2
+			start := r.tok().pos
+			e := r.parseExpr(0)
+			a.DefaultValue = r.exprNode(e.f)
+			a.DefaultText = r.src[start:r.peek(-1).end]
+			a.Action = "set default"
+		case w.isWord("drop") && r.peek(1).isWord("default"):
+			r.i += 2
+			a.Action = "drop default"
+		case w.isWord("set") && r.peek(1).isWord("not") && r.peek(2).isWord("null"):
+			r.i += 3
+			a.Action = "set not null"
+		case w.isWord("drop") && r.peek(1).isWord("not") && r.peek(2).isWord("null"):
+			r.i += 3
+			a.Action = "drop not null"
+		case w.kind == tkIdent:
+			r.unsupported(w, "ALTER TABLE ALTER COLUMN %s is not supported", strings.ToUpper(w.val))
+		default:
+			r.syntaxErr(w)
+		}
+	case t.kind == tkIdent:
+		r.unsupported(t, "ALTER TABLE %s is not supported", strings.ToUpper(t.val))
+	default:
+		r.syntaxErr(t)
+	}
+	if r.tok().isPunct(",") {
+		r.fail(pgerror.Unsupported("several actions in one ALTER TABLE are not supported").WithHint("use one ALTER TABLE per action").WithPosition(charPos(r.src, r.tok().pos)))
+	}
+	r.expectEOF()
+	return a
+}
+
+// name reads one identifier.
+func (r *rewriter) name() string {
+	t := r.tok()
+	if !isName(t) {
+		r.syntaxErr(t)
+	}
+	r.i++
+	return t.val
+}
+
+// truncate parses TRUNCATE [TABLE] [ONLY] name [*] [, ...] [RESTART |
+// CONTINUE IDENTITY] [CASCADE | RESTRICT].
+func (r *rewriter) truncate() Statement {
+	r.expectWord("truncate")
+	tr := &Truncate{}
+	if r.tok().isWord("table") {
+		r.i++
+	}
+	for {
+		if r.tok().isWord("only") {
+			r.i++
+		}
+		tr.Names = append(tr.Names, r.nameChainString())
+		if r.tok().isOp("*") {
+			r.i++
+		}
+		if !r.tok().isPunct(",") {
+			break
+		}
+		r.i++
+	}
+	for r.tok().kind != tkEOF {
+		switch t := r.tok(); {
+		case t.isWord("restart") && r.peek(1).isWord("identity"):
+			r.i += 2
+			tr.RestartIdentity = true
+		case t.isWord("continue") && r.peek(1).isWord("identity"):
+			r.i += 2
+		case t.isWord("cascade"):
+			r.i++
+			tr.Cascade = true
+		case t.isWord("restrict"):
+			r.i++
+		default:
+			r.syntaxErr(t)
+		}
+	}
+	return tr
+}
+
+// createIndex parses the rest of CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF
+// NOT EXISTS] [name] ON [ONLY] table [USING method] (keys) [INCLUDE (...)]
+// [WITH (...)] [WHERE ...].
+func (r *rewriter) createIndex(unique bool) Statement {
+	ci := &CreateIndex{Unique: unique}
+	if r.tok().isWord("concurrently") {
+		r.i++
+	}
+	ci.IfNotExists = r.ifNotExists()
+	if !r.tok().isWord("on") {
+		ci.Name = r.name()
+	}
+	r.expectWord("on")
+	if r.tok().isWord("only") {
+		r.i++
+	}
+	ci.Table = r.nameChainString()
+	if r.tok().isWord("using") {
+		r.i++
+		r.name()
+	}
+	r.expectPunct("(")
+	for {
+		t := r.tok()
+		if isName(t) && (r.peek(1).isPunct(",") || r.peek(1).isPunct(")") || r.peek(1).isWord("asc") ||
+			r.peek(1).isWord("desc") || r.peek(1).isWord("nulls")) {
+			ci.Columns = append(ci.Columns, t.val)
+			r.i++
+		} else {
+			ci.Exprs = true
+			r.parseExpr(0)
+		}
+		for r.tok().isWord("asc") || r.tok().isWord("desc") || r.tok().isWord("nulls") || r.tok().isWord("first") || r.tok().isWord("last") {
+			r.i++
+		}
+		if r.tok().isPunct(",") {
+			r.i++
+			continue
+		}
+		break
+	}
+	r.expectPunct(")")
+	if r.tok().isWord("include") {
+		r.i++
+		r.identNames()
+	}
+	if r.tok().isWord("with") && r.peek(1).isPunct("(") {
+		r.i++
+		r.options()
+	}
+	if r.tok().isWord("where") {
+		ci.Where = true
+		r.i++
+		r.parseExpr(0)
+	}
+	r.expectEOF()
+	return ci
+}
+
+// createSequence parses the rest of CREATE SEQUENCE.
+func (r *rewriter) createSequence() Statement {
+	cs := &CreateSequence{IfNotExists: r.ifNotExists(), Type: types.TInt8, Increment: 1}
+	cs.Name = r.nameChainString()
+	num := func() int64 {
+		neg := false
+		if r.tok().isOp("-") {
+			neg = true
+			r.i++
+		}
+		t := r.tok()
+		if t.kind != tkNumber {
+			r.syntaxErr(t)
+		}
+		r.i++
+		n, err := strconv.ParseInt(t.val, 10, 64)
+		if err != nil {
+			r.fail(pgerror.New(pgcode.InvalidParameterValue, "invalid sequence value %s", t.val).WithPosition(charPos(r.src, t.pos)))
+		}
+		if neg {
+			n = -n
+		}
+		return n
+	}
+	for r.tok().kind != tkEOF {
+		t := r.tok()
+		switch {
+		case t.isWord("as"):
+			r.i++
+			tn := r.typeName()
+			if tn.err != nil {
+				r.fail(withPos(tn.err, charPos(r.src, tn.pos)))
+			}
+			switch tn.t.Fam {
+			case types.Int2, types.Int4, types.Int8:
+			default:
+				r.fail(pgerror.New(pgcode.InvalidParameterValue, "sequence type must be smallint, integer, or bigint"))
+			}
+			cs.Type = tn.t
+		case t.isWord("increment"):
+			r.i++
+			if r.tok().isWord("by") {
+				r.i++
+			}
+			cs.Increment = num()
+			if cs.Increment == 0 {
+				r.fail(pgerror.New(pgcode.InvalidParameterValue, "INCREMENT must not be zero"))
+			}
+		case t.isWord("start"):
+			r.i++
+			if r.tok().isWord("with") {
+				r.i++
+			}
+			n := num()
+			cs.Start = &n
+		case t.isWord("minvalue"):
+			r.i++
+			n := num()
+			cs.MinValue = &n
+		case t.isWord("maxvalue"):
+			r.i++
+			n := num()
+			cs.MaxValue = &n
+		case t.isWord("no") && (r.peek(1).isWord("minvalue") || r.peek(1).isWord("maxvalue") || r.peek(1).isWord("cycle")):
+			r.i += 2
+		case t.isWord("cycle"):
+			r.i++
+			cs.Cycle = true
+		case t.isWord("cache"):
+			r.i++
+			num()
+		case t.isWord("owned") && r.peek(1).isWord("by"):
+			r.i += 2
+			r.nameChainString()
+		default:
+			r.syntaxErr(t)
+		}
+	}
+	return cs
+}
+
+// createSchema parses the rest of CREATE SCHEMA.
+func (r *rewriter) createSchema() Statement {
+	cs := &CreateSchema{IfNotExists: r.ifNotExists()}
+	if r.tok().isWord("authorization") {
+		r.unsupported(r.tok(), "CREATE SCHEMA AUTHORIZATION is not supported")
+	}
+	cs.Name = r.name()
+	if r.tok().kind != tkEOF {
+		r.fail(pgerror.Unsupported("CREATE SCHEMA with elements is not supported").WithHint("create the objects with their own statements").WithPosition(charPos(r.src, r.tok().pos)))
+	}
+	return cs
+}
