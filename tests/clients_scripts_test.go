@@ -62,7 +62,9 @@ var sqlalchemyCase = pythonCase("sqlalchemy", "sqlalchemy_session.py", withSteps
 
 var pgcliCase = pythonCase("pgcli", "pgcli_session.py", []string{"connect", "ddl", "refresh_schemata", "refresh_tables",
 	"refresh_views", "refresh_types", "refresh_databases", "refresh_functions", "completions", "describe", "df"}, map[string]string{
-	"refresh_tables":    "issue 14 item 6 (unnest over a catalog array)",
+	// pgcli's foreign-key query: unnest() of pg_constraint.conkey in the
+	// select list, generate_subscripts, JOIN … USING.
+	"refresh_tables":    "issue 14 item 6 (set-returning functions in the select list)",
 	"refresh_functions": "issue 14 item 6 (pg_proc)",
 	"df":                "issue 14 item 6 (pg_proc)",
 })
