@@ -36,15 +36,23 @@
 //   - nexmark_test.go runs Nexmark q0–q22 as views and as blackhole sinks
 //     over a fixed generated stream and compares each with the same query
 //     computed by PostgreSQL over the same rows (issue 4).
+//   - clients_test.go is the client matrix (issue 14, acceptance 7): one
+//     scripted session per client (psycopg2, psycopg 3, SQLAlchemy 1.4,
+//     pgjdbc, node-postgres, lib/pq, pgx, psql, pgcli; the scripts are in
+//     clients/) against a real server, each step passing or on the
+//     client's pending list (a pending step must fail), and every session
+//     against PostgreSQL with nothing pending (TestClientMatrixPostgres).
 //   - deps_test.go enforces the import rules of style.md with `go list`.
 //
 // Environment: SLUICE_BIN uses a prebuilt binary, SLUICE_BUILD_FLAGS adds
 // `go build` flags (e.g. -race), SLUICE_TEST_LOG_DIR keeps every server's
 // full output, SLUICE_CRASH_KILLS raises the crash test's kill count,
-// SLUICE_EO_KILLS the exactly-once battery's.
+// SLUICE_EO_KILLS the exactly-once battery's, SLUICE_CLIENT_CACHE where the
+// client tests keep node-postgres and the compiled pgjdbc program
+// (default ~/.cache/sluice-clients).
 //
 // It imports only the standard library and client libraries a user would
-// use (pgx v5, franz-go's kgo/kmsg, go-redis): importing a Sluice package
+// use (pgx v5, lib/pq, franz-go's kgo/kmsg, go-redis): importing a Sluice package
 // would make a test depend on internals instead of the user-visible
 // contract.
 package tests
