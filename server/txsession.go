@@ -353,3 +353,11 @@ func (s *session) setting(name string) (string, bool) {
 	v, ok := s.settings[name]
 	return v, ok
 }
+
+// AbortTx implements pgwire's failed-message hook: an error in any message
+// of the extended protocol fails the open block.
+func (s *session) AbortTx() {
+	if s.tx != nil {
+		s.tx.failed = true
+	}
+}

@@ -28,14 +28,9 @@ import (
 )
 
 var libpqCase = clientCase{
-	name:  "libpq",
-	steps: withSteps("binary_parameters"),
-	pending: map[string]string{
-		"read_your_writes": "issue 14 item 2",
-		"rollback":         "issue 14 item 1",
-		"failed_tx":        "issue 14 item 1",
-		"jsonb":            "issue 14 item 6",
-	},
+	name:    "libpq",
+	steps:   withSteps("binary_parameters"),
+	pending: map[string]string{},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		db := openSQL(t, "postgres", tg.url())
 		r := &stepRunner{}
@@ -46,15 +41,9 @@ var libpqCase = clientCase{
 }
 
 var pgxCase = clientCase{
-	name:  "pgx",
-	steps: withSteps("native_types", "batch", "copy_from"),
-	pending: map[string]string{
-		"read_your_writes": "issue 14 item 2",
-		"rollback":         "issue 14 item 1",
-		"failed_tx":        "issue 14 item 1",
-		"jsonb":            "issue 14 item 6",
-		"copy_from":        "issue 14 item 3",
-	},
+	name:    "pgx",
+	steps:   withSteps("native_types", "batch", "copy_from"),
+	pending: map[string]string{},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		db := openSQL(t, "pgx", tg.url())
 		r := &stepRunner{}

@@ -24,17 +24,10 @@ import (
 )
 
 var psqlCase = clientCase{
-	name:  "psql",
-	steps: []string{"ddl", "describe", "dml", "read_your_writes", "commit", "view", "rollback", "errors", "failed_tx", "df", "copy_from", "copy_to", "watch"},
-	pending: map[string]string{
-		"read_your_writes": "issue 14 item 2",
-		"rollback":         "issue 14 item 1",
-		"failed_tx":        "issue 14 item 1",
-		"df":               "issue 14 item 6 (pg_proc)",
-		"copy_from":        "issue 14 item 3",
-		"copy_to":          "issue 14 item 3",
-	},
-	run: runPsqlSession,
+	name:    "psql",
+	steps:   []string{"ddl", "describe", "dml", "read_your_writes", "commit", "view", "rollback", "errors", "failed_tx", "df", "copy_from", "copy_to", "watch"},
+	pending: map[string]string{},
+	run:     runPsqlSession,
 }
 
 // TestClientPsql runs psql's session.

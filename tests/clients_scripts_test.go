@@ -33,31 +33,14 @@ func pythonCase(name, script string, steps []string, pending map[string]string) 
 	}}
 }
 
-var psycopg2Case = pythonCase("psycopg2", "psycopg2_session.py", withSteps("copy", "named_cursor"), map[string]string{
-	"read_your_writes": "issue 14 item 2",
-	"rollback":         "issue 14 item 1",
-	"failed_tx":        "issue 14 item 1",
-	"jsonb":            "issue 14 item 6",
-	"copy":             "issue 14 item 3",
-	"named_cursor":     "issue 14 item 5",
-})
+var psycopg2Case = pythonCase("psycopg2", "psycopg2_session.py", withSteps("copy", "named_cursor"), map[string]string{})
 
 var psycopg3Case = pythonCase("psycopg3", "psycopg3_session.py", withSteps("binary", "pipeline", "copy", "typeinfo"), map[string]string{
-	"read_your_writes": "issue 14 item 2",
-	"rollback":         "issue 14 item 1",
-	"failed_tx":        "issue 14 item 1",
-	"jsonb":            "issue 14 item 6",
-	"copy":             "issue 14 item 3",
-	"typeinfo":         "issue 14 item 6 (regtype)",
+	"typeinfo": "issue 14 item 6 (regtype)",
 })
 
 var sqlalchemyCase = pythonCase("sqlalchemy", "sqlalchemy_session.py", withSteps("reflection", "orm", "orm_savepoint"), map[string]string{
-	"read_your_writes": "issue 14 item 2",
-	"rollback":         "issue 14 item 1",
-	"failed_tx":        "issue 14 item 1",
-	"jsonb":            "issue 14 item 6",
-	"reflection":       "issue 14 item 6 (pg_sequence)",
-	"orm_savepoint":    "issue 14 item 1 (SAVEPOINT)",
+	"reflection": "issue 14 item 6 (pg_sequence)",
 })
 
 var pgcliCase = pythonCase("pgcli", "pgcli_session.py", []string{"connect", "ddl", "refresh_schemata", "refresh_tables",
@@ -85,14 +68,10 @@ var pgjdbcCase = clientCase{
 	name:  "pgjdbc",
 	steps: withSteps("binary", "metadata", "setobject"),
 	pending: map[string]string{
-		"read_your_writes": "issue 14 item 2",
-		"rollback":         "issue 14 item 1",
-		"failed_tx":        "issue 14 item 1",
-		"jsonb":            "issue 14 item 6",
-		"types":            "issue 14 item 6 (FROM alias lists: pgjdbc's type lookup uses generate_series(...) AS s(r))",
-		"binary":           "issue 14 item 6 (FROM alias lists, as types)",
-		"metadata":         "issue 14 item 6 (FROM alias lists, as types)",
-		"setobject":        "issue 14 item 6 (FROM alias lists, as types)",
+		"types":     "issue 14 item 6 (FROM alias lists: pgjdbc's type lookup uses generate_series(...) AS s(r))",
+		"binary":    "issue 14 item 6 (FROM alias lists, as types)",
+		"metadata":  "issue 14 item 6 (FROM alias lists, as types)",
+		"setobject": "issue 14 item 6 (FROM alias lists, as types)",
 	},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		javac := mustHave(t, "javac", "default-jdk-headless")
@@ -163,14 +142,9 @@ func clientCacheDir(t *testing.T) string {
 func TestClientPgJDBC(t *testing.T) { runClientCase(t, pgjdbcCase) }
 
 var nodePostgresCase = clientCase{
-	name:  "node-postgres",
-	steps: commonSteps,
-	pending: map[string]string{
-		"read_your_writes": "issue 14 item 2",
-		"rollback":         "issue 14 item 1",
-		"failed_tx":        "issue 14 item 1",
-		"jsonb":            "issue 14 item 6",
-	},
+	name:    "node-postgres",
+	steps:   commonSteps,
+	pending: map[string]string{},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		node := mustHave(t, "node", "nodejs")
 		modules := nodeModules(t)

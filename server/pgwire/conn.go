@@ -687,6 +687,7 @@ func (c *conn) loop() {
 			return
 		}
 		c.sendError(err, "")
+		c.abortTx()
 		if c.lostSync {
 			c.trySendFatal(errLostSync)
 			return
@@ -723,6 +724,15 @@ func (c *conn) cancelStatement() {
 		c.cancelStmt()
 	}
 	c.mu.Unlock()
+}
+
+// abortTx tells a Session that implements interface{ AbortTx() } that a
+// message failed (Parse, Bind, Describe or Execute): inside a transaction
+// block that puts the block in the failed state, as in PostgreSQL.
+func (c *conn) abortTx() {
+	if a, ok := c.sess.(interface{ AbortTx() }); ok {
+		a.AbortTx()
+	}
 }
 
 // isEmptyQuery reports whether q holds no statement.
