@@ -249,9 +249,11 @@ func (tx *txn) readRel(rel uint64, key []byte) (func(emit func(types.Row, int64)
 		return nil, false
 	}
 	tw := tt.tw
+	// No table mutex: the block's rows change only between the session's
+	// statements (a DML statement's subquery may read the table it is
+	// changing while its statement holds the mutex), and the committed
+	// rows are read from the store.
 	return func(emit func(types.Row, int64) error) error {
-		tw.mu.Lock()
-		defer tw.mu.Unlock()
 		if key != nil {
 			r, err := tx.get(tw, append(storage.Key(storage.SpaceWrite, rel), key...))
 			if err != nil || r == nil {
