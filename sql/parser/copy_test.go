@@ -8,7 +8,9 @@ import (
 // TestCopyStatement checks that the new and the old (pre-9.0) option
 // syntax of COPY parse into the same options.
 func TestCopyStatement(t *testing.T) {
-	opt := func(name, value string) CopyOption { return CopyOption{Name: name, Value: value, HasValue: value != ""} }
+	opt := func(name, value string) CopyOption {
+		return CopyOption{Name: name, Value: value, HasValue: value != ""}
+	}
 	list := func(name string, cols ...string) CopyOption { return CopyOption{Name: name, List: cols, IsList: true} }
 	for _, c := range []struct {
 		sql  string
