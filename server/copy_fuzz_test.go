@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"sluice/sql/parser"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
@@ -70,4 +72,30 @@ func (c *fuzzChunks) Next() ([]byte, error) {
 func (c *fuzzChunks) Read(p []byte) (int, error) {
 	b, err := c.Next()
 	return copy(p, b), err
+}
+
+// TestCopyValueLimit: a COPY past maxCopyValues is refused with 54000,
+// not loaded in part.
+func TestCopyValueLimit(t *testing.T) {
+	defer func(n int) { maxCopyValues = n }(maxCopyValues)
+	maxCopyValues = 6
+	opts, err := copyOptions(&parser.Copy{From: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []types.Column{{Name: "id", Type: types.TInt8}, {Name: "v", Type: types.TText}}
+	for _, c := range []struct {
+		data string
+		ok   bool
+	}{{"1\ta\n2\tb\n3\tc\n", true}, {"1\ta\n2\tb\n3\tc\n4\td\n", false}} {
+		d := &copyDecoder{ctx: context.Background(), in: &chunkReader{src: &fuzzChunks{data: []byte(c.data), cut: 5}},
+			opts: opts, rel: "t", cols: cols, idx: []int{0, 1}, width: 2}
+		rows, err := d.decode()
+		if c.ok && (err != nil || len(rows) != 3) {
+			t.Errorf("%q: %d rows, %v", c.data, len(rows), err)
+		}
+		if !c.ok && pgerror.GetCode(err) != pgcode.ProgramLimitExceeded {
+			t.Errorf("%q: got %v, want 54000", c.data, err)
+		}
+	}
 }

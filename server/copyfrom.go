@@ -188,6 +188,21 @@ func withWhere(err error, where string) error {
 	return &out
 }
 
+// maxCopyValues bounds the values one COPY FROM holds in memory: every
+// row is kept until the single insert at the end (about 1.7 KB of server
+// memory per row of six columns), so an unbounded COPY could take the
+// server down. Past it the COPY is refused and nothing is loaded.
+var maxCopyValues = 32 << 20
+
+func (d *copyDecoder) checkSize(rows int) error {
+	if rows*max(d.width, 1) <= maxCopyValues {
+		return nil
+	}
+	return pgerror.New(pgcode.ProgramLimitExceeded, "COPY FROM STDIN of more than %d values in one statement is not supported", maxCopyValues).
+		WithHint("Split the data into several COPY statements of at most %d rows each.", maxCopyValues/max(d.width, 1)).
+		WithWhere("%s", d.where(-1, nil, false))
+}
+
 // newRow returns a full-width row of NULLs, cut from a slab.
 func (d *copyDecoder) newRow() types.Row {
 	if len(d.slab) < d.width {
@@ -251,6 +266,9 @@ func (d *copyDecoder) decode() ([]types.Row, error) {
 			return nil, err
 		}
 		rows = append(rows, r)
+		if err := d.checkSize(len(rows)); err != nil {
+			return nil, err
+		}
 		if end {
 			return rows, d.in.drain()
 		}
@@ -784,5 +802,8 @@ func (d *copyDecoder) decodeBinary() ([]types.Row, error) {
 			r[d.idx[i]] = v
 		}
 		rows = append(rows, r)
+		if err := d.checkSize(len(rows)); err != nil {
+			return nil, err
+		}
 	}
 }
