@@ -398,7 +398,7 @@ func (s *session) copyStmt(ctx context.Context, x *parser.Copy, w pgwire.ResultW
 		default:
 			return pgerror.New(pgcode.WrongObjectType, "cannot copy to %s \"%s\"", rel.Kind, rel.Name)
 		}
-	} else if rel.Kind != cat.Table {
+	} else if rel.Kind != cat.Table && rel.Kind != cat.System {
 		return pgerror.New(pgcode.WrongObjectType, "cannot copy from %s \"%s\"", rel.Kind, rel.Name).
 			WithHint("Try the COPY (SELECT ...) TO variant.")
 	}

@@ -44,6 +44,9 @@ func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, co
 	return w.Complete(commandTag("COPY", n))
 }
 
+// maxCopyRow bounds the bytes of one row of COPY data (MaxAllocSize).
+var maxCopyRow = 1<<30 - 1
+
 // chunkReader buffers the COPY data stream so that lines and binary
 // fields may span CopyData messages.
 type chunkReader struct {
@@ -69,6 +72,12 @@ func (r *chunkReader) fill() (bool, error) {
 	if r.pos > 0 && r.pos >= len(r.buf)/2 {
 		n := copy(r.buf, r.buf[r.pos:])
 		r.buf, r.pos = r.buf[:n], 0
+	}
+	if held := len(r.buf) - r.pos; held+len(b) > maxCopyRow {
+		// One row (a line, or a binary field) longer than PostgreSQL's
+		// 1 GB string limit: refuse rather than grow without bound.
+		return false, pgerror.New(pgcode.ProgramLimitExceeded, "out of memory").
+			WithDetail("Cannot enlarge string buffer containing %d bytes by %d more bytes.", held, len(b))
 	}
 	r.buf = append(r.buf, b...)
 	return true, nil
@@ -120,6 +129,10 @@ type field struct {
 	val    []byte
 	null   bool
 	quoted bool
+	// raw: val is d.line[off:off+len(val)], so its string is a substring
+	// of the line's (one allocation per row rather than per field)
+	raw bool
+	off int
 }
 
 // where returns PostgreSQL's CONTEXT for an error on the current line.
@@ -175,10 +188,27 @@ func withWhere(err error, where string) error {
 	return &out
 }
 
+// maxCopyValues bounds the values one COPY FROM holds in memory: every
+// row is kept until the single insert at the end (about 1.7 KB of server
+// memory per row of six columns), so an unbounded COPY could take the
+// server down. Past it the COPY is refused and nothing is loaded.
+var maxCopyValues = 32 << 20
+
+func (d *copyDecoder) checkSize(rows int) error {
+	if rows*max(d.width, 1) <= maxCopyValues {
+		return nil
+	}
+	return pgerror.New(pgcode.ProgramLimitExceeded, "COPY FROM STDIN of more than %d values in one statement is not supported", maxCopyValues).
+		WithHint("Split the data into several COPY statements of at most %d rows each.", maxCopyValues/max(d.width, 1)).
+		WithWhere("%s", d.where(-1, nil, false))
+}
+
 // newRow returns a full-width row of NULLs, cut from a slab.
 func (d *copyDecoder) newRow() types.Row {
 	if len(d.slab) < d.width {
-		d.slab = make([]types.Datum, d.width*max(1, 4096/max(d.width, 1)))
+		// Small slabs: a slab is written right after it is allocated (and
+		// zeroed), while it is still in the cache.
+		d.slab = make([]types.Datum, d.width*max(1, 256/max(d.width, 1)))
 	}
 	r := d.slab[:d.width:d.width]
 	d.slab = d.slab[d.width:]
@@ -236,6 +266,9 @@ func (d *copyDecoder) decode() ([]types.Row, error) {
 			return nil, err
 		}
 		rows = append(rows, r)
+		if err := d.checkSize(len(rows)); err != nil {
+			return nil, err
+		}
 		if end {
 			return rows, d.in.drain()
 		}
@@ -439,7 +472,7 @@ func (d *copyDecoder) splitText() error {
 		}
 		i = min(i, len(l))
 		raw := l[start:i]
-		f := field{val: raw}
+		f := field{val: raw, raw: !esc, off: start}
 		if string(raw) == null {
 			f.null = true
 		} else if esc {
@@ -534,8 +567,26 @@ func (d *copyDecoder) splitCSV() error {
 	l := d.line
 	start := 0
 	for col := 0; ; col++ {
-		at := len(d.sb)
+		// Fast path: a field without quotes is a slice of the line.
 		i := start
+		for i < len(l) && l[i] != o.delim && l[i] != o.quote {
+			i++
+		}
+		if i >= len(l) || l[i] == o.delim {
+			raw := l[start:i]
+			f := field{val: raw, raw: true, off: start}
+			if string(raw) == o.null {
+				f.null = !(col < len(o.forceNN) && o.forceNN[col])
+			}
+			d.fields = append(d.fields, f)
+			if i >= len(l) {
+				return nil
+			}
+			start = i + 1
+			continue
+		}
+		at := len(d.sb)
+		i = start
 		quoted := false
 		for i < len(l) && l[i] != o.delim {
 			if l[i] != o.quote {
@@ -594,6 +645,7 @@ func (d *copyDecoder) rowOf() (types.Row, error) {
 		return nil, d.lineErr(true, "extra data after last expected column")
 	}
 	r := d.newRow()
+	line := ""
 	for i := range d.cols {
 		// As PostgreSQL: values convert in column order, so a bad value
 		// before the missing one is what is reported.
@@ -604,7 +656,16 @@ func (d *copyDecoder) rowOf() (types.Row, error) {
 		if f.null {
 			continue
 		}
-		v, err := types.ParseText(string(f.val), d.cols[i].Type)
+		var str string
+		if f.raw {
+			if line == "" {
+				line = string(d.line)
+			}
+			str = line[f.off : f.off+len(f.val)]
+		} else {
+			str = string(f.val)
+		}
+		v, err := types.ParseText(str, d.cols[i].Type)
 		if err != nil {
 			return nil, withWhere(err, d.where(i, f.val, false))
 		}
@@ -741,5 +802,8 @@ func (d *copyDecoder) decodeBinary() ([]types.Row, error) {
 			r[d.idx[i]] = v
 		}
 		rows = append(rows, r)
+		if err := d.checkSize(len(rows)); err != nil {
+			return nil, err
+		}
 	}
 }

@@ -2,7 +2,8 @@
 // statement dispatch, the catalog (persisted in storage, seen by the
 // planner through planner/cat), DDL that changes the running dataflow
 // while it is paused at a committed epoch, DML on tables (durable before it
-// is acknowledged), SELECT over a committed snapshot, and the answers to
+// is acknowledged), COPY FROM STDIN / TO STDOUT (copy.go, copyfrom.go,
+// copyout.go), SELECT over a committed snapshot, and the answers to
 // the pg_catalog queries that clients such as psql send.
 //
 // server imports server/pgwire, sql/parser, planner, exec and storage;
