@@ -1,0 +1,127 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The catalog as clients read it: psql's \df, \d, \dt, \dv and \dn through
+// the real psql 15 binary, psycopg 3's TypeInfo.fetch, and every catalog
+// query pgcli's completion refresher sends. psql's output is compared with
+// PostgreSQL's own answer to the same script, line for line (the owning
+// role's name aside).
+
+// psqlCatalogScript creates a table, a view and a SQL function, then runs
+// the meta-commands.
+const psqlCatalogScript = `CREATE TABLE items (id INT PRIMARY KEY, name TEXT NOT NULL, price NUMERIC(10,2), doc JSONB);
+CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 10;
+CREATE FUNCTION add_one(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x + 1';
+CREATE FUNCTION twice(integer) RETURNS integer LANGUAGE sql AS 'SELECT $1 * 2';
+\echo ==== df
+\df
+\echo ==== df+ add_one
+\df+ add_one
+\echo ==== df tw*
+\df tw*
+\echo ==== d items
+\d items
+\echo ==== dt
+\dt
+\echo ==== dv
+\dv
+\echo ==== dn
+\dn
+\echo ==== end
+`
+
+func runPsqlCatalogScript(t *testing.T, tg wireTarget) map[string]string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "catalog.sql")
+	if err := os.WriteFile(path, []byte(psqlCatalogScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPsql(t, tg, true, "-f", path)
+	if err != nil {
+		t.Fatalf("psql -f: %v\n%s", err, out)
+	}
+	sections := splitPsqlSections(out)
+	// The owner's name differs ("sluice", "postgres"), and with it the
+	// width of psql's columns: compare with runs of blanks and of dashes
+	// collapsed.
+	owner := regexp.MustCompile(`\b` + tg.user + `\b`)
+	blanks, dashes := regexp.MustCompile(`[ \t]+`), regexp.MustCompile(`-+`)
+	for k, v := range sections {
+		v = owner.ReplaceAllString(v, "OWNER")
+		sections[k] = dashes.ReplaceAllString(blanks.ReplaceAllString(v, " "), "-")
+	}
+	return sections
+}
+
+// TestPsqlCatalogCommands runs \df, \df+ NAME, \d TABLE, \dt, \dv and \dn
+// against Sluice and PostgreSQL and compares the outputs.
+func TestPsqlCatalogCommands(t *testing.T) {
+	EnsurePostgres(t)
+	srv := StartServer(t, Options{})
+	got := runPsqlCatalogScript(t, sluiceWireTarget(srv))
+	want := runPsqlCatalogScript(t, postgresWireTarget(t, "sluice_psql_catalog"))
+	for _, name := range []string{"df", "df+ add_one", "df tw*", "d items", "dt", "dv"} {
+		g, w := got[name], want[name]
+		if strings.Contains(g, "ERROR") {
+			t.Errorf("%s failed on Sluice:\n%s", name, indent(g))
+			continue
+		}
+		if g != w {
+			t.Errorf("%s differs from PostgreSQL:\nsluice:\n%s\npostgres:\n%s", name, indent(g), indent(w))
+		}
+	}
+	// PostgreSQL 15 owns public by pg_database_owner; Sluice's role owns
+	// everything.
+	expectMatches(t, `\dn`, got["dn"], `(?m)^\s*public\s*\|\s*OWNER\s*$`, `\(1 row\)`)
+	expectMatches(t, `\df`, got["df"], `(?m)^ public \| add_one \| integer \| x integer \| func$`,
+		`(?m)^ public \| twice \| integer \| integer \| func$`, `\(2 rows\)`)
+}
+
+// TestPsycopgTypeInfo runs psycopg 3's TypeInfo.fetch (its catalog query
+// binds the type's name as a parameter cast to regtype) through Debian's
+// python3.
+func TestPsycopgTypeInfo(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	srv := StartServer(t, Options{})
+	script := `
+import sys, psycopg
+from psycopg.types import TypeInfo
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    for name in ["jsonb", "int4", "text", "numeric", "timestamp with time zone", "character varying"]:
+        ti = TypeInfo.fetch(conn, name)
+        print(name, "->", ti.name, ti.oid, ti.array_oid, ti.regtype, ti.delimiter)
+    print("missing ->", TypeInfo.fetch(conn, "nosuchtype"))
+    cur = conn.execute("SELECT %s::regclass::oid = 'items'::regclass, %s::regtype, pg_typeof(1.5)", ["items", "jsonb"])
+    print(cur.fetchone())
+    print([d.type_code for d in cur.description])
+`
+	ExecAll(t, MustConnect(t, srv.ConnString()), "CREATE TABLE items (id INT PRIMARY KEY)")
+	cmd := exec.Command("/usr/bin/python3", "-c", script, srv.ConnString())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	want := `jsonb -> jsonb 3802 0 jsonb ,
+int4 -> int4 23 0 integer ,
+text -> text 25 1009 text ,
+numeric -> numeric 1700 0 numeric ,
+timestamp with time zone -> timestamptz 1184 0 timestamp with time zone ,
+character varying -> varchar 1043 0 character varying ,
+missing -> None
+(True, 'jsonb', 'numeric')
+[16, 2206, 2206]
+`
+	if string(out) != want {
+		t.Errorf("psycopg TypeInfo:\ngot:\n%s\nwant:\n%s", out, want)
+	}
+}
