@@ -294,7 +294,7 @@ func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (i
 		if i < len(colNames) {
 			name = colNames[i].O
 		}
-		sc.cols = append(sc.cols, scopeCol{table: alias, name: name, t: c.Type})
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: name, t: c.Type, rel: c.TableOID, att: c.AttNum})
 	}
 	return idx, sc, nil
 }
@@ -328,8 +328,8 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		return 0, nil, err
 	}
 	sc := &scope{}
-	for _, c := range rel.Columns {
-		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type})
+	for i, c := range rel.Columns {
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type, rel: rel.OID, att: int16(i + 1)})
 	}
 	p.Deps = append(p.Deps, rel.ID)
 	var node *spec.Node
@@ -363,7 +363,14 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		if err != nil {
 			return 0, nil, err
 		}
-		return p.planDerived(q, alias, nil)
+		idx, vsc, err := p.planDerived(q, alias, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := range vsc.cols { // a view's columns are its own
+			vsc.cols[i].rel, vsc.cols[i].att = rel.OID, int16(i+1)
+		}
+		return idx, vsc, nil
 	default:
 		return 0, nil, pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a relation", rel.Name, rel.Kind)
 	}
@@ -497,7 +504,14 @@ func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, s
 			e = x
 		}
 		exprs = append(exprs, e)
-		out.cols = append(out.cols, scopeCol{name: l.name, t: e.Type()})
+		mc := scopeCol{name: l.name, t: e.Type()}
+		switch kind {
+		case spec.InnerJoin, spec.LeftJoin:
+			mc.rel, mc.att = l.rel, l.att
+		case spec.RightJoin:
+			mc.rel, mc.att = r.rel, r.att
+		}
+		out.cols = append(out.cols, mc)
 	}
 	using := map[int]bool{}
 	for i := range lk {

@@ -204,7 +204,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			}
 		}
 		exprs = append(exprs, e)
-		cols = append(cols, types.Column{Name: it.name, Type: e.Type()})
+		col := types.Column{Name: it.name, Type: e.Type()}
+		if r, ok := e.(*spec.ColRef); ok && !aggregated && srfRefs[i] == nil && r.Idx < len(sc.cols) {
+			col.TableOID, col.AttNum = sc.cols[r.Idx].rel, sc.cols[r.Idx].att
+		}
+		cols = append(cols, col)
 	}
 	q := &Query{Columns: cols, Limit: -1}
 	// The output key survives when every key column is projected as is.

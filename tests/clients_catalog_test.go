@@ -1,10 +1,13 @@
 package tests
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -123,5 +126,59 @@ missing -> None
 `
 	if string(out) != want {
 		t.Errorf("psycopg TypeInfo:\ngot:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestRowDescriptionSources checks the table OID and column number that
+// RowDescription gives each result column against PostgreSQL's: set for
+// a column straight from a table or view (through subqueries and USING
+// joins), zero for a computed one; and a reg* column's type OID.
+func TestRowDescriptionSources(t *testing.T) {
+	EnsurePostgres(t)
+	srv := StartServer(t, Options{})
+	queries := []string{
+		"SELECT b, a, a + 1 AS x, 1 AS k FROM rdt",
+		"SELECT * FROM rdv",
+		"SELECT s.b FROM (SELECT b FROM rdt) s",
+		"SELECT a, t.c, u.b FROM rdt t JOIN rdt u USING (a)",
+		"SELECT relname, oid FROM pg_class WHERE relname = 'rdt'",
+		"SELECT max(a) AS m FROM rdt",
+		"SELECT 'rdt'::regclass AS r, 'int4'::regtype AS ty, 'public'::regnamespace AS n",
+	}
+	describe := func(connString string) []string {
+		conn := MustConnect(t, connString)
+		ExecAll(t, conn, "CREATE TABLE rdt (a INT PRIMARY KEY, b TEXT, c INT)", "CREATE VIEW rdv AS SELECT c, a FROM rdt")
+		var tOID, vOID uint32
+		if err := conn.QueryRow(context.Background(), "SELECT 'rdt'::regclass::oid, 'rdv'::regclass::oid").Scan(&tOID, &vOID); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, q := range queries {
+			rows, err := conn.Query(context.Background(), q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			var fields []string
+			for _, f := range rows.FieldDescriptions() {
+				rel := strconv.FormatUint(uint64(f.TableOID), 10)
+				switch f.TableOID {
+				case tOID:
+					rel = "rdt"
+				case vOID:
+					rel = "rdv"
+				}
+				fields = append(fields, fmt.Sprintf("%s:%s.%d:%d", f.Name, rel, f.TableAttributeNumber, f.DataTypeOID))
+			}
+			rows.Close()
+			out = append(out, q+" -> "+strings.Join(fields, " "))
+		}
+		return out
+	}
+	got := describe(srv.ConnString())
+	want := describe(FreshPostgresDB(t, "sluice_rowdesc"))
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("sluice:   %s\npostgres: %s", got[i], want[i])
+		}
 	}
 }

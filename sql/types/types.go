@@ -384,4 +384,9 @@ func (r Row) Copy() Row {
 type Column struct {
 	Name string
 	Type T
+	// TableOID and AttNum say which table (or view) column a query's
+	// result column comes straight from, as RowDescription reports it
+	// (0 when computed).
+	TableOID uint32
+	AttNum   int16
 }
