@@ -385,9 +385,9 @@ func (c *conn) sendRowDescription(cols []types.Column, fmts []int16) error {
 			TableOID:             col.TableOID,
 			TableAttributeNumber: uint16(col.AttNum),
 			DataTypeOID:          col.Type.OID(),
-			DataTypeSize: col.Type.Size(),
-			TypeModifier: col.Type.Modifier(),
-			Format:       formatAt(fmts, i),
+			DataTypeSize:         col.Type.Size(),
+			TypeModifier:         col.Type.Modifier(),
+			Format:               formatAt(fmts, i),
 		}
 	}
 	return c.send(&pgproto3.RowDescription{Fields: fields})
