@@ -774,6 +774,8 @@ func exprName(e ast.ExprNode) string {
 		return exprName(x.Expr)
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(x.F)
+	case *ast.WindowFuncExpr:
+		return strings.ToLower(x.Name)
 	case *ast.FuncCallExpr:
 		switch x.FnName.L {
 		case "__pg_cast":

@@ -95,6 +95,23 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		items = append(items, item{expr: f.Expr, name: outputName(f)})
 	}
 
+	// A set-returning item that GROUP BY names by its alias runs before
+	// the aggregation (srf.go).
+	if s.GroupBy != nil {
+		exprs := make([]ast.ExprNode, len(items))
+		names := make([]string, len(items))
+		for i, it := range items {
+			exprs[i], names[i] = it.expr, it.name
+		}
+		var err error
+		if in, err = p.planGroupedSRF(b, in, sc, s.GroupBy, exprs, names); err != nil {
+			return nil, err
+		}
+		for i := range items {
+			items[i].expr = exprs[i]
+		}
+	}
+
 	// Aggregation.
 	var aggs []*ast.AggregateFuncExpr
 	var filters []ast.ExprNode

@@ -103,6 +103,8 @@ func init() {
 			mkRow(oidLangSQL, "sql", oidOwner, false, true, 0, 0, 2248, nil),
 		}
 	})
+	add("pg_depend", 2608, "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid refobjsubid:int4 deptype:char",
+		func(*sysEnv) []types.Row { return nil })
 	// Sluice has no sequences yet (SERIAL columns would add rows here).
 	add("pg_sequence", 2224, "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 seqmax:int8 "+
 		"seqmin:int8 seqcache:int8 seqcycle:bool", func(*sysEnv) []types.Row { return nil })

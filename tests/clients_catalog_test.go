@@ -182,3 +182,72 @@ func TestRowDescriptionSources(t *testing.T) {
 		}
 	}
 }
+
+// pgcliScript runs every catalog query of pgcli's completion refresher
+// (pgcli.pgexecute.PGExecute's methods, as pgcli/completion_refresher.py
+// calls them) and prints a line per query: its result, or FAILED.
+const pgcliScript = `
+import sys
+from pgcli.pgexecute import PGExecute
+ex = PGExecute(database="sluice", user="sluice", host=sys.argv[1], port=int(sys.argv[2]))
+calls = [
+    ("search_path", lambda: ex.search_path()),
+    ("schemata", lambda: list(ex.schemata())),
+    ("tables", lambda: [t for t in ex.tables() if t[0] == "public"]),
+    ("views", lambda: [v for v in ex.views() if v[0] == "public"]),
+    ("table_columns", lambda: [c[:4] for c in ex.table_columns() if c[0] == "public"]),
+    ("view_columns", lambda: [c[:4] for c in ex.view_columns() if c[0] == "public"]),
+    ("databases", lambda: list(ex.databases())),
+    ("foreignkeys", lambda: list(ex.foreignkeys())),
+    ("functions", lambda: [(f.schema_name, f.func_name, f.arg_names, f.arg_types, f.return_type, f.is_aggregate, f.is_set_returning)
+                           for f in ex.functions() if f.schema_name == "public" or f.func_name in ("lower", "jsonb_each")]),
+    ("datatypes", lambda: list(ex.datatypes())),
+    ("casing", lambda: sorted(ex.casing())),
+    ("view_definition", lambda: ex.view_definition("cheap")),
+    ("function_definition", lambda: ex.function_definition("add_one")),
+]
+for name, f in calls:
+    try:
+        print(name, "->", f())
+    except Exception as e:
+        print(name, "FAILED", type(e).__name__, str(e).strip().replace("\n", " | "))
+`
+
+// TestPgcliCompletionQueries runs pgcli's completion refresher queries
+// against Sluice: every one must succeed and see the user's objects.
+func TestPgcliCompletionQueries(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/python3/dist-packages/pgcli/pgexecute.py"); err != nil {
+		t.Skip("pgcli is not installed")
+	}
+	srv := StartServer(t, Options{})
+	ExecAll(t, MustConnect(t, srv.ConnString()),
+		"CREATE TABLE items (id INT PRIMARY KEY, name TEXT)",
+		"CREATE VIEW cheap AS SELECT id FROM items",
+		"CREATE FUNCTION add_one(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x + 1'")
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	out, err := exec.Command("/usr/bin/python3", "-c", pgcliScript, host, port).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	text := string(out)
+	if strings.Contains(text, "FAILED") {
+		t.Errorf("pgcli queries failed:\n%s", text)
+	}
+	expectMatches(t, "pgcli", text,
+		`(?m)^search_path -> \['pg_catalog', 'public'\]$`,
+		`(?m)^schemata -> \['information_schema', 'pg_catalog', 'public'\]$`,
+		`(?m)^tables -> \[\('public', 'items'\)\]$`,
+		`(?m)^views -> \[\('public', 'cheap'\)\]$`,
+		`(?m)^table_columns -> \[\('public', 'items', 'id', 'integer'\), \('public', 'items', 'name', 'text'\)\]$`,
+		`(?m)^view_columns -> \[\('public', 'cheap', 'id', 'integer'\)\]$`,
+		`(?m)^databases -> \['sluice'\]$`,
+		`(?m)^foreignkeys -> \[\]$`,
+		`\('pg_catalog', 'jsonb_each', None, \('jsonb',\), 'record', False, True\)`,
+		`\('pg_catalog', 'lower', None, \('text',\), 'text', False, False\)`,
+		`\('public', 'add_one', \('x',\), \('integer',\), 'integer', False, False\)`,
+		`(?m)^casing -> \['x'\]$`, // the words of SQL function bodies that name something
+		`(?m)^view_definition -> CREATE OR REPLACE VIEW`,
+		`(?m)^function_definition -> CREATE OR REPLACE FUNCTION public\.add_one\(x integer\)$`,
+		`(?m)^ RETURNS integer$`,
+		`(?m)^AS \$function\$SELECT x \+ 1\$function\$$`)
+}
