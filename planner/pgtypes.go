@@ -222,7 +222,7 @@ func (b *binder) callUntypedElements(name string, args []spec.Expr) (spec.Expr, 
 	found := false
 	for i, a := range args {
 		ts[i] = a.Type()
-		if f, ok := a.(*spec.Func); ok && f.Name == "__pg_subscript" && len(f.Args) > 0 && f.Args[0].Type().Fam == types.TextArray {
+		if f, ok := a.(*spec.Func); ok && f.Name == "__pg_subscript" && len(f.Args) > 0 && (f.Args[0].Type().Fam == types.TextArray || types.IsVector(f.Args[0].Type().Fam)) {
 			ts[i], elem[i], found = types.TUnknown, true, true
 		}
 	}

@@ -807,6 +807,12 @@ func exprName(e ast.ExprNode) string {
 			return "?column?"
 		case "__pg_array", "__pg_array_subquery":
 			return "array"
+		case "__pg_field":
+			if f, ok := stringLiteral(x.Args[1]); ok && len(x.Args) == 2 {
+				return f // (expr).field is named after the field
+			}
+		case "__pg_subscript", "__pg_slice":
+			return exprName(x.Args[0]) // a[1] is named after a
 		}
 		if strings.HasPrefix(x.FnName.L, "__pg_") {
 			return strings.TrimPrefix(x.FnName.L, "__pg_")

@@ -185,10 +185,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			itemExprs[i] = it.expr
 		}
 		var err error
-		if in, srfRefs, err = p.planSelectSRF(b, in, sc, h, itemExprs); err != nil {
+		var found bool
+		if in, h, found, err = p.planNestedSRF(b, in, sc, h, itemExprs); err != nil {
 			return nil, err
 		}
-		if srfRefs != nil {
+		if found {
 			outKey = nil // a row may repeat
 		}
 	}

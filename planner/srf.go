@@ -203,3 +203,67 @@ func (b *binder) bindField(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, e
 	}
 	return nil, pgerror.New(pgcode.WrongObjectType, "column notation .%s applied to type %s, which is not a composite type", field, x.Type())
 }
+
+// srfFinder collects the set-returning calls of an expression (not those
+// inside subqueries), outermost only.
+type srfFinder struct {
+	found []ast.ExprNode
+}
+
+func (f *srfFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.AggregateFuncExpr, *ast.WindowFuncExpr:
+		return n, true
+	case ast.ExprNode:
+		if _, _, ok := srfItem(x); ok {
+			f.found = append(f.found, x)
+			return n, true
+		}
+	}
+	return n, false
+}
+
+func (f *srfFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// planNestedSRF plans the set-returning calls inside select-list items
+// (`SELECT unnest(a)::text`, `SELECT 1 + generate_series(1, 3)`): they run
+// in one ProjectSet (planSelectSRF) whose columns join the scope, and the
+// returned hook binds each call to its column. The statement's AST is
+// not changed (a prepared statement is planned more than once).
+func (p *Planner) planNestedSRF(b *binder, in int, sc *scope, h hook, exprs []ast.ExprNode) (int, hook, bool, error) {
+	var calls []ast.ExprNode
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		f := &srfFinder{}
+		e.Accept(f)
+		calls = append(calls, f.found...)
+	}
+	if len(calls) == 0 {
+		return in, h, false, nil
+	}
+	before := len(p.plan.Nodes[in].Cols)
+	in, refs, err := p.planSelectSRF(b, in, sc, h, calls)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	cols := p.plan.Nodes[in].Cols
+	for j := before; j < len(cols); j++ {
+		sc.cols = append(sc.cols, scopeCol{name: "?" + cols[j].Name + "?", t: cols[j].Type})
+	}
+	byNode := map[ast.ExprNode]*spec.ColRef{}
+	for i, c := range calls {
+		byNode[c] = refs[i]
+	}
+	inner := h
+	return in, func(e ast.ExprNode) (spec.Expr, bool, error) {
+		if r, ok := byNode[e]; ok {
+			return r, true, nil
+		}
+		if inner != nil {
+			return inner(e)
+		}
+		return nil, false, nil
+	}, true, nil
+}

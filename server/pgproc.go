@@ -39,7 +39,7 @@ func init() {
 	add("pg_proc", 1255, "oid:oid proname:name pronamespace:oid proowner:oid prolang:oid procost:float4 "+
 		"prorows:float4 provariadic:oid prosupport:oid prokind:char prosecdef:bool proleakproof:bool "+
 		"proisstrict:bool proretset:bool provolatile:char proparallel:char pronargs:int2 pronargdefaults:int2 "+
-		"prorettype:oid proargtypes:text[] proallargtypes:text[] proargmodes:text[] proargnames:text[] "+
+		"prorettype:oid proargtypes:oidvector proallargtypes:text[] proargmodes:text[] proargnames:text[] "+
 		"proargdefaults:text protrftypes:text[] prosrc:text probin:text prosqlbody:text proconfig:text[] proacl:text[]",
 		func(env *sysEnv) []types.Row {
 			var out []types.Row

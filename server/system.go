@@ -201,6 +201,10 @@ func colSpec(spec string) []types.Column {
 			t = types.TTimestampTZ
 		case "text[]":
 			t = types.TTextArray
+		case "int2vector":
+			t = types.TInt2Vector
+		case "oidvector":
+			t = types.TOidVector
 		default:
 			panic("system relation column type " + typ)
 		}
