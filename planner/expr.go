@@ -25,6 +25,9 @@ type scopeCol struct {
 	// merged: a column of a JOIN … USING input that the join's merged
 	// column stands for: only a qualified name (a.c) or a.* reaches it.
 	merged bool
+	// rel and att: the table (or view) column it comes straight from.
+	rel uint32
+	att int16
 }
 
 // scope is the row an expression is evaluated over.
@@ -35,7 +38,7 @@ type scope struct {
 func (s *scope) columns() []types.Column {
 	out := make([]types.Column, len(s.cols))
 	for i, c := range s.cols {
-		out[i] = types.Column{Name: c.name, Type: c.t}
+		out[i] = types.Column{Name: c.name, Type: c.t, TableOID: c.rel, AttNum: c.att}
 	}
 	return out
 }

@@ -38,7 +38,8 @@ func procTypeName(oid int64) string {
 // procText computes one of the pg_get_function_* texts for every pg_proc
 // row: (oid, text) rows.
 func (p *Planner) procText(fn string) ([]types.Row, bool) {
-	rel, idx, err := p.systemRel("pg_proc", "oid", "prorettype", "proretset", "proargtypes", "proargnames", "provariadic")
+	rel, idx, err := p.systemRel("pg_proc", "oid", "prorettype", "proretset", "proargtypes", "proargnames", "provariadic",
+		"proname", "pronamespace", "prolang", "prosrc", "provolatile", "proisstrict", "proparallel")
 	if err != nil {
 		return nil, false
 	}
@@ -50,6 +51,8 @@ func (p *Planner) procText(fn string) ([]types.Row, bool) {
 	for _, r := range rows {
 		var s string
 		switch fn {
+		case "pg_get_functiondef":
+			s = functionDef(r, idx)
 		case "pg_get_function_result":
 			s = procTypeName(r[idx[1]].I)
 			if r[idx[2]].Bool() {
@@ -82,7 +85,7 @@ func (p *Planner) procText(fn string) ([]types.Row, bool) {
 // for other calls.
 func (b *binder) bindProcFunc(name string, args []spec.Expr) (spec.Expr, bool, error) {
 	switch name {
-	case "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments":
+	case "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_functiondef":
 	default:
 		return nil, false, nil
 	}
@@ -115,4 +118,55 @@ func (b *binder) lookupByOid(x spec.Expr, rows []types.Row, name string) (spec.E
 	plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: []spec.Expr{&spec.ColRef{Idx: 1, T: types.TText, Name: name}},
 		Cols: cols[1:]})
 	return &spec.Subquery{Mode: spec.ScalarSubquery, Plan: plan, Outer: []spec.Expr{oid}, Cols: 1, Limit: -1, T: types.TText}, nil
+}
+
+// functionDef is pg_get_functiondef's CREATE OR REPLACE FUNCTION text for
+// a pg_proc row (idx as procText reads it).
+func functionDef(r types.Row, idx []int) string {
+	schema := "pg_catalog"
+	if r[idx[7]].I == 2200 {
+		schema = "public"
+	}
+	var args []string
+	names := r[idx[4]].A
+	for i, a := range r[idx[3]].A {
+		oid, _ := strconv.ParseInt(a.S, 10, 64)
+		part := procTypeName(oid)
+		if i < len(names) && names[i].K == types.KString && names[i].S != "" {
+			part = names[i].S + " " + part
+		}
+		args = append(args, part)
+	}
+	ret := procTypeName(r[idx[1]].I)
+	if r[idx[2]].Bool() {
+		ret = "SETOF " + ret
+	}
+	lang := "internal"
+	if r[idx[8]].I == 14 {
+		lang = "sql"
+	}
+	var sb strings.Builder
+	sb.WriteString("CREATE OR REPLACE FUNCTION " + schema + "." + r[idx[6]].S + "(" + strings.Join(args, ", ") + ")\n")
+	sb.WriteString(" RETURNS " + ret + "\n LANGUAGE " + lang + "\n")
+	var attrs []string
+	switch r[idx[10]].S {
+	case "i":
+		attrs = append(attrs, "IMMUTABLE")
+	case "s":
+		attrs = append(attrs, "STABLE")
+	}
+	switch r[idx[12]].S {
+	case "s":
+		attrs = append(attrs, "PARALLEL SAFE")
+	case "r":
+		attrs = append(attrs, "PARALLEL RESTRICTED")
+	}
+	if r[idx[11]].Bool() {
+		attrs = append(attrs, "STRICT")
+	}
+	if len(attrs) > 0 {
+		sb.WriteString(" " + strings.Join(attrs, " ") + "\n")
+	}
+	sb.WriteString("AS $function$" + r[idx[9]].S + "$function$\n")
+	return sb.String()
 }

@@ -40,6 +40,14 @@ func (b *binder) castToUnsupported(x spec.Expr, name string, perr error) (spec.E
 			return nil, err
 		}
 		return b.call("pg_get_userbyid", []spec.Expr{oid})
+	case name == "regtype[]":
+		// oid[] (text[] in Sluice) to the types' names, as regtype[]
+		// prints them.
+		arr, err := b.castTo(x, types.TTextArray)
+		if err != nil {
+			return nil, err
+		}
+		return &spec.Func{Name: "__pg_regtype_names", Args: []spec.Expr{arr}, T: types.TTextArray}, nil
 	case strings.HasSuffix(name, "[]"):
 		if _, err := b.p.ParseType(strings.TrimSuffix(name, "[]")); err == nil {
 			return b.castTo(x, types.TTextArray)
@@ -214,7 +222,7 @@ func (b *binder) callUntypedElements(name string, args []spec.Expr) (spec.Expr, 
 	found := false
 	for i, a := range args {
 		ts[i] = a.Type()
-		if f, ok := a.(*spec.Func); ok && f.Name == "__pg_subscript" && len(f.Args) > 0 && f.Args[0].Type().Fam == types.TextArray {
+		if f, ok := a.(*spec.Func); ok && f.Name == "__pg_subscript" && len(f.Args) > 0 && (f.Args[0].Type().Fam == types.TextArray || types.IsVector(f.Args[0].Type().Fam)) {
 			ts[i], elem[i], found = types.TUnknown, true, true
 		}
 	}

@@ -298,7 +298,7 @@ func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (i
 		if i < len(colNames) {
 			name = colNames[i].O
 		}
-		sc.cols = append(sc.cols, scopeCol{table: alias, name: name, t: c.Type})
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: name, t: c.Type, rel: c.TableOID, att: c.AttNum})
 	}
 	return idx, sc, nil
 }
@@ -332,8 +332,8 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		return 0, nil, err
 	}
 	sc := &scope{}
-	for _, c := range rel.Columns {
-		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type})
+	for i, c := range rel.Columns {
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type, rel: rel.OID, att: int16(i + 1)})
 	}
 	p.Deps = append(p.Deps, rel.ID)
 	var node *spec.Node
@@ -367,7 +367,14 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		if err != nil {
 			return 0, nil, err
 		}
-		return p.planDerived(q, alias, nil)
+		idx, vsc, err := p.planDerived(q, alias, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := range vsc.cols { // a view's columns are its own
+			vsc.cols[i].rel, vsc.cols[i].att = rel.OID, int16(i+1)
+		}
+		return idx, vsc, nil
 	default:
 		return 0, nil, pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a relation", rel.Name, rel.Kind)
 	}
@@ -501,7 +508,14 @@ func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, s
 			e = x
 		}
 		exprs = append(exprs, e)
-		out.cols = append(out.cols, scopeCol{name: l.name, t: e.Type()})
+		mc := scopeCol{name: l.name, t: e.Type()}
+		switch kind {
+		case spec.InnerJoin, spec.LeftJoin:
+			mc.rel, mc.att = l.rel, l.att
+		case spec.RightJoin:
+			mc.rel, mc.att = r.rel, r.att
+		}
+		out.cols = append(out.cols, mc)
 	}
 	using := map[int]bool{}
 	for i := range lk {
@@ -764,6 +778,8 @@ func exprName(e ast.ExprNode) string {
 		return exprName(x.Expr)
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(x.F)
+	case *ast.WindowFuncExpr:
+		return strings.ToLower(x.Name)
 	case *ast.FuncCallExpr:
 		switch x.FnName.L {
 		case "__pg_cast":
@@ -795,6 +811,12 @@ func exprName(e ast.ExprNode) string {
 			return "?column?"
 		case "__pg_array", "__pg_array_subquery":
 			return "array"
+		case "__pg_field":
+			if f, ok := stringLiteral(x.Args[1]); ok && len(x.Args) == 2 {
+				return f // (expr).field is named after the field
+			}
+		case "__pg_subscript", "__pg_slice":
+			return exprName(x.Args[0]) // a[1] is named after a
 		}
 		if strings.HasPrefix(x.FnName.L, "__pg_") {
 			return strings.TrimPrefix(x.FnName.L, "__pg_")

@@ -101,6 +101,9 @@ func (b *binder) regIn(s string, f types.Family) (int64, error) {
 	case types.RegClass:
 		return b.regclassOid(s)
 	case types.RegType:
+		if d, err := types.RegTypeIn(s); err == nil {
+			return d.I, nil
+		}
 		t, err := b.p.ParseType(s)
 		if err != nil {
 			return 0, err

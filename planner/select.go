@@ -95,6 +95,23 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		items = append(items, item{expr: f.Expr, name: outputName(f)})
 	}
 
+	// A set-returning item that GROUP BY names by its alias runs before
+	// the aggregation (srf.go).
+	if s.GroupBy != nil {
+		exprs := make([]ast.ExprNode, len(items))
+		names := make([]string, len(items))
+		for i, it := range items {
+			exprs[i], names[i] = it.expr, it.name
+		}
+		var err error
+		if in, err = p.planGroupedSRF(b, in, sc, s.GroupBy, exprs, names); err != nil {
+			return nil, err
+		}
+		for i := range items {
+			items[i].expr = exprs[i]
+		}
+	}
+
 	// Aggregation.
 	var aggs []*ast.AggregateFuncExpr
 	var filters []ast.ExprNode
@@ -168,10 +185,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			itemExprs[i] = it.expr
 		}
 		var err error
-		if in, srfRefs, err = p.planSelectSRF(b, in, sc, h, itemExprs); err != nil {
+		var found bool
+		if in, h, found, err = p.planNestedSRF(b, in, sc, h, itemExprs); err != nil {
 			return nil, err
 		}
-		if srfRefs != nil {
+		if found {
 			outKey = nil // a row may repeat
 		}
 	}
@@ -204,7 +222,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			}
 		}
 		exprs = append(exprs, e)
-		cols = append(cols, types.Column{Name: it.name, Type: e.Type()})
+		col := types.Column{Name: it.name, Type: e.Type()}
+		if r, ok := e.(*spec.ColRef); ok && !aggregated && srfRefs[i] == nil && r.Idx < len(sc.cols) {
+			col.TableOID, col.AttNum = sc.cols[r.Idx].rel, sc.cols[r.Idx].att
+		}
+		cols = append(cols, col)
 	}
 	q := &Query{Columns: cols, Limit: -1}
 	// The output key survives when every key column is projected as is.

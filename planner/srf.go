@@ -49,27 +49,32 @@ func restore(e ast.Node) string {
 	return sb.String()
 }
 
-// planSelectSRF plans a set-returning function written as a select-list
-// item (`SELECT generate_series(1, 3)`, `SELECT id,
+// planSelectSRF plans the set-returning functions written as select-list
+// items (`SELECT generate_series(1, 3)`, `SELECT id,
 // jsonb_array_elements(doc) FROM t`, `SELECT (jsonb_each(doc)).key`): a
 // TableFunc node over the query's rows (ops.ProjectSet) appends the
-// function's columns to each row, once per row the function returns; the
-// items then read those columns. One function call per select list (it
-// may be named by several items, as `(f(x)).a, (f(x)).b`): PostgreSQL
-// runs different calls in lockstep, padding the shorter with NULLs, which
-// is refused rather than approximated.
+// functions' columns to each row, once per row they return, different
+// calls zipped in lockstep as in PostgreSQL (the shorter padded with
+// NULLs); the items then read those columns. Items naming the same call
+// (`(f(x)).a, (f(x)).b`) share it.
 func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []ast.ExprNode) (int, map[int]*spec.ColRef, error) {
+	type callCols struct {
+		base int
+		cols []types.Column
+	}
 	var out map[int]*spec.ColRef
-	var callText string
-	var cols []types.Column
-	base := 0
+	var funcs []spec.SetFunc
+	calls := map[string]callCols{}
+	inCols := p.plan.Nodes[in].Cols
+	all := append([]types.Column(nil), inCols...)
 	for i, e := range exprs {
 		call, field, ok := srfItem(e)
 		if !ok {
 			continue
 		}
-		if out == nil {
-			callText = restore(call)
+		key := restore(call)
+		cc, seen := calls[key]
+		if !seen || key == "" {
 			args := make([]spec.Expr, len(call.Args))
 			ts := make([]types.T, len(call.Args))
 			for j, a := range call.Args {
@@ -79,9 +84,8 @@ func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []as
 				}
 				args[j], ts[j] = x, x.Type()
 			}
-			var casts []types.T
-			var err error
-			if cols, casts, err = eval.ResolveTableFunc(call.FnName.L, ts); err != nil {
+			cols, casts, err := eval.ResolveTableFunc(call.FnName.L, ts)
+			if err != nil {
 				return 0, nil, err
 			}
 			for j := range args {
@@ -89,24 +93,23 @@ func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []as
 					return 0, nil, err
 				}
 			}
-			inCols := p.plan.Nodes[in].Cols
-			base = len(inCols)
-			all := append(append([]types.Column(nil), inCols...), cols...)
-			in = p.plan.Add(&spec.Node{Kind: spec.TableFunc, Inputs: []int{in}, Func: call.FnName.L, Exprs: args, Cols: all})
+			cc = callCols{base: len(all), cols: cols}
+			calls[key] = cc
+			all = append(all, cols...)
+			funcs = append(funcs, spec.SetFunc{Name: call.FnName.L, Args: args, Cols: len(cols)})
+		}
+		if out == nil {
 			out = map[int]*spec.ColRef{}
-		} else if restore(call) != callText || callText == "" {
-			return 0, nil, pgerror.Unsupported("more than one set-returning function call in a select list").
-				WithHint("call the functions in FROM: SELECT * FROM f(...) AS a, g(...) AS b")
 		}
 		col := -1
 		switch {
-		case field == "" && len(cols) == 1:
+		case field == "" && len(cc.cols) == 1:
 			col = 0
 		case field == "":
 			return 0, nil, pgerror.Unsupported("set-returning function %s returning a record in a select list", call.FnName.L).
-				WithHint("call it in FROM: SELECT * FROM %s(...), or name a field: (%s(...)).%s", call.FnName.L, call.FnName.L, cols[0].Name)
+				WithHint("call it in FROM: SELECT * FROM %s(...), or name a field: (%s(...)).%s", call.FnName.L, call.FnName.L, cc.cols[0].Name)
 		default:
-			for j, c := range cols {
+			for j, c := range cc.cols {
 				if c.Name == field {
 					col = j
 				}
@@ -115,9 +118,55 @@ func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []as
 				return 0, nil, pgerror.New(pgcode.UndefinedColumn, "column \"%s\" not found in data type record", field)
 			}
 		}
-		out[i] = &spec.ColRef{Idx: base + col, T: cols[col].Type, Name: cols[col].Name}
+		out[i] = &spec.ColRef{Idx: cc.base + col, T: cc.cols[col].Type, Name: cc.cols[col].Name}
 	}
+	if out == nil {
+		return in, nil, nil
+	}
+	in = p.plan.Add(&spec.Node{Kind: spec.TableFunc, Inputs: []int{in}, SetFuncs: funcs, Cols: all})
 	return in, out, nil
+}
+
+// planGroupedSRF plans, below the aggregation, the set-returning
+// select-list items that GROUP BY names by their alias (`SELECT
+// regexp_split_to_table(s, ' ') AS word, count(*) … GROUP BY word`): the
+// function's column joins the input scope under the alias, and the item
+// (exprs[i], rewritten in place) reads it, as in PostgreSQL.
+func (p *Planner) planGroupedSRF(b *binder, in int, sc *scope, gb *ast.GroupByClause, exprs []ast.ExprNode, names []string) (int, error) {
+	grouped := map[string]bool{}
+	for _, g := range gb.Items {
+		if c, ok := g.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.O == "" {
+			grouped[c.Name.Name.O] = true
+		}
+	}
+	pick := make([]ast.ExprNode, len(exprs))
+	found := false
+	for i, e := range exprs {
+		if _, _, ok := srfItem(e); !ok || !grouped[names[i]] {
+			continue
+		}
+		if _, err := sc.resolve("", names[i]); err == nil {
+			continue // GROUP BY prefers an input column of that name
+		}
+		pick[i], found = e, true
+	}
+	if !found {
+		return in, nil
+	}
+	before := len(p.plan.Nodes[in].Cols)
+	in, refs, err := p.planSelectSRF(b, in, sc, nil, pick)
+	if err != nil {
+		return 0, err
+	}
+	cols := p.plan.Nodes[in].Cols
+	for j := before; j < len(cols); j++ {
+		sc.cols = append(sc.cols, scopeCol{name: "?" + cols[j].Name + "?", t: cols[j].Type})
+	}
+	for i, r := range refs {
+		sc.cols[r.Idx].name = names[i]
+		exprs[i] = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(names[i])}}
+	}
+	return in, nil
 }
 
 // bindField binds (expr).field outside the select-list forms planSelectSRF
@@ -153,4 +202,68 @@ func (b *binder) bindField(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, e
 		return nil, err
 	}
 	return nil, pgerror.New(pgcode.WrongObjectType, "column notation .%s applied to type %s, which is not a composite type", field, x.Type())
+}
+
+// srfFinder collects the set-returning calls of an expression (not those
+// inside subqueries), outermost only.
+type srfFinder struct {
+	found []ast.ExprNode
+}
+
+func (f *srfFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.AggregateFuncExpr, *ast.WindowFuncExpr:
+		return n, true
+	case ast.ExprNode:
+		if _, _, ok := srfItem(x); ok {
+			f.found = append(f.found, x)
+			return n, true
+		}
+	}
+	return n, false
+}
+
+func (f *srfFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// planNestedSRF plans the set-returning calls inside select-list items
+// (`SELECT unnest(a)::text`, `SELECT 1 + generate_series(1, 3)`): they run
+// in one ProjectSet (planSelectSRF) whose columns join the scope, and the
+// returned hook binds each call to its column. The statement's AST is
+// not changed (a prepared statement is planned more than once).
+func (p *Planner) planNestedSRF(b *binder, in int, sc *scope, h hook, exprs []ast.ExprNode) (int, hook, bool, error) {
+	var calls []ast.ExprNode
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		f := &srfFinder{}
+		e.Accept(f)
+		calls = append(calls, f.found...)
+	}
+	if len(calls) == 0 {
+		return in, h, false, nil
+	}
+	before := len(p.plan.Nodes[in].Cols)
+	in, refs, err := p.planSelectSRF(b, in, sc, h, calls)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	cols := p.plan.Nodes[in].Cols
+	for j := before; j < len(cols); j++ {
+		sc.cols = append(sc.cols, scopeCol{name: "?" + cols[j].Name + "?", t: cols[j].Type})
+	}
+	byNode := map[ast.ExprNode]*spec.ColRef{}
+	for i, c := range calls {
+		byNode[c] = refs[i]
+	}
+	inner := h
+	return in, func(e ast.ExprNode) (spec.Expr, bool, error) {
+		if r, ok := byNode[e]; ok {
+			return r, true, nil
+		}
+		if inner != nil {
+			return inner(e)
+		}
+		return nil, false, nil
+	}, true, nil
 }

@@ -339,6 +339,17 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		*pre = append(*pre, x)
 	}
 	call.T = ret
+	if a.Order != nil {
+		for _, it := range a.Order.Items {
+			k, err := b.bind(it.Expr, sc, nil)
+			if err != nil {
+				return err
+			}
+			call.Order = append(call.Order, spec.OrderItem{Col: 1 + len(call.Extra), Desc: it.Desc, NullsFirst: it.NullOrder})
+			call.Extra = append(call.Extra, len(*pre))
+			*pre = append(*pre, k)
+		}
+	}
 	if filter != nil {
 		f, err := b.bind(filter, sc, nil)
 		if err != nil {
@@ -367,6 +378,25 @@ func (batchAggRewriter) Leave(n ast.Node) (ast.Node, bool) {
 	switch {
 	case isBatchAgg(f.FnName.L):
 		return &ast.AggregateFuncExpr{F: f.FnName.L, Args: f.Args}, true
+	case f.FnName.L == "__pg_agg_order" && len(f.Args) >= 1:
+		// agg(x ORDER BY k [DESC] [NULLS …]): __pg_agg_order(agg(x), k, 'dir', …).
+		a, ok := f.Args[0].(*ast.AggregateFuncExpr)
+		if !ok {
+			return n, true
+		}
+		if !isBatchAgg(strings.ToLower(a.F)) {
+			return a, true // count, sum, avg, min, max: the order changes nothing
+		}
+		order := &ast.OrderByClause{}
+		for i := 1; i+1 < len(f.Args); i += 2 {
+			dir, _ := stringLiteral(f.Args[i+1])
+			item := &ast.ByItem{Expr: f.Args[i], Desc: strings.HasPrefix(dir, "desc")}
+			// NullOrder true: NULLS FIRST asked; the default follows the direction.
+			item.NullOrder = strings.HasSuffix(dir, "nulls first") || (item.Desc && !strings.HasSuffix(dir, "nulls last"))
+			order.Items = append(order.Items, item)
+		}
+		a.Order = order
+		return a, true
 	case f.FnName.L == "__pg_agg_distinct" && len(f.Args) == 1:
 		if a, ok := f.Args[0].(*ast.AggregateFuncExpr); ok && isBatchAgg(strings.ToLower(a.F)) {
 			a.Distinct = true

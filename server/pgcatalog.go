@@ -293,8 +293,8 @@ func init() {
 	})
 	add("pg_index", 2610, 'r', "indexrelid:oid indrelid:oid indnatts:int2 indnkeyatts:int2 indisunique:bool "+
 		"indnullsnotdistinct:bool indisprimary:bool indisexclusion:bool indimmediate:bool indisclustered:bool "+
-		"indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:text[] "+
-		"indcollation:text[] indclass:text[] indoption:text[] indexprs:text indpred:text", func(env *sysEnv) []types.Row {
+		"indisvalid:bool indcheckxmin:bool indisready:bool indislive:bool indisreplident:bool indkey:int2vector "+
+		"indcollation:oidvector indclass:oidvector indoption:int2vector indexprs:text indpred:text", func(env *sysEnv) []types.Row {
 		var out []types.Row
 		for _, r := range userRels(env) {
 			if k, ok := pkeyOf(r); ok {

@@ -39,7 +39,7 @@ func init() {
 	add("pg_proc", 1255, "oid:oid proname:name pronamespace:oid proowner:oid prolang:oid procost:float4 "+
 		"prorows:float4 provariadic:oid prosupport:oid prokind:char prosecdef:bool proleakproof:bool "+
 		"proisstrict:bool proretset:bool provolatile:char proparallel:char pronargs:int2 pronargdefaults:int2 "+
-		"prorettype:oid proargtypes:text[] proallargtypes:text[] proargmodes:text[] proargnames:text[] "+
+		"prorettype:oid proargtypes:oidvector proallargtypes:text[] proargmodes:text[] proargnames:text[] "+
 		"proargdefaults:text protrftypes:text[] prosrc:text probin:text prosqlbody:text proconfig:text[] proacl:text[]",
 		func(env *sysEnv) []types.Row {
 			var out []types.Row
@@ -103,6 +103,8 @@ func init() {
 			mkRow(oidLangSQL, "sql", oidOwner, false, true, 0, 0, 2248, nil),
 		}
 	})
+	add("pg_depend", 2608, "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid refobjsubid:int4 deptype:char",
+		func(*sysEnv) []types.Row { return nil })
 	// Sluice has no sequences yet (SERIAL columns would add rows here).
 	add("pg_sequence", 2224, "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 seqmax:int8 "+
 		"seqmin:int8 seqcache:int8 seqcycle:bool", func(*sysEnv) []types.Row { return nil })

@@ -118,7 +118,7 @@ func systemRelations(e *Engine) map[string]*cat.Relation {
 // relation returns t as a planner relation whose rows are computed for the
 // environment env returns (entries filled in at read time).
 func (t *sysTable) relation(e *Engine, env func() *sysEnv) *cat.Relation {
-	return &cat.Relation{Name: t.name, Kind: cat.System, Columns: t.cols, Rows: func() ([]types.Row, error) {
+	return &cat.Relation{Name: t.name, OID: uint32(t.oid), Kind: cat.System, Columns: t.cols, Rows: func() ([]types.Row, error) {
 		if t.erows != nil {
 			return t.erows(e)
 		}
@@ -207,6 +207,10 @@ func colSpec(spec string) []types.Column {
 			t = types.TTimestampTZ
 		case "text[]":
 			t = types.TTextArray
+		case "int2vector":
+			t = types.TInt2Vector
+		case "oidvector":
+			t = types.TOidVector
 		default:
 			panic("system relation column type " + typ)
 		}

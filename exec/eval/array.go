@@ -113,7 +113,7 @@ func resolveQuantified(name string, args []types.T) (*resolution, error) {
 		return nil, notFound(name, args)
 	}
 	arr := args[2]
-	if arr.Fam != types.TextArray && arr.Fam != types.Unknown {
+	if arr.Fam != types.TextArray && arr.Fam != types.Unknown && !types.IsVector(arr.Fam) {
 		return nil, pgerror.New(pgcode.WrongObjectType, "op ANY/ALL (array) requires array on right side")
 	}
 	left := args[0]

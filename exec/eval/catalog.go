@@ -27,6 +27,9 @@ func anyArgs(d types.Datum) builder { return constFn(d) }
 func formatType(oid int64, typmod int64, hasMod bool) string {
 	t, ok := types.FromOID(uint32(oid))
 	if !ok {
+		if n, ok := types.PseudoTypeName(uint32(oid)); ok {
+			return n
+		}
 		return "???"
 	}
 	if hasMod && typmod >= 4 {
@@ -125,6 +128,7 @@ func init() {
 	reg("pg_get_function_arguments", fams(O), tt, anyArgs(null))
 	reg("pg_get_function_identity_arguments", fams(O), tt, anyArgs(null))
 	reg("pg_get_function_sqlbody", fams(O), tt, anyArgs(null))
+	reg("pg_get_functiondef", fams(O), tt, anyArgs(null))
 	reg("pg_get_expr", fams(T, O), tt, anyArgs(null))
 	reg("pg_get_expr", fams(T, O, B), tt, anyArgs(null))
 	reg("pg_get_indexdef", fams(O), tt, anyArgs(null))

@@ -116,3 +116,23 @@ func unquoteQualified(s string) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+func init() {
+	// __pg_regtype_names(oids text[]) is oids::regtype[] in Sluice, whose
+	// arrays are text[]: each element becomes its type's name.
+	reg("__pg_regtype_names", fams(types.TextArray), types.TTextArray, build1(func(a types.Datum) (types.Datum, error) {
+		out := types.Datum{K: types.KArray, A: make([]types.Datum, len(a.A))}
+		for i, e := range a.A {
+			if e.K == types.KNull {
+				out.A[i] = e
+				continue
+			}
+			d, err := types.ParseText(e.S, types.TOid)
+			if err != nil {
+				return types.Null, err
+			}
+			out.A[i] = str(formatType(d.I, 0, false))
+		}
+		return out, nil
+	}))
+}

@@ -32,7 +32,7 @@ func category(f types.Family) byte {
 		return 'D'
 	case types.Interval:
 		return 'T'
-	case types.TextArray:
+	case types.TextArray, types.Int2Vector, types.OidVector:
 		return 'A'
 	case types.Char:
 		return 'Z'
@@ -68,6 +68,9 @@ func canImplicit(from, to types.Family) bool {
 	}
 	if types.IsOidFamily(from) && from != types.Oid && to == types.Oid {
 		return true
+	}
+	if types.IsVector(from) && to == types.TextArray {
+		return true // Sluice's vectors are text[] values
 	}
 	switch from {
 	case types.Int2:
@@ -123,6 +126,8 @@ func sameRepr(from, to types.Family) bool {
 	case from == types.Float4 && to == types.Float8:
 		return true
 	case category(from) == 'S' && category(to) == 'S', from == types.Char && to == types.Text:
+		return true
+	case types.IsVector(from) && to == types.TextArray:
 		return true
 	}
 	return false

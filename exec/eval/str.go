@@ -612,6 +612,15 @@ func init() {
 	reg("__pg_subscript", fams(ta, I4), tt, func(b *bctx) (Fn, error) {
 		// A constant subscript of an array whose elements can be had
 		// alone does not build the array.
+		if types.IsVector(b.args[0].t.Fam) {
+			// int2vector and oidvector subscripts start at 0.
+			return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
+				if c.I < 0 || c.I >= int64(len(a.A)) {
+					return types.Null, nil
+				}
+				return a.A[c.I], nil
+			}), nil
+		}
 		if i, ok := b.konst(1); ok && i.K != types.KNull && b.args[0].efn != nil {
 			efn, n := b.args[0].efn, i.I
 			return func(row types.Row) (types.Datum, error) { return efn(row, n) }, nil

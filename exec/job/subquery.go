@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"sort"
 	"strings"
 
 	"sluice/exec/eval"
@@ -225,6 +226,25 @@ func batchAggResult(call *spec.AggCall, vals []aggValue) (types.Datum, error) {
 				}
 			}
 		}
+	}
+	if len(call.Order) > 0 {
+		sort.SliceStable(in, func(i, j int) bool {
+			for _, o := range call.Order {
+				a, b := in[i][o.Col], in[j][o.Col]
+				if a.K == types.KNull || b.K == types.KNull {
+					if (a.K == types.KNull) == (b.K == types.KNull) {
+						continue
+					}
+					return (a.K == types.KNull) == o.NullsFirst
+				}
+				c := types.Compare(a, b)
+				if c == 0 {
+					continue
+				}
+				return (c < 0) != o.Desc
+			}
+			return false
+		})
 	}
 	if call.Distinct {
 		seen := map[string]bool{}

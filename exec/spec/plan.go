@@ -78,6 +78,10 @@ type AggCall struct {
 	Filter   int   // input column holding the FILTER condition; -1 if none
 	Extra    []int // further argument columns (string_agg's delimiter)
 	T        types.T
+	// Order (batch-only aggregates: agg(x ORDER BY k)) sorts the inputs
+	// first; Col indexes the call's argument values (0 the argument,
+	// 1… Extra).
+	Order []OrderItem
 }
 
 // WindowCall is one window function of a Window node.
@@ -101,6 +105,13 @@ type OrderItem struct {
 	Col        int
 	Desc       bool
 	NullsFirst bool
+}
+
+// SetFunc is one set-returning function of a ProjectSet (Node.SetFuncs).
+type SetFunc struct {
+	Name string
+	Args []Expr
+	Cols int // the number of columns it returns
 }
 
 // SourceSpec describes a SourceRead.
@@ -149,6 +160,10 @@ type Node struct {
 	Pred  Expr   // Filter
 	Exprs []Expr // Project; TableFunc arguments
 	Func  string // TableFunc: the function's name
+	// SetFuncs, on a TableFunc with an input (set-returning functions in
+	// a select list), lists the functions run in lockstep over each row,
+	// PostgreSQL's ProjectSet; Func and Exprs are then unused.
+	SetFuncs []SetFunc
 
 	GroupBy []int     // Agg
 	Aggs    []AggCall // Agg
@@ -350,6 +365,17 @@ func (n *Node) describe() string {
 	case UpsertKey:
 		return fmt.Sprintf("UpsertKey key [%s]", colNames(n.Cols, n.Key))
 	case TableFunc:
+		if len(n.SetFuncs) > 0 {
+			fs := make([]string, len(n.SetFuncs))
+			for i, f := range n.SetFuncs {
+				a := make([]string, len(f.Args))
+				for j, e := range f.Args {
+					a[j] = e.String()
+				}
+				fs[i] = fmt.Sprintf("%s(%s)", f.Name, strings.Join(a, ", "))
+			}
+			return "ProjectSet " + strings.Join(fs, ", ")
+		}
 		a := make([]string, len(n.Exprs))
 		for i, e := range n.Exprs {
 			a[i] = e.String()

@@ -28,6 +28,7 @@ func (k Kind) String() string { return kindNames[k] }
 // Relation is something a query can read.
 type Relation struct {
 	ID      uint64
+	OID     uint32 // pg_class.oid
 	Name    string
 	Kind    Kind
 	Columns []types.Column

@@ -384,11 +384,13 @@ func (c *conn) sendRowDescription(cols []types.Column, fmts []int16) error {
 	fields := make([]pgproto3.FieldDescription, len(cols))
 	for i, col := range cols {
 		fields[i] = pgproto3.FieldDescription{
-			Name:         []byte(cstr(col.Name)),
-			DataTypeOID:  col.Type.OID(),
-			DataTypeSize: col.Type.Size(),
-			TypeModifier: col.Type.Modifier(),
-			Format:       formatAt(fmts, i),
+			Name:                 []byte(cstr(col.Name)),
+			TableOID:             col.TableOID,
+			TableAttributeNumber: uint16(col.AttNum),
+			DataTypeOID:          col.Type.OID(),
+			DataTypeSize:         col.Type.Size(),
+			TypeModifier:         col.Type.Modifier(),
+			Format:               formatAt(fmts, i),
 		}
 	}
 	return c.send(&pgproto3.RowDescription{Fields: fields})

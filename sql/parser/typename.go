@@ -232,7 +232,7 @@ var unsupportedTypes = map[string]bool{
 	"tsvector": true, "tsquery": true, "int4range": true, "int8range": true, "numrange": true,
 	"tsrange": true, "tstzrange": true, "daterange": true, "record": true, "void": true,
 	"anyelement": true, "anyarray": true, "cstring": true, "xid": true, "cid": true, "tid": true,
-	"pg_lsn": true, "txid_snapshot": true, "int2vector": true, "oidvector": true, "aclitem": true,
+	"pg_lsn": true, "txid_snapshot": true, "aclitem": true,
 	"pg_node_tree": true, "struct": true, "map": true,
 }
 
@@ -354,6 +354,10 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		t = types.TRegProc
 	case "regnamespace":
 		t = types.TRegNamespace
+	case "int2vector":
+		t = types.TInt2Vector
+	case "oidvector":
+		t = types.TOidVector
 	default:
 		if unsupportedTypes[name] {
 			return unsupported()

@@ -24,6 +24,26 @@ var typeNames = map[string]T{
 	"regtype": TRegType, "regproc": TRegProc, "regnamespace": TRegNamespace,
 }
 
+// pseudoTypes are the pseudo-types pg_proc names (no values have them).
+var pseudoTypes = map[string]uint32{
+	"any": 2276, `"any"`: 2276, "anyarray": 2277, "void": 2278, "trigger": 2279, "record": 2249,
+	"anyelement": 2283, "anynonarray": 2776, "cstring": 2275, "internal": 2281, "event_trigger": 3838,
+}
+
+// PseudoTypeName returns the name of a pseudo-type oid, as format_type
+// prints it.
+func PseudoTypeName(oid uint32) (string, bool) {
+	for n, o := range pseudoTypes {
+		if o == oid && n != `"any"` {
+			if n == "any" {
+				return `"any"`, true
+			}
+			return n, true
+		}
+	}
+	return "", false
+}
+
 // TypeByName returns the type a regtype name denotes.
 func TypeByName(s string) (T, bool) {
 	n := strings.ToLower(strings.TrimSpace(s))
@@ -47,6 +67,10 @@ func TypeByName(s string) (T, bool) {
 func RegTypeIn(s string) (Datum, error) {
 	t, ok := TypeByName(s)
 	if !ok {
+		n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "pg_catalog.")
+		if oid, ok := pseudoTypes[n]; ok {
+			return NewInt(int64(oid)), nil
+		}
 		return Datum{}, pgerror.New(pgcode.UndefinedObject, "type \"%s\" does not exist", strings.TrimSpace(s))
 	}
 	return NewInt(int64(t.OID())), nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"sluice/sql/pgcode"
@@ -64,6 +65,15 @@ func AppendText(b []byte, d Datum, t T) []byte {
 	case KInterval:
 		return appendInterval(b, d)
 	case KArray:
+		if IsVector(t.Fam) {
+			for i, e := range d.A {
+				if i > 0 {
+					b = append(b, ' ')
+				}
+				b = AppendText(b, e, TText)
+			}
+			return b
+		}
 		return appendArrayText(b, d.A)
 	}
 	return b
@@ -219,6 +229,19 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseJSON(s)
 	case TextArray:
 		return parseTextArray(s)
+	case Int2Vector, OidVector:
+		elem := TInt2
+		if t.Fam == OidVector {
+			elem = TOid
+		}
+		var out []Datum
+		for _, f := range strings.Fields(s) {
+			if _, err := ParseText(f, elem); err != nil {
+				return Datum{}, err
+			}
+			out = append(out, NewString(f))
+		}
+		return Datum{K: KArray, A: out}, nil
 	}
 	return Datum{}, pgerror.New(pgcode.FeatureNotSupported, "cannot parse input for type %s", t)
 }
@@ -834,7 +857,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		if d.K == KJSON {
 			return d, nil
 		}
-	case TextArray:
+	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
 			return d, nil
 		}

@@ -32,10 +32,16 @@ const (
 	RegType      // ::regtype (an oid printed as the type's name)
 	RegProc      // ::regproc (an oid printed as the function's name)
 	RegNamespace // ::regnamespace (an oid printed as the schema's name)
+	Int2Vector   // int2vector (catalog: pg_index.indkey), elements as text[]'s, printed "1 2", subscripts from 0
+	OidVector    // oidvector (catalog: pg_proc.proargtypes), likewise
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = RegNamespace
+const lastFamily = OidVector
+
+// IsVector reports whether f is int2vector or oidvector: text[] values
+// that print space-separated and are subscripted from 0.
+func IsVector(f Family) bool { return f == Int2Vector || f == OidVector }
 
 // IsOidFamily reports whether f is oid or one of the oid alias types
 // (regclass, regtype, regproc, regnamespace): unsigned 32-bit values in
@@ -82,6 +88,8 @@ var (
 	TRegType      = T{Fam: RegType}
 	TRegProc      = T{Fam: RegProc}
 	TRegNamespace = T{Fam: RegNamespace}
+	TInt2Vector   = T{Fam: Int2Vector}
+	TOidVector    = T{Fam: OidVector}
 )
 
 // OID returns the Postgres type OID of t.
@@ -135,6 +143,10 @@ func (t T) OID() uint32 {
 		return 24
 	case RegNamespace:
 		return 4089
+	case Int2Vector:
+		return 22
+	case OidVector:
+		return 30
 	}
 	return 705 // unknown
 }
@@ -252,6 +264,10 @@ func (t T) String() string {
 		return "regproc"
 	case RegNamespace:
 		return "regnamespace"
+	case Int2Vector:
+		return "int2vector"
+	case OidVector:
+		return "oidvector"
 	}
 	return "unknown"
 }
@@ -384,4 +400,9 @@ func (r Row) Copy() Row {
 type Column struct {
 	Name string
 	Type T
+	// TableOID and AttNum say which table (or view) column a query's
+	// result column comes straight from, as RowDescription reports it
+	// (0 when computed).
+	TableOID uint32
+	AttNum   int16
 }
