@@ -47,9 +47,6 @@ var pgcliCase = pythonCase("pgcli", "pgcli_session.py", []string{"connect", "ddl
 	"refresh_views", "refresh_types", "refresh_databases", "refresh_functions", "completions", "describe", "df"}, map[string]string{
 	// pgcli's foreign-key query: unnest() of pg_constraint.conkey in the
 	// select list, generate_subscripts, JOIN … USING.
-	"refresh_tables":    "issue 14 item 6 (set-returning functions in the select list)",
-	"refresh_functions": "issue 14 item 6 (pg_proc)",
-	"df":                "issue 14 item 6 (pg_proc)",
 })
 
 // TestClientPsycopg2 runs psycopg2's session.
