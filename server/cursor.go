@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"sort"
 	"strconv"
+	"time"
 
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
@@ -42,6 +44,7 @@ type cursor struct {
 	cols   []types.Column
 	rows   *queryRows
 	inTx   bool // declared in the current transaction block
+	since  int64 // creation time, µs since the epoch
 
 	// Position as Postgres counts it: 0 before the first row, k on row k,
 	// total+1 after the last (atEnd).
@@ -78,6 +81,33 @@ func (s *session) closeAllCursors() {
 		c.rows.Close()
 		delete(s.cursors, name)
 	}
+}
+
+func init() {
+	addSys(&sysTable{schema: "pg_catalog", name: "pg_cursors", oid: oidPgCursors, kind: 'v',
+		cols: colSpec("name:text statement:text is_holdable:bool is_binary:bool is_scrollable:bool creation_time:timestamptz"),
+		rows: func(env *sysEnv) []types.Row { return env.cursors }})
+}
+
+// oidPgCursors is the oid of the pg_cursors view, away from the range
+// pgcatalog.go numbers its views in.
+const oidPgCursors = 12900
+
+// cursorRows returns the session's cursors as pg_cursors shows them.
+func (s *session) cursorRows() []types.Row {
+	names := make([]string, 0, len(s.cursors))
+	for n := range s.cursors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []types.Row
+	for _, n := range names {
+		c := s.cursors[n]
+		r := mkRow(c.name, c.text, c.hold, c.binary, c.scroll != parser.ScrollNo, nil)
+		r[5] = types.NewTimestampTZ(c.since)
+		out = append(out, r)
+	}
+	return out
 }
 
 // runCursorStmt runs DECLARE, FETCH, MOVE or CLOSE.
@@ -157,7 +187,7 @@ func (s *session) declareCursor(ctx context.Context, x *parser.DeclareCursor, pa
 	}
 	s.cursors[x.Name] = &cursor{
 		name: x.Name, text: x.Text(), hold: x.Hold, binary: x.Binary, scroll: x.Scroll,
-		cols: pq.Columns, rows: rows, inTx: s.inTxBlock(), total: -1,
+		cols: pq.Columns, rows: rows, inTx: s.inTxBlock(), total: -1, since: time.Now().UnixMicro(),
 	}
 	return w.Complete("DECLARE CURSOR")
 }
