@@ -43,7 +43,7 @@ type cursor struct {
 	scroll int // parser.ScrollDefault, ScrollYes or ScrollNo
 	cols   []types.Column
 	rows   *queryRows
-	inTx   bool // declared in the current transaction block
+	inTx   bool  // declared in the current transaction block
 	since  int64 // creation time, µs since the epoch
 
 	// Position as Postgres counts it: 0 before the first row, k on row k,
