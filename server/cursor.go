@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"sluice/server/pgwire"
@@ -108,6 +109,13 @@ func (s *session) cursorRows() []types.Row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// isDiscardAll reports whether d is DISCARD ALL (rather than PLANS,
+// SEQUENCES or TEMP).
+func isDiscardAll(d *parser.Discard) bool {
+	f := strings.Fields(strings.ToLower(d.Text()))
+	return len(f) == 2 && f[1] == "all"
 }
 
 // runCursorStmt runs DECLARE, FETCH, MOVE or CLOSE.
