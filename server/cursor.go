@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
@@ -41,7 +44,8 @@ type cursor struct {
 	scroll int // parser.ScrollDefault, ScrollYes or ScrollNo
 	cols   []types.Column
 	rows   *queryRows
-	inTx   bool // declared in the current transaction block
+	inTx   bool  // declared in the current transaction block
+	since  int64 // creation time, µs since the epoch
 
 	// Position as Postgres counts it: 0 before the first row, k on row k,
 	// total+1 after the last (atEnd).
@@ -78,6 +82,40 @@ func (s *session) closeAllCursors() {
 		c.rows.Close()
 		delete(s.cursors, name)
 	}
+}
+
+func init() {
+	addSys(&sysTable{schema: "pg_catalog", name: "pg_cursors", oid: oidPgCursors, kind: 'v',
+		cols: colSpec("name:text statement:text is_holdable:bool is_binary:bool is_scrollable:bool creation_time:timestamptz"),
+		rows: func(env *sysEnv) []types.Row { return env.cursors }})
+}
+
+// oidPgCursors is the oid of the pg_cursors view, away from the range
+// pgcatalog.go numbers its views in.
+const oidPgCursors = 12900
+
+// cursorRows returns the session's cursors as pg_cursors shows them.
+func (s *session) cursorRows() []types.Row {
+	names := make([]string, 0, len(s.cursors))
+	for n := range s.cursors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []types.Row
+	for _, n := range names {
+		c := s.cursors[n]
+		r := mkRow(c.name, c.text, c.hold, c.binary, c.scroll != parser.ScrollNo, nil)
+		r[5] = types.NewTimestampTZ(c.since)
+		out = append(out, r)
+	}
+	return out
+}
+
+// isDiscardAll reports whether d is DISCARD ALL (rather than PLANS,
+// SEQUENCES or TEMP).
+func isDiscardAll(d *parser.Discard) bool {
+	f := strings.Fields(strings.ToLower(d.Text()))
+	return len(f) == 2 && f[1] == "all"
 }
 
 // runCursorStmt runs DECLARE, FETCH, MOVE or CLOSE.
@@ -165,7 +203,7 @@ func (s *session) declareCursor(ctx context.Context, x *parser.DeclareCursor, pa
 	}
 	s.cursors[x.Name] = &cursor{
 		name: x.Name, text: x.Text(), hold: x.Hold, binary: x.Binary, scroll: x.Scroll,
-		cols: pq.Columns, rows: rows, inTx: s.inTxBlock(), total: -1,
+		cols: pq.Columns, rows: rows, inTx: s.inTxBlock(), total: -1, since: time.Now().UnixMicro(),
 	}
 	return w.Complete("DECLARE CURSOR")
 }

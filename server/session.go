@@ -314,6 +314,9 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 	case *parser.DeclareCursor, *parser.Fetch, *parser.CloseCursor:
 		return s.runCursorStmt(ctx, st, params, ptypes, w)
 	case *parser.Discard:
+		if isDiscardAll(x) {
+			s.closeAllCursors() // DISCARD ALL includes CLOSE ALL
+		}
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
 		return w.Complete("DEALLOCATE")

@@ -59,6 +59,7 @@ type sysEnv struct {
 	db, user string
 	settings map[string]string
 	entries  []*storage.CatalogEntry // sorted by name
+	cursors  []types.Row             // pg_cursors: the session's cursors (cursor.go)
 }
 
 // sysTable is one system relation.
@@ -171,7 +172,7 @@ func (s *session) sysEnv() *sysEnv {
 	for k, v := range s.settings {
 		settings[k] = v
 	}
-	return &sysEnv{db: db, user: user, settings: settings}
+	return &sysEnv{db: db, user: user, settings: settings, cursors: s.cursorRows()}
 }
 
 // colSpec parses column specs "name:type ..." of a system relation. Types

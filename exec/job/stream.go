@@ -251,8 +251,8 @@ func (r *Result) recv(ctx context.Context) (*types.Batch, error) {
 
 // Next returns the next rows of the result, nil at its end. The slice is
 // valid until the next call; the rows themselves are not reused. A
-// cancelled ctx stops the call with ctx.Err() (the Result stays usable
-// until Close only for Close).
+// cancelled ctx stops the call with ctx.Err(); after an error the Result
+// is only good for Close (or Rewind).
 func (r *Result) Next(ctx context.Context) ([]types.Row, error) {
 	if r.done {
 		return nil, nil
