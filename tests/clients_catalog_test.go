@@ -251,3 +251,34 @@ func TestPgcliCompletionQueries(t *testing.T) {
 		`(?m)^ RETURNS integer$`,
 		`(?m)^AS \$function\$SELECT x \+ 1\$function\$$`)
 }
+
+// TestJSONBBinaryWire sends and reads jsonb in the binary format (a
+// version byte 1, then the text), as drivers do, and checks that it is
+// stored normalized.
+func TestJSONBBinaryWire(t *testing.T) {
+	srv := StartServer(t, Options{})
+	ctx := context.Background()
+	conn := MustConnect(t, srv.ConnString())
+	ExecAll(t, conn, "CREATE TABLE j (id INT PRIMARY KEY, doc JSONB)")
+	in := append([]byte{1}, `{"z": 1.50, "a": [true, null], "z": 2}`...)
+	res := conn.PgConn().ExecParams(ctx, "INSERT INTO j VALUES (1, $1)", [][]byte{in}, []uint32{3802}, []int16{1}, nil).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	ExecAll(t, conn, "FLUSH")
+	res = conn.PgConn().ExecParams(ctx, "SELECT doc, doc::text FROM j", nil, nil, nil, []int16{1, 0}).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	want := `{"a": [true, null], "z": 2}`
+	if len(res.Rows) != 1 || string(res.Rows[0][0]) != "\x01"+want || string(res.Rows[0][1]) != want {
+		t.Fatalf("jsonb read back as %q", res.Rows)
+	}
+	if f := res.FieldDescriptions[0]; f.DataTypeOID != 3802 || f.Format != 1 {
+		t.Errorf("jsonb column described as type %d format %d", f.DataTypeOID, f.Format)
+	}
+	res = conn.PgConn().ExecParams(ctx, "SELECT $1::jsonb", [][]byte{{2, '{', '}'}}, []uint32{3802}, []int16{1}, nil).Read()
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "22P03") {
+		t.Errorf("jsonb version 2 accepted or wrong error: %v", res.Err)
+	}
+}

@@ -36,9 +36,13 @@ func jsonText(v *types.JSON) types.Datum {
 // jsonField is j -> key.
 func jsonField(j *types.JSON, key string) *types.JSON { return j.Get(key) }
 
-// jsonIndex is j -> i (negative counts from the end).
+// jsonIndex is j -> i (negative counts from the end). A top-level scalar
+// is, as in PostgreSQL, an array of itself.
 func jsonIndex(j *types.JSON, i int64) *types.JSON {
 	if j.Kind != types.JArray {
+		if j.Kind != types.JObject && (i == 0 || i == -1) {
+			return j
+		}
 		return nil
 	}
 	n := int64(len(j.Elems))
