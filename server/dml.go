@@ -130,6 +130,7 @@ func (s *session) insertInto(ctx context.Context, tw *tableWriter, rows []types.
 		if err := s.e.checkUniques(tx, tw, nil, rows); err != nil {
 			return 0, err
 		}
+		tx.reserve(tw, len(rows))
 		for _, r := range rows {
 			if err := tw.check(r); err != nil {
 				return 0, err
@@ -148,7 +149,7 @@ func (s *session) insertInto(ctx context.Context, tw *tableWriter, rows []types.
 					return 0, dupKey(tw, r)
 				}
 			}
-			if err := tx.put(tw, k, r); err != nil {
+			if err := tx.insert(tw, k, r); err != nil {
 				return 0, err
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"sluice/exec/flow"
-	"sluice/exec/job"
 	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -127,6 +126,23 @@ func (tx *txn) committed(k []byte) (types.Row, error) {
 // tw.mu. It takes the key's lock, or fails when another transaction holds
 // it.
 func (tx *txn) put(tw *tableWriter, k []byte, r types.Row) error {
+	return tx.putRow(tw, k, r, false)
+}
+
+// insert is put for a key the caller has just read as absent (tx.get
+// returned nil): the committed row need not be read again.
+func (tx *txn) insert(tw *tableWriter, k []byte, r types.Row) error {
+	return tx.putRow(tw, k, r, true)
+}
+
+// reserve sizes the transaction's row map of tw for n more rows.
+func (tx *txn) reserve(tw *tableWriter, n int) {
+	if tt := tx.tables[tw.id]; tt == nil {
+		tx.tables[tw.id] = &txTable{tw: tw, rows: make(map[string]*txRow, n)}
+	}
+}
+
+func (tx *txn) putRow(tw *tableWriter, k []byte, r types.Row, absent bool) error {
 	if tx.readOnly {
 		return pgerror.New(pgcode.ReadOnlySQLTransaction, "cannot execute a write in a read-only transaction")
 	}
@@ -144,9 +160,12 @@ func (tx *txn) put(tw *tableWriter, k []byte, r types.Row) error {
 			}
 			return lockWait{done: owner.done}
 		}
-		orig, err := tx.committed(k)
-		if err != nil {
-			return err
+		var orig types.Row
+		if !absent {
+			var err error
+			if orig, err = tx.committed(k); err != nil {
+				return err
+			}
 		}
 		if tx.snap != nil {
 			// Repeatable read: a row committed after the snapshot may not be
@@ -170,7 +189,10 @@ func (tx *txn) put(tw *tableWriter, k []byte, r types.Row) error {
 			u.locked = true
 		}
 	}
-	tx.undo = append(tx.undo, u)
+	if tx.block {
+		// A single statement's transaction is discarded whole on error.
+		tx.undo = append(tx.undo, u)
+	}
 	tx.wrote = true
 	return nil
 }
@@ -388,33 +410,41 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		var enc []byte
+		// Each row is encoded once, for the write set and the log entry.
+		logRows := make([]types.Datum, 0, 2*len(keys))
 		for _, k := range keys {
 			ent := tt.rows[k]
 			if ent.orig == nil && ent.cur == nil {
 				continue
 			}
-			if ent.orig != nil && ent.cur != nil {
-				enc = types.EncodeRow(enc[:0], ent.cur)
-				if bytes.Equal(enc, types.EncodeRow(nil, ent.orig)) {
-					continue
-				}
+			var encOrig, encCur []byte
+			if ent.orig != nil {
+				encOrig = types.EncodeRow(nil, ent.orig)
+			}
+			if ent.cur != nil {
+				encCur = types.EncodeRow(nil, ent.cur)
+			}
+			if ent.orig != nil && ent.cur != nil && bytes.Equal(encOrig, encCur) {
+				continue
 			}
 			if ent.cur == nil {
 				wb.Delete([]byte(k))
 			} else {
-				wb.Set([]byte(k), types.EncodeRow(nil, ent.cur))
+				wb.Set([]byte(k), encCur)
 			}
 			if ent.orig != nil {
 				b.Add(ent.orig, -1)
+				logRows = append(logRows, types.NewInt(-1), types.NewBytes(encOrig))
 			}
 			if ent.cur != nil {
 				b.Add(ent.cur, 1)
+				logRows = append(logRows, types.NewInt(1), types.NewBytes(encCur))
 			}
 		}
 		chunks[i] = b
 		if b.Len() > 0 {
-			wb.Set(storage.Key(storage.SpaceLog, tw.id, flow.EncodeSeq(tw.seq+1)), job.EncodeLogBatch(b))
+			// The log entry's format is job.EncodeLogBatch's.
+			wb.Set(storage.Key(storage.SpaceLog, tw.id, flow.EncodeSeq(tw.seq+1)), types.EncodeRow(nil, logRows))
 		}
 		if tw.key == nil {
 			wb.Set(rowIDKey(tw.id), binary.AppendUvarint(nil, tw.rowID))
