@@ -127,3 +127,45 @@ func returningRows(ret *planner.Returning, rows []types.Row, ectx *eval.Context)
 	}
 	return out, nil
 }
+
+// rowsForColumns builds full-width rows of table tableID from values
+// for the columns cols, in order (COPY t (a, b) FROM ...): every other
+// column takes its default, evaluated per row; a GENERATED ALWAYS
+// identity column may not be given (428C9). The rows then go to
+// insertRows, which checks the constraints.
+func (s *session) rowsForColumns(tableID uint64, cols []int, vals []types.Row) ([]types.Row, error) {
+	tw, err := s.e.tableWriter(tableID)
+	if err != nil {
+		return nil, err
+	}
+	tc := tw.constraints()
+	given := make([]bool, len(tw.cols))
+	for _, c := range cols {
+		if tc.identity[c] == parser.IdentityAlways {
+			return nil, tc.identityAlwaysErr(c, false)
+		}
+		given[c] = true
+	}
+	defs, err := tc.defaultFns(s.evalCtx(nil))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Row, len(vals))
+	for i, v := range vals {
+		r := make(types.Row, len(tw.cols))
+		for j, c := range cols {
+			r[c] = v[j]
+		}
+		for c, fn := range defs {
+			if !given[c] && fn != nil {
+				if r[c], err = fn(nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+var _ = (*session).rowsForColumns // for COPY t (cols) FROM
