@@ -262,3 +262,24 @@ func schemaOID(env *sysEnv, name string) (int64, string) {
 	}
 	return oidPublic, n
 }
+
+// columnDefault is information_schema.columns' column_default,
+// is_identity and identity_generation of column i of a user table, as
+// PostgreSQL shows them (a sequence default as nextval('s'::regclass)).
+func columnDefault(cols []storage.ColumnEntry, i int) (any, string, any) {
+	if i >= len(cols) {
+		return nil, "NO", nil
+	}
+	c := cols[i]
+	if c.Identity != "" {
+		return nil, "YES", strings.ToUpper(c.Identity)
+	}
+	if c.Default == "" {
+		return nil, "NO", nil
+	}
+	d := c.Default
+	if strings.HasPrefix(d, "nextval('") && strings.HasSuffix(d, "')") {
+		d = strings.TrimSuffix(d, ")") + "::regclass)"
+	}
+	return d, "NO", nil
+}
