@@ -32,6 +32,10 @@ type tableConstraints struct {
 	// primary key, in creation order.
 	uniques []uniqueConstraint
 	pkey    []int
+	// held counts, per unique constraint, the stored rows holding each
+	// key: built by one scan on first use, then kept up to date by
+	// noteCommitted under the writer's lock (nil: not built yet).
+	held []map[string]int
 }
 
 type checkConstraint struct {
@@ -155,9 +159,8 @@ func (tc *tableConstraints) uniqueErr(u uniqueConstraint, r types.Row) error {
 // checkUniques enforces the table's UNIQUE constraints (other than the
 // primary key, which the write set's keys enforce) for rows about to be
 // written, row by row as PostgreSQL's non-deferrable constraints are:
-// row i replaces olds[i] (nil: a new row). It scans the table's rows:
-// Sluice keeps no secondary index, so a write to a table with UNIQUE
-// constraints costs a scan of the table. The caller holds tw.mu.
+// row i replaces olds[i] (nil: a new row; a nil rows[i] removes olds[i]).
+// The caller holds tw.mu.
 func (e *Engine) checkUniques(tw *tableWriter, olds, rows []types.Row) error {
 	tc := tw.cons
 	if tc == nil || len(tc.uniques) == 0 || len(rows) == 0 {
@@ -167,11 +170,15 @@ func (e *Engine) checkUniques(tw *tableWriter, olds, rows []types.Row) error {
 	if err != nil {
 		return err
 	}
+	delta := make([]map[string]int, len(tc.uniques))
+	for j := range delta {
+		delta[j] = map[string]int{}
+	}
 	for i, r := range rows {
 		if olds != nil && olds[i] != nil {
 			for j, u := range tc.uniques {
 				if k, ok := uniqueKey(olds[i], u.cols); ok {
-					held[j][k]--
+					delta[j][k]--
 				}
 			}
 		}
@@ -183,19 +190,22 @@ func (e *Engine) checkUniques(tw *tableWriter, olds, rows []types.Row) error {
 			if !ok {
 				continue
 			}
-			if held[j][k] > 0 {
+			if held[j][k]+delta[j][k] > 0 {
 				return tc.uniqueErr(u, r)
 			}
-			held[j][k]++
+			delta[j][k]++
 		}
 	}
 	return nil
 }
 
-// uniqueIndex counts, per unique constraint, the stored rows holding each
-// key.
+// uniqueIndex returns the unique keys the stored rows hold, scanning the
+// table the first time.
 func (e *Engine) uniqueIndex(tw *tableWriter) ([]map[string]int, error) {
 	tc := tw.cons
+	if tc.held != nil {
+		return tc.held, nil
+	}
 	out := make([]map[string]int, len(tc.uniques))
 	for i := range out {
 		out[i] = map[string]int{}
@@ -208,7 +218,29 @@ func (e *Engine) uniqueIndex(tw *tableWriter) ([]map[string]int, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	tc.held = out
+	return out, nil
+}
+
+// noteCommitted keeps the unique keys up to date with a change written
+// to the table. The caller holds tw.mu.
+func (tw *tableWriter) noteCommitted(b *types.Batch) {
+	tc := tw.cons
+	if tc == nil || tc.held == nil {
+		return
+	}
+	for i, r := range b.Rows {
+		for j, u := range tc.uniques {
+			if k, ok := uniqueKey(r, u.cols); ok {
+				if tc.held[j][k] += int(b.Diffs[i]); tc.held[j][k] <= 0 {
+					delete(tc.held[j], k)
+				}
+			}
+		}
+	}
 }
 
 // defaultFns compiles the column defaults for one statement (nextval and

@@ -87,6 +87,7 @@ func (e *Engine) commitChanges(ctx context.Context, tw *tableWriter, wb *storage
 		return err
 	}
 	tw.seq = seq
+	tw.noteCommitted(b)
 	// The statement is durable from here on; the source gets it even if the
 	// client has gone away.
 	return tw.src.Push(context.WithoutCancel(ctx), flow.TableChunk{Seq: seq, Batch: b})
