@@ -101,7 +101,11 @@ func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry
 		cols[i].Identity = d.Identity
 		if d.Serial || d.Identity != "" {
 			name := uniqueName(x.Name+"_"+d.Name+"_seq", func(n string) bool { return e.cat.get(n) != nil }, nil)
-			def, err := sequenceEntry(d.Type, 1, nil, nil, nil, false)
+			o := d.IdentityOpts
+			if o == nil {
+				o = &parser.CreateSequence{Increment: 1}
+			}
+			def, err := sequenceEntry(d.Type, o.Increment, o.Start, o.MinValue, o.MaxValue, o.Cycle)
 			if err != nil {
 				return nil, err
 			}

@@ -22,9 +22,21 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	if err != nil {
 		return nil, err
 	}
+	// alwaysErr refuses a value for a GENERATED ALWAYS column unless
+	// OVERRIDING SYSTEM VALUE; with OVERRIDING USER VALUE, values for
+	// identity columns are replaced by the sequence's.
+	alwaysErr := func(c int) error {
+		if tc.identity[c] == parser.IdentityAlways && ins.Overriding == "" {
+			return tc.identityAlwaysErr(c, false)
+		}
+		return nil
+	}
 	// fill sets the columns no value was given for.
 	fill := func(r types.Row, given []bool) error {
 		for c := range r {
+			if ins.Overriding == "user" && tc.identity[c] != "" {
+				given[c] = false
+			}
 			if given[c] || defs[c] == nil {
 				continue
 			}
@@ -39,8 +51,8 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	var rows []types.Row
 	if ins.Query != nil {
 		for _, t := range ins.Targets {
-			if tc.identity[t] == parser.IdentityAlways {
-				return nil, tc.identityAlwaysErr(t, false)
+			if err := alwaysErr(t); err != nil {
+				return nil, err
 			}
 		}
 		src, err := e.selectRows(ctx, ins.Query, ectx)
@@ -65,8 +77,11 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	}
 	for _, exprs := range ins.Rows {
 		for i, x := range exprs {
-			if x != nil && tc.identity[ins.Targets[i]] == parser.IdentityAlways {
-				return nil, tc.identityAlwaysErr(ins.Targets[i], false)
+			if x == nil {
+				continue
+			}
+			if err := alwaysErr(ins.Targets[i]); err != nil {
+				return nil, err
 			}
 		}
 	}

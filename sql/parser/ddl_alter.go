@@ -246,6 +246,13 @@ func (r *rewriter) createIndex(unique bool) Statement {
 func (r *rewriter) createSequence() Statement {
 	cs := &CreateSequence{IfNotExists: r.ifNotExists(), Type: types.TInt8, Increment: 1}
 	cs.Name = r.nameChainString()
+	r.seqOptions(cs, false)
+	return cs
+}
+
+// seqOptions parses sequence options up to the end of the statement or,
+// in an identity column's ( ... ), up to the closing parenthesis.
+func (r *rewriter) seqOptions(cs *CreateSequence, inParens bool) {
 	num := func() int64 {
 		neg := false
 		if r.tok().isOp("-") {
@@ -266,10 +273,10 @@ func (r *rewriter) createSequence() Statement {
 		}
 		return n
 	}
-	for r.tok().kind != tkEOF {
+	for r.tok().kind != tkEOF && !(inParens && r.tok().isPunct(")")) {
 		t := r.tok()
 		switch {
-		case t.isWord("as"):
+		case t.isWord("as") && !inParens:
 			r.i++
 			tn := r.typeName()
 			if tn.err != nil {
@@ -316,11 +323,13 @@ func (r *rewriter) createSequence() Statement {
 		case t.isWord("owned") && r.peek(1).isWord("by"):
 			r.i += 2
 			r.nameChainString()
+		case t.isWord("sequence") && r.peek(1).isWord("name") && inParens:
+			r.i += 2
+			r.nameChainString()
 		default:
 			r.syntaxErr(t)
 		}
 	}
-	return cs
 }
 
 // createSchema parses the rest of CREATE SCHEMA.
