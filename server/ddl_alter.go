@@ -148,8 +148,35 @@ func (e *Engine) replaceTable(nt *storage.CatalogEntry) error {
 		return err
 	}
 	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return e.installTable(tw, nt, cons)
+}
+
+// validateAndReplace runs check over the table's rows and, if it passes,
+// installs nt, holding the writer's lock throughout so that no write
+// slips in between. The caller runs inside the DDL pause.
+func (e *Engine) validateAndReplace(nt *storage.CatalogEntry, check func(types.Row) error) error {
+	cons, err := e.buildConstraints(nt)
+	if err != nil {
+		return err
+	}
+	nt.SQL = tableSQL(nt)
+	tw, err := e.tableWriter(nt.ID)
+	if err != nil {
+		return err
+	}
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if err := e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error { return check(r) }); err != nil {
+		return err
+	}
+	return e.installTable(tw, nt, cons)
+}
+
+// installTable gives the writer the new entry's name and constraints and
+// puts the entry in the catalog. The caller holds tw.mu.
+func (e *Engine) installTable(tw *tableWriter, nt *storage.CatalogEntry, cons *tableConstraints) error {
 	tw.name, tw.cols, tw.cons = nt.Name, nt.Cols(), cons
-	tw.mu.Unlock()
 	if old := e.cat.byIDGet(nt.ID); old != nil && old.Name != nt.Name {
 		e.cat.remove(old)
 	}
@@ -230,7 +257,7 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 			col = i
 		}
 	}
-	if x.Action != "add column" && x.Action != "rename" && col < 0 {
+	if x.Action != "add column" && x.Action != "rename" && !strings.HasSuffix(x.Action, "constraint") && col < 0 {
 		if x.Action == "drop column" && x.ColIfExists {
 			return w.Notice(fmt.Sprintf("column %q of relation %q does not exist, skipping", x.Column, x.Name))
 		}
@@ -293,25 +320,19 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 	case "set not null":
 		nt.Columns[col].NotNull = true
 		return e.ddl(ctx, func() error {
-			tw, err := e.tableWriter(ent.ID)
-			if err != nil {
-				return err
-			}
-			tw.mu.Lock()
-			err = e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error {
+			return e.validateAndReplace(nt, func(r types.Row) error {
 				if r[col].IsNull() {
 					return pgerror.New(pgcode.NotNullViolation, "column %q of relation %q contains null values", x.Column, ent.Name)
 				}
 				return nil
 			})
-			tw.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			return e.replaceTable(nt)
 		})
 	case "add column", "drop column":
 		return s.alterColumns(ctx, x, ent, col, w)
+	case "add constraint":
+		return e.addConstraint(ctx, x, ent)
+	case "drop constraint":
+		return e.dropConstraint(ctx, x, ent, w)
 	default:
 		return pgerror.Unsupported("ALTER TABLE %s", x.Action)
 	}
