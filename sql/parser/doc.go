@@ -185,6 +185,6 @@
 // string literals (B'..', X'..'), LIKE ANY/ALL, IS OF/DOCUMENT/NORMALIZED,
 // substring(... SIMILAR ...), ORDER BY USING other than < and >, non-constant
 // LIMIT/OFFSET, ON CONFLICT with an expression target or WHERE on the
-// target, ALTER TABLE ADD/DROP CONSTRAINT, ALTER of anything but a table,
+// target, ALTER TABLE ADD PRIMARY/FOREIGN KEY, ALTER of anything but a table,
 // and statements such as GRANT, COPY, PREPARE.
 package parser
