@@ -366,6 +366,11 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		name = "||"
 	case "current_timestamp", "now", "localtimestamp", "current_date", "current_time":
 		// TiDB parses these keywords as calls; keep the Postgres names.
+	case "nextval", "setval", "currval", "lastval":
+		if b.p.Streaming {
+			return nil, pgerror.Unsupported("%s() in a materialized view or sink", name).
+				WithHint("a sequence hands each value out once; a view's rows are computed again")
+		}
 	}
 	args := make([]spec.Expr, len(n.Args))
 	for i, a := range n.Args {
