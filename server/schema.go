@@ -59,7 +59,10 @@ func (s *session) searchPath() []string {
 		} else {
 			p = strings.ToLower(p)
 		}
-		if p == "" || p == "$user" || p == "pg_catalog" || !s.e.schemaExists(p) {
+		if p == "$user" {
+			p = s.info.User
+		}
+		if p == "" || p == "pg_catalog" || !s.e.schemaExists(p) {
 			continue
 		}
 		out = append(out, p)
