@@ -2,6 +2,7 @@ package server
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	"sluice/exec/eval"
@@ -326,4 +327,50 @@ func (tw *tableWriter) constraints() *tableConstraints {
 // check validates a row for the table: NOT NULL and CHECK constraints.
 func (tw *tableWriter) check(r types.Row) error {
 	return tw.constraints().checkRow(r)
+}
+
+// constraintRows are pg_constraint's rows of a table's UNIQUE ('u') and
+// CHECK ('c') constraints (the primary key's row is pgcatalog.go's).
+func constraintRows(r userRel) []types.Row {
+	if r.kind != "r" {
+		return nil
+	}
+	var out []types.Row
+	oid := func(k int) int64 { return oidFirstConstraint + 1<<24 + int64(r.e.ID)*64 + int64(k) }
+	attnums := func(cols []int) []string {
+		var a []string
+		for _, c := range cols {
+			a = append(a, strconv.Itoa(c+1))
+		}
+		return a
+	}
+	k := 0
+	for _, u := range r.e.Uniques {
+		k++
+		if u.Index {
+			continue // a unique index is not a constraint
+		}
+		out = append(out, mkRow(oid(k), u.Name, oidPublic, "u", false,
+			false, true, r.oid, 0, 0, 0, 0,
+			" ", " ", " ", true, 0, true,
+			attnums(u.Cols), nil, nil))
+	}
+	for _, c := range r.e.Checks {
+		k++
+		var cols []int
+		if x, err := parser.ParseExpr(c.Expr); err == nil {
+			for _, name := range columnRefs(x) {
+				for i, ce := range r.e.Columns {
+					if ce.Name == name {
+						cols = append(cols, i)
+					}
+				}
+			}
+		}
+		out = append(out, mkRow(oid(k), c.Name, oidPublic, "c", false,
+			false, true, r.oid, 0, 0, 0, 0,
+			" ", " ", " ", true, 0, false,
+			attnums(cols), nil, nil))
+	}
+	return out
 }

@@ -319,6 +319,7 @@ func init() {
 					" ", " ", " ", true, 0, true,
 					k.attnums, nil, nil))
 			}
+			out = append(out, constraintRows(r)...)
 		}
 		return out
 	})
