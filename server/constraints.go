@@ -374,3 +374,36 @@ func constraintRows(r userRel) []types.Row {
 	}
 	return out
 }
+
+// setDefaultAttrs fills pg_attribute's atthasdef and attidentity of a
+// user table's column row.
+func setDefaultAttrs(row types.Row, c storage.ColumnEntry) {
+	const atthasdef, attidentity = 14, 16
+	switch c.Identity {
+	case parser.IdentityAlways:
+		row[attidentity] = types.NewString("a")
+	case parser.IdentityByDefault:
+		row[attidentity] = types.NewString("d")
+	default:
+		row[atthasdef] = types.NewBool(c.Default != "")
+	}
+}
+
+// attrdefRows are pg_attrdef's rows: adbin holds the default's SQL text
+// (pg_get_expr returns it as is).
+func attrdefRows(env *sysEnv) []types.Row {
+	var out []types.Row
+	for _, r := range userRels(env) {
+		if r.kind != "r" {
+			continue
+		}
+		for i, c := range r.e.Columns {
+			if c.Default == "" || c.Identity != "" {
+				continue
+			}
+			d, _, _ := columnDefault(r.e.Columns, i)
+			out = append(out, mkRow(oidFirstConstraint+1<<25+int64(r.e.ID)*1024+int64(i), r.oid, i+1, d))
+		}
+	}
+	return out
+}

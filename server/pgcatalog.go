@@ -247,7 +247,9 @@ func init() {
 			}
 			for _, r := range userRels(env) {
 				for i, c := range r.e.Columns {
-					out = append(out, col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull))
+					row := col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull)
+					setDefaultAttrs(row, c)
+					out = append(out, row)
 				}
 				if k, ok := pkeyOf(r); ok {
 					for i, c := range r.e.Key {
@@ -323,7 +325,7 @@ func init() {
 		}
 		return out
 	})
-	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", none)
+	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", attrdefRows)
 	add("pg_collation", 3456, 'r', "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char "+
 		"collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text",
 		func(*sysEnv) []types.Row {

@@ -120,8 +120,11 @@ func init() {
 		"pg_operator_is_visible", "pg_opclass_is_visible", "pg_collation_is_visible", "pg_conversion_is_visible"} {
 		reg(n, fams(O), tb, build1(func(types.Datum) (types.Datum, error) { return dTrue, nil }))
 	}
-	reg("pg_get_expr", fams(T, O), tt, anyArgs(null))
-	reg("pg_get_expr", fams(T, O, B), tt, anyArgs(null))
+	// pg_attrdef.adbin holds the expression's SQL text: pg_get_expr
+	// returns it.
+	firstArg := func(b *bctx) (Fn, error) { return b.fn(0), nil }
+	reg("pg_get_expr", fams(T, O), tt, firstArg)
+	reg("pg_get_expr", fams(T, O, B), tt, firstArg)
 	reg("pg_get_indexdef", fams(O), tt, anyArgs(null))
 	reg("pg_get_indexdef", fams(O, I4, B), tt, anyArgs(null))
 	reg("pg_get_constraintdef", fams(O), tt, anyArgs(null))
