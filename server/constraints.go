@@ -33,6 +33,9 @@ type tableConstraints struct {
 	// primary key, in creation order.
 	uniques []uniqueConstraint
 	pkey    []int
+	// broken is why the constraints could not be bound (nil: they
+	// were): every write to the table fails with it.
+	broken error
 	// held counts, per unique constraint, the stored rows holding each
 	// key: built by one scan on first use, then kept up to date by
 	// noteCommitted under the writer's lock (nil: not built yet).
@@ -97,6 +100,9 @@ func (e *Engine) buildConstraints(ent *storage.CatalogEntry) (*tableConstraints,
 // checkRow enforces NOT NULL and CHECK on a row about to be written, in
 // PostgreSQL's order: columns in order, then checks by name.
 func (tc *tableConstraints) checkRow(r types.Row) error {
+	if tc.broken != nil {
+		return tc.broken
+	}
 	for i, nn := range tc.notNull {
 		if nn && r[i].IsNull() {
 			return pgerror.New(pgcode.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", tc.cols[i].Name, tc.table).
@@ -247,6 +253,9 @@ func (tw *tableWriter) noteCommitted(b *types.Batch) {
 // defaultFns compiles the column defaults for one statement (nextval and
 // now() read the statement's context).
 func (tc *tableConstraints) defaultFns(ectx *eval.Context) ([]eval.Fn, error) {
+	if tc.broken != nil {
+		return nil, tc.broken
+	}
 	fns := make([]eval.Fn, len(tc.defaults))
 	for i, x := range tc.defaults {
 		if x == nil {
@@ -406,4 +415,14 @@ func attrdefRows(env *sysEnv) []types.Row {
 		}
 	}
 	return out
+}
+
+// brokenConstraints stands for the constraints of a table whose defaults
+// or checks no longer bind: writes fail with err (XX000 unless it has a
+// code), reads work.
+func brokenConstraints(ent *storage.CatalogEntry, err error) *tableConstraints {
+	cols := ent.Cols()
+	return &tableConstraints{table: ent.Name, cols: cols, notNull: make([]bool, len(cols)),
+		defaults: make([]spec.Expr, len(cols)), identity: make([]string, len(cols)), pkey: ent.Key,
+		broken: pgerror.Wrap(err, pgcode.ObjectNotInPrerequisiteState, "the constraints or defaults of table %s no longer bind", ent.Name)}
 }

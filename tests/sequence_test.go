@@ -212,3 +212,33 @@ func TestAlterTableKill(t *testing.T) {
 	}
 	expectCode(t, conn, "42703", `SELECT v FROM a`)
 }
+
+// TestDroppedFunctionInDefault: a default calling a SQL function that is
+// later dropped must not keep the server from starting again; writes to
+// the table then fail with the reason, reads work.
+func TestDroppedFunctionInDefault(t *testing.T) {
+	srv := StartServer(t, Options{})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE FUNCTION seven() RETURNS int LANGUAGE SQL AS $$SELECT 7$$`,
+		`CREATE TABLE fd (id INT PRIMARY KEY, n INT DEFAULT seven())`,
+		`INSERT INTO fd (id) VALUES (1)`,
+		`DROP FUNCTION seven`)
+	conn.Close(context.Background())
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	conn = srv.Connect(t)
+	ExecAll(t, conn, `FLUSH`)
+	if n := queryInt(t, conn, `SELECT n FROM fd WHERE id = 1`); n != 7 {
+		t.Fatalf("n = %d, want 7", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := QueryText(ctx, conn, `INSERT INTO fd (id) VALUES (2)`); err == nil || PgCode(err) == "" || PgCode(err) == "XX000" {
+		t.Fatalf("INSERT into a table whose default no longer binds: %v", err)
+	}
+}
