@@ -136,6 +136,8 @@ func (s *session) qualifyNames(st parser.Statement) error {
 		q(&x.From, false)
 	case *parser.CreateSequence:
 		q(&x.Name, true)
+	case *parser.CreateFunction:
+		q(&x.Name, true)
 	case *parser.CreateIndex:
 		q(&x.Table, false)
 	case *parser.AlterTable:
@@ -150,7 +152,7 @@ func (s *session) qualifyNames(st parser.Statement) error {
 			q(&x.Names[i], false)
 		}
 	case *parser.Drop:
-		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") || strings.EqualFold(x.Kind, "FUNCTION") {
+		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") {
 			return nil
 		}
 		for i := range x.Names {
