@@ -291,13 +291,14 @@ func (tc *tableConstraints) identityAlwaysErr(col int, update bool) error {
 // DEFAULT. Assigning anything but DEFAULT to a GENERATED ALWAYS column is
 // 428C9.
 func (tw *tableWriter) updateSets(sets map[int]spec.Expr, ectx *eval.Context) (map[int]eval.Fn, error) {
+	tc := tw.constraints()
 	var defs []eval.Fn
 	out := map[int]eval.Fn{}
 	for c, x := range sets {
 		if x == nil {
 			if defs == nil {
 				var err error
-				if defs, err = tw.constraints().defaultFns(ectx); err != nil {
+				if defs, err = tc.defaultFns(ectx); err != nil {
 					return nil, err
 				}
 			}
@@ -308,8 +309,8 @@ func (tw *tableWriter) updateSets(sets map[int]spec.Expr, ectx *eval.Context) (m
 			}
 			continue
 		}
-		if tw.constraints().identity[c] == parser.IdentityAlways {
-			return nil, tw.constraints().identityAlwaysErr(c, true)
+		if tc.identity[c] == parser.IdentityAlways {
+			return nil, tc.identityAlwaysErr(c, true)
 		}
 		fn, err := eval.Compile(x, ectx)
 		if err != nil {
@@ -320,22 +321,18 @@ func (tw *tableWriter) updateSets(sets map[int]spec.Expr, ectx *eval.Context) (m
 	return out, nil
 }
 
-// constraints returns the table's constraints (an empty set before any
-// are loaded).
+// constraints returns the table's constraints, for a caller that does
+// not hold tw.mu (ALTER TABLE replaces them under it).
 func (tw *tableWriter) constraints() *tableConstraints {
-	if tw.cons == nil {
-		tw.cons = &tableConstraints{table: tw.name, cols: tw.cols, notNull: make([]bool, len(tw.cols)),
-			defaults: make([]spec.Expr, len(tw.cols)), identity: make([]string, len(tw.cols)), pkey: tw.key}
-		for _, k := range tw.key {
-			tw.cons.notNull[k] = true
-		}
-	}
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
 	return tw.cons
 }
 
 // check validates a row for the table: NOT NULL and CHECK constraints.
+// The caller holds tw.mu.
 func (tw *tableWriter) check(r types.Row) error {
-	return tw.constraints().checkRow(r)
+	return tw.cons.checkRow(r)
 }
 
 // constraintRows are pg_constraint's rows of a table's UNIQUE ('u') and
