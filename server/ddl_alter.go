@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"sort"
 	"strings"
 
 	"sluice/planner"
@@ -339,15 +338,6 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 	return e.ddl(ctx, func() error { return e.replaceTable(nt) })
 }
 
-// sortedNames returns the names of a set, sorted.
-func sortedNames(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // seqUsers refuses to drop a sequence a column default calls nextval on.
 func (e *Engine) seqUsers(seq *storage.CatalogEntry) error {

@@ -183,4 +183,3 @@ func (s *session) rowsForColumns(tableID uint64, cols []int, vals []types.Row) (
 	return out, nil
 }
 
-var _ = (*session).rowsForColumns // for COPY t (cols) FROM
