@@ -338,7 +338,6 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 	return e.ddl(ctx, func() error { return e.replaceTable(nt) })
 }
 
-
 // seqUsers refuses to drop a sequence a column default calls nextval on.
 func (e *Engine) seqUsers(seq *storage.CatalogEntry) error {
 	for _, t := range e.cat.list(kindTable) {

@@ -182,4 +182,3 @@ func (s *session) rowsForColumns(tableID uint64, cols []int, vals []types.Row) (
 	}
 	return out, nil
 }
-
