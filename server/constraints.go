@@ -55,7 +55,8 @@ type uniqueConstraint struct {
 // buildConstraints binds and compiles ent's constraints and defaults.
 func (e *Engine) buildConstraints(ent *storage.CatalogEntry) (*tableConstraints, error) {
 	cols := ent.Cols()
-	tc := &tableConstraints{table: ent.Name, cols: cols, notNull: make([]bool, len(cols)),
+	_, bare := relSchema(ent.Name)
+	tc := &tableConstraints{table: bare, cols: cols, notNull: make([]bool, len(cols)),
 		defaults: make([]spec.Expr, len(cols)), identity: make([]string, len(cols)), pkey: ent.Key}
 	for i, c := range ent.Columns {
 		tc.notNull[i] = c.NotNull
