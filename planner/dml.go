@@ -20,6 +20,8 @@ type Insert struct {
 	// OnConflict and Returning are nil when the statement has none.
 	OnConflict *OnConflict
 	Returning  *Returning
+	// Overriding is OVERRIDING SYSTEM|USER VALUE: "system", "user" or "".
+	Overriding string
 }
 
 // Update is a planned UPDATE: rows of Table matching Pred get Sets.
@@ -79,7 +81,7 @@ func (p *Planner) PlanInsert(s *ast.InsertStmt) (*Insert, error) {
 	if err != nil {
 		return nil, err
 	}
-	ins := &Insert{Table: rel}
+	ins := &Insert{Table: rel, Overriding: p.Overriding}
 	if ins.Returning, err = p.planReturning(rel, sc); err != nil {
 		return nil, err
 	}

@@ -323,7 +323,11 @@ func (b *binder) bindCase(n *ast.CaseExpr, sc *scope, h hook) (spec.Expr, error)
 func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
 	name := n.FnName.L
 	if b.p.Funcs != nil && !strings.HasPrefix(name, "__pg_") {
-		if f := b.p.Funcs(name); f != nil {
+		lookup := name
+		if s := n.Schema.L; s != "" && s != "public" && s != "pg_catalog" {
+			lookup = s + "." + name // a function of another schema (server/schema.go)
+		}
+		if f := b.p.Funcs(lookup); f != nil {
 			return b.bindUserFunc(f, n, sc, h)
 		}
 	}
@@ -374,6 +378,11 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		name = "||"
 	case "current_timestamp", "now", "localtimestamp", "current_date", "current_time":
 		// TiDB parses these keywords as calls; keep the Postgres names.
+	case "nextval", "setval", "currval", "lastval":
+		if b.p.Streaming {
+			return nil, pgerror.Unsupported("%s() in a materialized view or sink", name).
+				WithHint("a sequence hands each value out once; a view's rows are computed again")
+		}
 	}
 	args := make([]spec.Expr, len(n.Args))
 	for i, a := range n.Args {

@@ -55,6 +55,9 @@ type Planner struct {
 	// CONFLICT clauses (sql/parser.Query), nil when absent.
 	Returning  *parser.Returning
 	OnConflict *parser.OnConflict
+	// Overriding is INSERT's OVERRIDING SYSTEM|USER VALUE ("system",
+	// "user" or "").
+	Overriding string
 }
 
 // Query is a planned SELECT or view body.

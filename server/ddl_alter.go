@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"sort"
 	"strings"
 
 	"sluice/planner"
@@ -168,8 +167,38 @@ func (e *Engine) replaceTable(nt *storage.CatalogEntry) error {
 		return err
 	}
 	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return e.installTable(tw, nt, cons)
+}
+
+// validateAndReplace runs check over the table's rows and, if it passes,
+// installs nt, holding the writer's lock throughout so that no write
+// slips in between. The caller runs inside the DDL pause.
+func (e *Engine) validateAndReplace(nt *storage.CatalogEntry, check func(types.Row) error) error {
+	cons, err := e.buildConstraints(nt)
+	if err != nil {
+		return err
+	}
+	nt.SQL = tableSQL(nt)
+	tw, err := e.tableWriter(nt.ID)
+	if err != nil {
+		return err
+	}
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if err := e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error { return check(r) }); err != nil {
+		return err
+	}
+	return e.installTable(tw, nt, cons)
+}
+
+// installTable gives the writer the new entry's name and constraints and
+// puts the entry in the catalog. The caller holds tw.mu.
+func (e *Engine) installTable(tw *tableWriter, nt *storage.CatalogEntry, cons *tableConstraints) error {
+	if err := tableInUse(tw); err != nil {
+		return err
+	}
 	tw.name, tw.cols, tw.cons = nt.Name, nt.Cols(), cons
-	tw.mu.Unlock()
 	if old := e.cat.byIDGet(nt.ID); old != nil && old.Name != nt.Name {
 		e.cat.remove(old)
 	}
@@ -250,7 +279,7 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 			col = i
 		}
 	}
-	if x.Action != "add column" && x.Action != "rename" && col < 0 {
+	if x.Action != "add column" && x.Action != "rename" && !strings.HasSuffix(x.Action, "constraint") && col < 0 {
 		if x.Action == "drop column" && x.ColIfExists {
 			return w.Notice(fmt.Sprintf("column %q of relation %q does not exist, skipping", x.Column, x.Name))
 		}
@@ -313,39 +342,23 @@ func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire
 	case "set not null":
 		nt.Columns[col].NotNull = true
 		return e.ddl(ctx, func() error {
-			tw, err := e.tableWriter(ent.ID)
-			if err != nil {
-				return err
-			}
-			tw.mu.Lock()
-			err = e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error {
+			return e.validateAndReplace(nt, func(r types.Row) error {
 				if r[col].IsNull() {
 					return pgerror.New(pgcode.NotNullViolation, "column %q of relation %q contains null values", x.Column, ent.Name)
 				}
 				return nil
 			})
-			tw.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			return e.replaceTable(nt)
 		})
 	case "add column", "drop column":
 		return s.alterColumns(ctx, x, ent, col, w)
+	case "add constraint":
+		return e.addConstraint(ctx, x, ent)
+	case "drop constraint":
+		return e.dropConstraint(ctx, x, ent, w)
 	default:
 		return pgerror.Unsupported("ALTER TABLE %s", x.Action)
 	}
 	return e.ddl(ctx, func() error { return e.replaceTable(nt) })
-}
-
-// sortedNames returns the names of a set, sorted.
-func sortedNames(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // seqUsers refuses to drop a sequence a column default calls nextval on.
@@ -388,3 +401,15 @@ func (v *seqCallVisitor) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (v *seqCallVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// tableInUse refuses to change a table's definition while an open
+// transaction block holds rows of it: they were not checked against the
+// new definition (and a rebuilt table would not receive them). The caller
+// holds tw.mu.
+func tableInUse(tw *tableWriter) error {
+	if len(tw.locks) > 0 {
+		return pgerror.New("55006", "cannot ALTER TABLE \"%s\" because it is being used by an open transaction block", tw.name).
+			WithHint("Commit or roll back the blocks that write the table, then retry.")
+	}
+	return nil
+}

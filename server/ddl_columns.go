@@ -125,6 +125,9 @@ func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *s
 		}
 		tw.mu.Lock()
 		defer tw.mu.Unlock()
+		if err := tableInUse(tw); err != nil {
+			return err
+		}
 		nt.ID = e.cat.allocID()
 		var created []*storage.CatalogEntry
 		if extras != nil {

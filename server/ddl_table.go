@@ -31,7 +31,10 @@ type tableExtras struct {
 // sets the defaults and identities of cols.
 func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry, key []int) (*tableExtras, error) {
 	te := &tableExtras{}
-	taken := map[string]bool{x.Name + "_pkey": len(key) > 0}
+	// Constraints are named after the bare table name; sequences live in
+	// the table's schema.
+	sch, bare := splitQualified(x.Name)
+	taken := map[string]bool{bare + "_pkey": len(key) > 0}
 	colIdx := map[string]int{}
 	for i, c := range cols {
 		colIdx[c.Name] = i
@@ -39,7 +42,7 @@ func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry
 	choose := func(given string, base string) (string, error) {
 		if given != "" {
 			if taken[given] {
-				return "", pgerror.New(pgcode.DuplicateObject, "constraint %q for relation %q already exists", given, x.Name)
+				return "", pgerror.New(pgcode.DuplicateObject, "constraint %q for relation %q already exists", given, bare)
 			}
 			taken[given] = true
 			return given, nil
@@ -51,9 +54,9 @@ func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry
 			return pgerror.New(pgcode.Syntax, "empty CHECK constraint")
 		}
 		refs := columnRefs(c.Expr)
-		base := x.Name + "_check"
+		base := bare + "_check"
 		if len(refs) == 1 {
-			base = x.Name + "_" + refs[0] + "_check"
+			base = bare + "_" + refs[0] + "_check"
 		}
 		name, err := choose(c.Name, base)
 		if err != nil {
@@ -71,7 +74,7 @@ func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry
 			}
 			idx = append(idx, i)
 		}
-		name, err := choose(given, x.Name+"_"+strings.Join(names, "_")+"_key")
+		name, err := choose(given, bare+"_"+strings.Join(names, "_")+"_key")
 		if err != nil {
 			return err
 		}
@@ -94,21 +97,30 @@ func (e *Engine) tableExtrasOf(x *parser.CreateTable, cols []storage.ColumnEntry
 			if d.Identity != "" {
 				what = "identity"
 			}
-			return nil, pgerror.New(pgcode.Syntax, "multiple default values specified for column %q of table %q", d.Name, x.Name).
+			return nil, pgerror.New(pgcode.Syntax, "multiple default values specified for column %q of table %q", d.Name, bare).
 				WithHint("a %s column takes its default from its sequence", what)
 		}
 		cols[i].Default = d.DefaultText
 		cols[i].Identity = d.Identity
 		if d.Serial || d.Identity != "" {
 			name := uniqueName(x.Name+"_"+d.Name+"_seq", func(n string) bool { return e.cat.get(n) != nil }, nil)
-			def, err := sequenceEntry(d.Type, 1, nil, nil, nil, false)
+			o := d.IdentityOpts
+			if o == nil {
+				o = &parser.CreateSequence{Increment: 1}
+			}
+			def, err := sequenceEntry(d.Type, o.Increment, o.Start, o.MinValue, o.MaxValue, o.Cycle)
 			if err != nil {
 				return nil, err
 			}
 			def.OwnedCol = d.Name
+			qname := pgQuoteIdent(name)
+			if sch != "" {
+				_, n := splitQualified(name)
+				qname = pgQuoteIdent(sch) + "." + pgQuoteIdent(n)
+			}
 			te.seqs = append(te.seqs, &storage.CatalogEntry{Kind: kindSequence, Name: name, Sequence: def,
-				SQL: fmt.Sprintf("CREATE SEQUENCE %s", pgQuoteIdent(name))})
-			cols[i].Default = fmt.Sprintf("nextval(%s)", quoteLiteral(pgQuoteIdent(name)))
+				SQL: "CREATE SEQUENCE " + qname})
+			cols[i].Default = fmt.Sprintf("nextval(%s)", quoteLiteral(qname))
 			cols[i].NotNull = true
 		}
 	}

@@ -46,7 +46,11 @@ func (e *Engine) startTable(ent *storage.CatalogEntry) error {
 	}
 	tw := &tableWriter{id: ent.ID, name: ent.Name, cols: ent.Cols(), key: ent.Key, seq: ts.LastSeq(), src: ts}
 	if tw.cons, err = e.buildConstraints(ent); err != nil {
-		return err
+		// A default or check that no longer binds (a function it calls was
+		// dropped) must not keep the server from starting: the table reads,
+		// and its writes fail with the reason.
+		e.cfg.Logf("table %s: constraints: %v", ent.Name, err)
+		tw.cons = brokenConstraints(ent, err)
 	}
 	if ts.Backlog() > 0 {
 		e.replaying = true

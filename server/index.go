@@ -92,35 +92,8 @@ func (s *session) createIndex(ctx context.Context, x *parser.CreateIndex, w pgwi
 			}
 			return w.Notice(fmt.Sprintf("index %q is recorded but not built: Sluice reads by primary key or scans, so it does not need it", name))
 		}
-		tw, err := e.tableWriter(ent.ID)
-		if err != nil {
-			return err
-		}
-		tw.mu.Lock()
-		seen := map[string]bool{}
-		err = e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error {
-			k, ok := uniqueKey(r, cols)
-			if !ok {
-				return nil
-			}
-			if seen[k] {
-				var names, vals []string
-				for _, c := range cols {
-					names = append(names, ent.Columns[c].Name)
-					vals = append(vals, types.FormatText(r[c], ent.Columns[c].Type()))
-				}
-				return pgerror.New(pgcode.UniqueViolation, "could not create unique index %q", name).
-					WithDetail("Key (%s)=(%s) is duplicated.", strings.Join(names, ", "), strings.Join(vals, ", "))
-			}
-			seen[k] = true
-			return nil
-		})
-		tw.mu.Unlock()
-		if err != nil {
-			return err
-		}
 		nt.Uniques = append(nt.Uniques, storage.UniqueEntry{Name: name, Cols: cols, Index: true})
-		return e.replaceTable(nt)
+		return e.validateAndReplace(nt, uniqueCheck(ent, name, cols))
 	})
 }
 
@@ -150,4 +123,27 @@ func (e *Engine) dropIndex(ctx context.Context, x *parser.Drop) error {
 		}
 		return nil
 	})
+}
+
+// uniqueCheck returns a row check that fails on the second row holding a
+// key of cols, as building a unique index does.
+func uniqueCheck(ent *storage.CatalogEntry, name string, cols []int) func(types.Row) error {
+	seen := map[string]bool{}
+	return func(r types.Row) error {
+		k, ok := uniqueKey(r, cols)
+		if !ok {
+			return nil
+		}
+		if seen[k] {
+			var names, vals []string
+			for _, c := range cols {
+				names = append(names, ent.Columns[c].Name)
+				vals = append(vals, types.FormatText(r[c], ent.Columns[c].Type()))
+			}
+			return pgerror.New(pgcode.UniqueViolation, "could not create unique index %q", name).
+				WithDetail("Key (%s)=(%s) is duplicated.", strings.Join(names, ", "), strings.Join(vals, ", "))
+		}
+		seen[k] = true
+		return nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"sluice/sql/types"
+	"sluice/storage"
 )
 
 // This file defines the information_schema relations (see system.go). As
@@ -16,6 +17,7 @@ type infoRel struct {
 	kind         string // pg_class relkind
 	cols         []types.Column
 	notNull      []bool
+	ents         []storage.ColumnEntry // user tables' columns: defaults, identity (nil for system ones)
 }
 
 // infoRels returns the relations information_schema shows.
@@ -29,7 +31,7 @@ func infoRels(env *sysEnv) []infoRel {
 			continue
 		}
 		sch, name := relSchema(r.e.Name)
-		ir := infoRel{schema: sch, name: name, kind: r.kind}
+		ir := infoRel{schema: sch, name: name, kind: r.kind, ents: r.e.Columns}
 		for _, c := range r.e.Columns {
 			ir.cols = append(ir.cols, types.Column{Name: c.Name, Type: c.Type()})
 			ir.notNull = append(ir.notNull, c.NotNull)
@@ -155,15 +157,16 @@ func init() {
 				}
 				prec, radix, scale := numericFacts(t)
 				pos := strconv.Itoa(i + 1)
+				dflt, isIdent, identGen := columnDefault(r.ents, i)
 				out = append(out, mkRow(env.db, r.schema, r.name, c.Name,
-					i+1, nil, yesNo(!r.notNull[i]), dataType(t),
+					i+1, dflt, yesNo(!r.notNull[i]), dataType(t),
 					maxLen, octets, prec,
 					radix, scale, dtPrec, nil,
 					nil, nil, nil, nil,
 					nil, nil, nil, nil, nil,
 					nil, env.db, "pg_catalog", udtName(t), nil, nil,
 					nil, nil, pos, "NO",
-					"NO", nil, nil, nil,
+					isIdent, identGen, nil, nil,
 					nil, nil, "NO", "NEVER",
 					nil, yesNo(r.kind == "r" && r.schema == "public")))
 			}

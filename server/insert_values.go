@@ -25,9 +25,21 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	if err != nil {
 		return nil, err
 	}
+	// alwaysErr refuses a value for a GENERATED ALWAYS column unless
+	// OVERRIDING SYSTEM VALUE; with OVERRIDING USER VALUE, values for
+	// identity columns are replaced by the sequence's.
+	alwaysErr := func(c int) error {
+		if tc.identity[c] == parser.IdentityAlways && ins.Overriding == "" {
+			return tc.identityAlwaysErr(c, false)
+		}
+		return nil
+	}
 	// fill sets the columns no value was given for.
 	fill := func(r types.Row, given []bool) error {
 		for c := range r {
+			if ins.Overriding == "user" && tc.identity[c] != "" {
+				given[c] = false
+			}
 			if given[c] || defs[c] == nil {
 				continue
 			}
@@ -42,8 +54,8 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	var rows []types.Row
 	if ins.Query != nil {
 		for _, t := range ins.Targets {
-			if tc.identity[t] == parser.IdentityAlways {
-				return nil, tc.identityAlwaysErr(t, false)
+			if err := alwaysErr(t); err != nil {
+				return nil, err
 			}
 		}
 		src, err := e.selectRows(ctx, ins.Query, ectx, snap)
@@ -68,8 +80,11 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 	}
 	for _, exprs := range ins.Rows {
 		for i, x := range exprs {
-			if x != nil && tc.identity[ins.Targets[i]] == parser.IdentityAlways {
-				return nil, tc.identityAlwaysErr(ins.Targets[i], false)
+			if x == nil {
+				continue
+			}
+			if err := alwaysErr(ins.Targets[i]); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -127,6 +142,46 @@ func returningRows(ret *planner.Returning, rows []types.Row, ectx *eval.Context)
 			o[i] = d
 		}
 		out = append(out, o)
+	}
+	return out, nil
+}
+
+// rowsForColumns builds full-width rows of table tableID from values
+// for the columns cols, in order (COPY t (a, b) FROM ...): every other
+// column takes its default, evaluated per row; a GENERATED ALWAYS
+// identity column may not be given (428C9). The rows then go to
+// insertRows, which checks the constraints.
+func (s *session) rowsForColumns(tableID uint64, cols []int, vals []types.Row) ([]types.Row, error) {
+	tw, err := s.e.tableWriter(tableID)
+	if err != nil {
+		return nil, err
+	}
+	tc := tw.constraints()
+	given := make([]bool, len(tw.cols))
+	for _, c := range cols {
+		if tc.identity[c] == parser.IdentityAlways {
+			return nil, tc.identityAlwaysErr(c, false)
+		}
+		given[c] = true
+	}
+	defs, err := tc.defaultFns(s.evalCtx(nil))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Row, len(vals))
+	for i, v := range vals {
+		r := make(types.Row, len(tw.cols))
+		for j, c := range cols {
+			r[c] = v[j]
+		}
+		for c, fn := range defs {
+			if !given[c] && fn != nil {
+				if r[c], err = fn(nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[i] = r
 	}
 	return out, nil
 }

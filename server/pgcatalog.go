@@ -250,7 +250,9 @@ func init() {
 			}
 			for _, r := range userRels(env) {
 				for i, c := range r.e.Columns {
-					out = append(out, col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull))
+					row := col(r.oid, i, types.Column{Name: c.Name, Type: c.Type()}, c.NotNull)
+					setDefaultAttrs(row, c)
+					out = append(out, row)
 				}
 				if k, ok := pkeyOf(r); ok {
 					for i, c := range r.e.Key {
@@ -322,10 +324,11 @@ func init() {
 					" ", " ", " ", true, 0, true,
 					k.attnums, nil, nil))
 			}
+			out = append(out, constraintRows(r)...)
 		}
 		return out
 	})
-	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", none)
+	add("pg_attrdef", 2604, 'r', "oid:oid adrelid:oid adnum:int2 adbin:text", attrdefRows)
 	add("pg_collation", 3456, 'r', "oid:oid collname:name collnamespace:oid collowner:oid collprovider:char "+
 		"collisdeterministic:bool collencoding:int4 collcollate:text collctype:text colliculocale:text collversion:text",
 		func(*sysEnv) []types.Row {

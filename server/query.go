@@ -25,7 +25,7 @@ func (s *session) describeQuery(q *parser.Query, ptypes []types.T) ([]types.T, [
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
 	p.ColumnAliases = q.ColumnAliases
-	p.Returning, p.OnConflict = q.Returning, q.OnConflict
+	p.Returning, p.OnConflict, p.Overriding = q.Returning, q.OnConflict, q.Overriding
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		pq, err := p.PlanQuery(n)
@@ -60,7 +60,7 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 	p.Nulls = q.Nulls
 	p.TableFuncs = q.TableFuncs
 	p.ColumnAliases = q.ColumnAliases
-	p.Returning, p.OnConflict = q.Returning, q.OnConflict
+	p.Returning, p.OnConflict, p.Overriding = q.Returning, q.OnConflict, q.Overriding
 	ectx := s.evalCtx(params)
 	switch n := q.Node.(type) {
 	case *ast.SelectStmt, *ast.SetOprStmt:

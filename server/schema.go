@@ -59,7 +59,10 @@ func (s *session) searchPath() []string {
 		} else {
 			p = strings.ToLower(p)
 		}
-		if p == "" || p == "$user" || p == "pg_catalog" || !s.e.schemaExists(p) {
+		if p == "$user" {
+			p = s.info.User
+		}
+		if p == "" || p == "pg_catalog" || !s.e.schemaExists(p) {
 			continue
 		}
 		out = append(out, p)
@@ -133,6 +136,8 @@ func (s *session) qualifyNames(st parser.Statement) error {
 		q(&x.From, false)
 	case *parser.CreateSequence:
 		q(&x.Name, true)
+	case *parser.CreateFunction:
+		q(&x.Name, true)
 	case *parser.CreateIndex:
 		q(&x.Table, false)
 	case *parser.AlterTable:
@@ -147,7 +152,7 @@ func (s *session) qualifyNames(st parser.Statement) error {
 			q(&x.Names[i], false)
 		}
 	case *parser.Drop:
-		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") || strings.EqualFold(x.Kind, "FUNCTION") {
+		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") {
 			return nil
 		}
 		for i := range x.Names {
@@ -261,4 +266,25 @@ func schemaOID(env *sysEnv, name string) (int64, string) {
 		}
 	}
 	return oidPublic, n
+}
+
+// columnDefault is information_schema.columns' column_default,
+// is_identity and identity_generation of column i of a user table, as
+// PostgreSQL shows them (a sequence default as nextval('s'::regclass)).
+func columnDefault(cols []storage.ColumnEntry, i int) (any, string, any) {
+	if i >= len(cols) {
+		return nil, "NO", nil
+	}
+	c := cols[i]
+	if c.Identity != "" {
+		return nil, "YES", strings.ToUpper(c.Identity)
+	}
+	if c.Default == "" {
+		return nil, "NO", nil
+	}
+	d := c.Default
+	if strings.HasPrefix(d, "nextval('") && strings.HasSuffix(d, "')") {
+		d = strings.TrimSuffix(d, ")") + "::regclass)"
+	}
+	return d, "NO", nil
 }

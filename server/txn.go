@@ -384,6 +384,13 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 		}
 	}
 	e := tx.e
+	for _, tt := range tts {
+		// A table dropped or rebuilt (ALTER TABLE) since the block wrote it.
+		if cur, err := e.tableWriter(tt.tw.id); err != nil || cur != tt.tw {
+			return 0, pgerror.New(pgcode.SerializationFailure, "table %q changed while the transaction was writing it", tt.tw.name).
+				WithHint("Retry the transaction.")
+		}
+	}
 	if tx.block {
 		// UNIQUE constraints other than the primary key are not locked:
 		// check the block's rows again against what is committed now.
@@ -452,6 +459,9 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 	}
 	if err := e.db.WriteSync(wb); err != nil {
 		return 0, err
+	}
+	for i, tt := range tts {
+		tt.tw.noteCommitted(chunks[i])
 	}
 	// Durable from here on: the sources get the changes even if the client
 	// has gone away.

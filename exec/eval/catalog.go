@@ -129,8 +129,11 @@ func init() {
 	reg("pg_get_function_identity_arguments", fams(O), tt, anyArgs(null))
 	reg("pg_get_function_sqlbody", fams(O), tt, anyArgs(null))
 	reg("pg_get_functiondef", fams(O), tt, anyArgs(null))
-	reg("pg_get_expr", fams(T, O), tt, anyArgs(null))
-	reg("pg_get_expr", fams(T, O, B), tt, anyArgs(null))
+	// pg_attrdef.adbin holds the expression's SQL text: pg_get_expr
+	// returns it.
+	firstArg := func(b *bctx) (Fn, error) { return b.fn(0), nil }
+	reg("pg_get_expr", fams(T, O), tt, firstArg)
+	reg("pg_get_expr", fams(T, O, B), tt, firstArg)
 	reg("pg_get_indexdef", fams(O), tt, anyArgs(null))
 	reg("pg_get_indexdef", fams(O, I4, B), tt, anyArgs(null))
 	reg("pg_get_constraintdef", fams(O), tt, anyArgs(null))

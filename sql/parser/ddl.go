@@ -353,7 +353,10 @@ func (r *rewriter) columnConstraints(col *ColumnDef) {
 			}
 			r.i++
 			if r.tok().isPunct("(") {
-				r.unsupported(r.tok(), "sequence options of an identity column are not supported")
+				r.i++
+				col.IdentityOpts = &CreateSequence{Type: col.Type, Increment: 1}
+				r.seqOptions(col.IdentityOpts, true)
+				r.expectPunct(")")
 			}
 			col.NotNull = true
 		case c.isWord("as"):

@@ -37,9 +37,33 @@ func (r *rewriter) alterTable() Statement {
 	switch {
 	case t.isWord("add"):
 		r.i++
-		if r.tok().isWord("constraint") || r.tok().isWord("unique") || r.tok().isWord("check") || r.tok().isWord("primary") ||
-			r.tok().isWord("foreign") || r.tok().isWord("exclude") {
-			r.unsupported(r.tok(), "ALTER TABLE ADD CONSTRAINT is not supported")
+		if c := r.tok(); c.isWord("constraint") || c.isWord("unique") || c.isWord("check") || c.isWord("primary") ||
+			c.isWord("foreign") || c.isWord("exclude") {
+			a.Action = "add constraint"
+			name := ""
+			if c.isWord("constraint") {
+				r.i++
+				name = r.name()
+			}
+			switch k := r.tok(); {
+			case k.isWord("check"):
+				ch := r.checkClause()
+				ch.Name = name
+				a.Check = &ch
+			case k.isWord("unique") && r.peek(1).isPunct("("):
+				r.i++
+				a.Unique = &UniqueDef{Name: name, Columns: r.identNames()}
+			case k.isWord("primary"), k.isWord("foreign"):
+				r.unsupported(k, "ALTER TABLE ADD %s KEY is not supported", strings.ToUpper(k.val))
+			case k.kind == tkIdent:
+				r.unsupported(k, "ALTER TABLE ADD %s is not supported", strings.ToUpper(k.val))
+			default:
+				r.syntaxErr(k)
+			}
+			if r.tok().isWord("not") && r.peek(1).isWord("valid") {
+				r.unsupported(r.tok(), "NOT VALID constraints are not supported")
+			}
+			break
 		}
 		if r.tok().isWord("column") {
 			r.i++
@@ -56,7 +80,21 @@ func (r *rewriter) alterTable() Statement {
 	case t.isWord("drop"):
 		r.i++
 		if r.tok().isWord("constraint") {
-			r.unsupported(r.tok(), "ALTER TABLE DROP CONSTRAINT is not supported")
+			r.i++
+			a.Action = "drop constraint"
+			if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+				r.i += 2
+				a.ColIfExists = true
+			}
+			a.Constraint = r.name()
+			switch {
+			case r.tok().isWord("cascade"):
+				r.i++
+				a.Cascade = true
+			case r.tok().isWord("restrict"):
+				r.i++
+			}
+			break
 		}
 		if r.tok().isWord("column") {
 			r.i++
@@ -246,6 +284,13 @@ func (r *rewriter) createIndex(unique bool) Statement {
 func (r *rewriter) createSequence() Statement {
 	cs := &CreateSequence{IfNotExists: r.ifNotExists(), Type: types.TInt8, Increment: 1}
 	cs.Name = r.nameChainString()
+	r.seqOptions(cs, false)
+	return cs
+}
+
+// seqOptions parses sequence options up to the end of the statement or,
+// in an identity column's ( ... ), up to the closing parenthesis.
+func (r *rewriter) seqOptions(cs *CreateSequence, inParens bool) {
 	num := func() int64 {
 		neg := false
 		if r.tok().isOp("-") {
@@ -266,10 +311,10 @@ func (r *rewriter) createSequence() Statement {
 		}
 		return n
 	}
-	for r.tok().kind != tkEOF {
+	for r.tok().kind != tkEOF && !(inParens && r.tok().isPunct(")")) {
 		t := r.tok()
 		switch {
-		case t.isWord("as"):
+		case t.isWord("as") && !inParens:
 			r.i++
 			tn := r.typeName()
 			if tn.err != nil {
@@ -316,11 +361,13 @@ func (r *rewriter) createSequence() Statement {
 		case t.isWord("owned") && r.peek(1).isWord("by"):
 			r.i += 2
 			r.nameChainString()
+		case t.isWord("sequence") && r.peek(1).isWord("name") && inParens:
+			r.i += 2
+			r.nameChainString()
 		default:
 			r.syntaxErr(t)
 		}
 	}
-	return cs
 }
 
 // createSchema parses the rest of CREATE SCHEMA.

@@ -136,6 +136,7 @@ func (r *rewriter) onConflict() *OnConflict {
 
 // finishDML parses the RETURNING list and attaches the tail clauses to q.
 func (r *rewriter) finishDML(q *Query) {
+	q.Overriding = r.overriding
 	if r.dml == nil {
 		return
 	}

@@ -30,10 +30,25 @@
 // Streaming DDL and utility statements (ddl.go) are parsed by this package:
 // CREATE TABLE / SOURCE / MATERIALIZED VIEW / VIEW / SINK / FUNCTION, DROP,
 // SHOW, SHOW CREATE, SET, RESET, DESCRIBE, EXPLAIN, FLUSH, COPY (copy.go), BEGIN, START
-// TRANSACTION, COMMIT, END, ROLLBACK, ABORT, DISCARD, DEALLOCATE. Column
-// types go through ParseType; expressions inside them (DEFAULT, WATERMARK,
-// function bodies) and the queries of views and sinks go through the
-// dialect layer and TiDB.
+// TRANSACTION, COMMIT, END, ROLLBACK, ABORT, DISCARD, DEALLOCATE; and
+// (ddl_alter.go) ALTER TABLE (one action), TRUNCATE, CREATE [UNIQUE] INDEX,
+// CREATE SEQUENCE, CREATE SCHEMA, DROP INDEX / SEQUENCE / SCHEMA. Column
+// types go through ParseType (SERIAL, BIGSERIAL and SMALLSERIAL become the
+// integer type with ColumnDef.Serial); expressions inside them (DEFAULT,
+// CHECK, WATERMARK, function bodies) and the queries of views and sinks go
+// through the dialect layer and TiDB. Column constraints NOT NULL, DEFAULT,
+// UNIQUE, CHECK, PRIMARY KEY and GENERATED {ALWAYS | BY DEFAULT} AS
+// IDENTITY, and table constraints PRIMARY KEY, UNIQUE and CHECK (named with
+// CONSTRAINT or not) are parsed; the source text of DEFAULT and CHECK
+// expressions is kept for the catalog.
+//
+// INSERT's ON CONFLICT and the RETURNING clause of INSERT, UPDATE and
+// DELETE (dml_tail.go) are cut out of the text TiDB parses and attached to
+// the Query: OnConflict (target columns or constraint, DO NOTHING or DO
+// UPDATE SET col = expr | DEFAULT [WHERE ...]; EXCLUDED.col is a column of
+// table "excluded") and Returning (a TiDB select list, * included).
+// nextval, setval and lastval are emitted backquoted: TiDB's grammar has
+// its own forms of them.
 //
 // # The dialect layer
 //
@@ -164,11 +179,12 @@
 //	FOR UPDATE / FOR SHARE ... dropped.
 //	WITH ... AS [NOT] MATERIALIZED  the hint is dropped.
 //
-// Not supported (0A000): DISTINCT ON, RETURNING, ON CONFLICT, SELECT INTO,
+// Not supported (0A000): DISTINCT ON, SELECT INTO,
 // UPDATE ... FROM, DELETE ... USING, WITH ORDINALITY, TABLESAMPLE,
 // NATURAL FULL JOIN, FETCH ... WITH TIES, named and VARIADIC arguments, bit
 // string literals (B'..', X'..'), LIKE ANY/ALL, IS OF/DOCUMENT/NORMALIZED,
 // substring(... SIMILAR ...), ORDER BY USING other than < and >, non-constant
-// LIMIT/OFFSET, unknown operators, and statements such as ALTER, GRANT,
-// TRUNCATE, PREPARE.
+// LIMIT/OFFSET, ON CONFLICT with an expression target or WHERE on the
+// target, ALTER TABLE ADD PRIMARY/FOREIGN KEY, ALTER of anything but a table,
+// and statements such as GRANT, PREPARE.
 package parser

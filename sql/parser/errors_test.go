@@ -51,7 +51,7 @@ func TestErrors(t *testing.T) {
 		{`SELECT DISTINCT ON (a) a FROM t`, pgcode.FeatureNotSupported, 8, `SELECT DISTINCT ON is not supported`},
 		{`SELECT 1 RETURNING x`, pgcode.FeatureNotSupported, 10, `RETURNING is not supported`},
 		{`ALTER VIEW v RENAME TO w`, pgcode.FeatureNotSupported, 7, `ALTER VIEW is not supported`},
-		{`ALTER TABLE t ADD CONSTRAINT c CHECK (a > 0)`, pgcode.FeatureNotSupported, 19, `ALTER TABLE ADD CONSTRAINT is not supported`},
+		{`ALTER TABLE t ADD CONSTRAINT c FOREIGN KEY (a) REFERENCES u`, pgcode.FeatureNotSupported, 32, `ALTER TABLE ADD FOREIGN KEY is not supported`},
 		{`SELECT a FROM t LIMIT a`, pgcode.FeatureNotSupported, 23, `LIMIT and OFFSET must be integer constants or parameters`},
 		{`INSERT INTO t VALUES (1) ON CONFLICT (lower(a)) DO NOTHING`, pgcode.FeatureNotSupported, 39, `ON CONFLICT with an expression or collation in the target is not supported`},
 		{`INSERT INTO t VALUES (1) ON CONFLICT DO UPDATE SET a = 1`, pgcode.Syntax, 48, `ON CONFLICT DO UPDATE requires inference specification or constraint name`},

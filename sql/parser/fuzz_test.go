@@ -14,6 +14,16 @@ import (
 )
 
 var fuzzSeeds = []string{
+	"CREATE TABLE t (id serial PRIMARY KEY, a int NOT NULL CHECK (a > 0) UNIQUE, b text DEFAULT 'x' || 'y', c int GENERATED ALWAYS AS IDENTITY (START WITH 5), CONSTRAINT k CHECK (a < b::int), UNIQUE (a, b))",
+	"INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = excluded.b WHERE t.a > 1 RETURNING *, a + 1 AS x",
+	"INSERT INTO t OVERRIDING SYSTEM VALUE SELECT * FROM u ON CONFLICT ON CONSTRAINT t_pkey DO NOTHING RETURNING a",
+	"UPDATE t SET a = DEFAULT WHERE id = 1 RETURNING t.*",
+	"DELETE FROM t WHERE a IN (SELECT 1) RETURNING a",
+	"ALTER TABLE s.t ADD CONSTRAINT c UNIQUE (a)",
+	"ALTER TABLE t ALTER COLUMN a SET DEFAULT nextval('s')",
+	"TRUNCATE TABLE a, s.b RESTART IDENTITY CASCADE",
+	"CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS i ON t USING btree (a DESC NULLS LAST) WHERE a > 0",
+	"CREATE SEQUENCE IF NOT EXISTS s AS integer INCREMENT BY -2 MINVALUE -100 MAXVALUE 0 START WITH -1 CYCLE",
 	`SELECT a, b::int, 'x'::text[], CAST(c AS numeric(12,2)) FROM t WHERE d ~ 'x' AND e !~* 'y'`,
 	`SELECT * FORM t`,
 	`select Foo, "Bar", t.* from T where x is distinct from y and z is not distinct from 1`,

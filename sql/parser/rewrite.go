@@ -87,6 +87,9 @@ type rewriter struct {
 	tfs   []tfCall
 	alias []aliasRec
 	dml   *dmlTailState
+	// overriding is INSERT's OVERRIDING SYSTEM|USER VALUE ("system",
+	// "user" or "").
+	overriding string
 }
 
 // tfCall is a table function call in FROM.
@@ -955,6 +958,16 @@ func (r *rewriter) insertStmt() frag {
 	if r.tok().isPunct("(") && !r.peek(1).isWord("select") && !r.peek(1).isWord("with") && !r.peek(1).isWord("values") && !r.peek(1).isPunct("(") {
 		out = append(out, r.identList()...)
 	}
+	if o := r.tok(); o.isWord("overriding") {
+		r.i++
+		w := r.tok()
+		if !w.isWord("system") && !w.isWord("user") {
+			r.syntaxErr(w)
+		}
+		r.i++
+		r.expectWord("value")
+		r.overriding = w.val
+	}
 	n := r.tok()
 	switch {
 	case n.isWord("default") && r.peek(1).isWord("values"):
@@ -962,8 +975,6 @@ func (r *rewriter) insertStmt() frag {
 		out = append(out, syn("() VALUES ()", n.pos))
 	case n.isWord("values"):
 		out = append(out, r.valuesRows(true)...)
-	case n.isWord("overriding"):
-		r.unsupported(n, "OVERRIDING is not supported")
 	default:
 		lv := &level{atStart: true}
 		r.dml = &dmlTailState{top: lv, insert: true}

@@ -46,6 +46,9 @@ type Query struct {
 	// of INSERT, UPDATE and DELETE (nil when absent).
 	Returning  *Returning
 	OnConflict *OnConflict
+	// Overriding is INSERT's OVERRIDING SYSTEM VALUE ("system") or
+	// OVERRIDING USER VALUE ("user"), "" when absent.
+	Overriding string
 	nulls      map[*ast.ByItem]int
 }
 
@@ -104,6 +107,9 @@ type ColumnDef struct {
 	// GENERATED ... AS IDENTITY.
 	Serial   bool
 	Identity string
+	// IdentityOpts are the sequence options of GENERATED ... AS IDENTITY
+	// ( ... ) (nil if none).
+	IdentityOpts *CreateSequence
 }
 
 // Watermark is `WATERMARK FOR col AS expr`.
