@@ -333,6 +333,7 @@ type TableSource struct {
 	backlog []TableChunk
 	pos     uint64
 	lastSeq uint64
+	replay  int           // len(backlog) at startup (Run empties backlog)
 	pushed  atomic.Uint64 // the sequence of the last chunk pushed
 	cuts    chan uint64   // each injected barrier's cut, in barrier order
 }
@@ -367,12 +368,13 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 		t.lastSeq = t.backlog[n-1].Seq
 	}
 	t.pushed.Store(t.lastSeq)
+	t.replay = len(t.backlog)
 	return t, err
 }
 
 // Backlog returns the number of logged changes after the checkpoint that
 // the source replays when it starts.
-func (t *TableSource) Backlog() int { return len(t.backlog) }
+func (t *TableSource) Backlog() int { return t.replay }
 
 // LastSeq returns the highest log sequence found at startup: the next
 // DML statement takes the one after it.
