@@ -692,16 +692,20 @@ func init() {
 	// builds a column's identity options with it).
 	for _, name := range []string{"jsonb_build_object", "json_build_object"} {
 		reg(name, nil, tj, constFn(types.NewJSON("{}")))
-		regVariadic(name, fams(famAny), tj, buildJSONObject)
+		regVariadic(name, fams(famAny), tj, buildJSONObject(name))
 	}
 }
 
-// buildJSONObject is jsonb_build_object(VARIADIC "any").
-func buildJSONObject(b *bctx) (Fn, error) {
+// buildJSONObject builds name(VARIADIC "any"), jsonb_build_object.
+func buildJSONObject(name string) builder {
+	return func(b *bctx) (Fn, error) { return buildJSONObjectFn(b, name) }
+}
+
+func buildJSONObjectFn(b *bctx, name string) (Fn, error) {
 	fns := argFns(b)
 	if len(fns)%2 != 0 {
 		return nil, errJSON("argument list must have even number of elements").
-			WithHint("The arguments of jsonb_build_object() must consist of alternating keys and values.")
+			WithHint("The arguments of %s() must consist of alternating keys and values.", name)
 	}
 	return func(row types.Row) (types.Datum, error) {
 		out := &types.JSON{Kind: types.JObject}
