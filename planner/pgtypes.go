@@ -276,6 +276,12 @@ var catalogFuncs = map[string]catalogFunc{
 	// Sluice's constraints are primary keys: PRIMARY KEY (columns).
 	"pg_get_constraintdef/1": {[]types.T{types.TOid}, pkeyConstraintDef},
 	"pg_get_constraintdef/2": {[]types.T{types.TOid, types.TBool}, pkeyConstraintDef},
+	// The sequence a SERIAL or identity column owns, schema-qualified; the
+	// column name is taken literally, the table's is parsed as SQL.
+	"pg_get_serial_sequence/2": {[]types.T{types.TText, types.TText}, `SELECT quote_ident(n.nspname) || '.' || quote_ident(s.relname)
+		FROM pg_catalog.pg_depend d, pg_catalog.pg_class s, pg_catalog.pg_namespace n, pg_catalog.pg_attribute a
+		WHERE d.refobjid = __arg1::regclass AND d.classid = 1259 AND d.deptype IN ('a', 'i') AND a.attrelid = d.refobjid
+		AND a.attnum = d.refobjsubid AND a.attname = __arg2 AND s.oid = d.objid AND s.relkind = 'S' AND n.oid = s.relnamespace`},
 }
 
 const viewDef = `SELECT d.definition FROM pg_catalog.pg_class c,

@@ -27,7 +27,7 @@ func infoRels(env *sysEnv) []infoRel {
 		out = append(out, infoRel{schema: t.schema, name: t.name, kind: string(t.kind), cols: t.cols, notNull: make([]bool, len(t.cols))})
 	}
 	for _, r := range userRels(env) {
-		if r.kind == "m" {
+		if r.kind == "m" || r.kind == "S" {
 			continue
 		}
 		sch, name := relSchema(r.e.Name)

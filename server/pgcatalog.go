@@ -37,6 +37,8 @@ func userRels(env *sysEnv) []userRel {
 			kind = "v"
 		case kindSource, kindSink:
 			kind = "f"
+		case kindSequence:
+			kind = "S"
 		default:
 			continue
 		}
@@ -84,41 +86,39 @@ func nsOID(schema string) int64 {
 	return oidPgCatalog
 }
 
-// typeInfo is a type as pg_type describes it.
+// typeInfo is one of Sluice's types and its pg_type.typname (pgtype.go
+// has pg_type's rows).
 type typeInfo struct {
-	t        types.T
-	name     string // typname
-	category string
-	elem     int64 // typelem (arrays)
-	array    int64 // typarray
+	t    types.T
+	name string // typname
 }
 
 // pgTypes lists every type Sluice has, in oid order.
 var pgTypes = []typeInfo{
-	{types.TBool, "bool", "B", 0, 0},
-	{types.TBytea, "bytea", "U", 0, 0},
-	{types.TChar, "char", "Z", 0, 0},
-	{types.TName, "name", "S", 0, 0},
-	{types.TInt8, "int8", "N", 0, 0},
-	{types.TInt2, "int2", "N", 0, 0},
-	{types.TInt4, "int4", "N", 0, 0},
-	{types.TRegProc, "regproc", "N", 0, 0},
-	{types.TText, "text", "S", 0, 1009},
-	{types.TOid, "oid", "N", 0, 0},
-	{types.TFloat4, "float4", "N", 0, 0},
-	{types.TFloat8, "float8", "N", 0, 0},
-	{types.TTextArray, "_text", "A", 25, 0},
-	{types.TVarchar, "varchar", "S", 0, 0},
-	{types.TDate, "date", "D", 0, 0},
-	{types.TTime, "time", "D", 0, 0},
-	{types.TTimestamp, "timestamp", "D", 0, 0},
-	{types.TTimestampTZ, "timestamptz", "D", 0, 0},
-	{types.TInterval, "interval", "T", 0, 0},
-	{types.TNumeric, "numeric", "N", 0, 0},
-	{types.TRegClass, "regclass", "N", 0, 0},
-	{types.TRegType, "regtype", "N", 0, 0},
-	{types.TJSONB, "jsonb", "U", 0, 0},
-	{types.TRegNamespace, "regnamespace", "N", 0, 0},
+	{types.TBool, "bool"},
+	{types.TBytea, "bytea"},
+	{types.TChar, "char"},
+	{types.TName, "name"},
+	{types.TInt8, "int8"},
+	{types.TInt2, "int2"},
+	{types.TInt4, "int4"},
+	{types.TRegProc, "regproc"},
+	{types.TText, "text"},
+	{types.TOid, "oid"},
+	{types.TFloat4, "float4"},
+	{types.TFloat8, "float8"},
+	{types.TTextArray, "_text"},
+	{types.TVarchar, "varchar"},
+	{types.TDate, "date"},
+	{types.TTime, "time"},
+	{types.TTimestamp, "timestamp"},
+	{types.TTimestampTZ, "timestamptz"},
+	{types.TInterval, "interval"},
+	{types.TNumeric, "numeric"},
+	{types.TRegClass, "regclass"},
+	{types.TRegType, "regtype"},
+	{types.TJSONB, "jsonb"},
+	{types.TRegNamespace, "regnamespace"},
 }
 
 // typCollation is pg_type.typcollation: the default collation for the
@@ -204,7 +204,7 @@ func init() {
 		}
 		for _, r := range userRels(env) {
 			replident := "d"
-			if r.kind == "v" || r.kind == "f" {
+			if r.kind == "v" || r.kind == "f" || r.kind == "S" {
 				replident = "n"
 			}
 			ns, relname := schemaOID(env, r.e.Name)
@@ -266,23 +266,10 @@ func init() {
 
 	add("pg_type", 1247, 'r', "oid:oid typname:name typnamespace:oid typowner:oid typlen:int2 typbyval:bool "+
 		"typtype:char typcategory:char typispreferred:bool typisdefined:bool typdelim:char typrelid:oid "+
-		"typelem:oid typarray:oid typnotnull:bool typbasetype:oid typtypmod:int4 typndims:int4 "+
-		"typcollation:oid typdefault:text typacl:text[]", func(*sysEnv) []types.Row {
-		var out []types.Row
-		for _, ti := range pgTypes {
-			preferred := false
-			switch ti.t.Fam {
-			case types.Bool, types.Text, types.Float8, types.Oid, types.TimestampTZ, types.Interval:
-				preferred = true
-			}
-			size := ti.t.Size()
-			out = append(out, mkRow(int64(ti.t.OID()), ti.name, oidPgCatalog, oidOwner, size, size > 0 && size <= 8,
-				"b", ti.category, preferred, true, ",", 0,
-				ti.elem, ti.array, false, 0, -1, 0,
-				typCollation(ti.t), nil, nil))
-		}
-		return out
-	})
+		"typsubscript:regproc typelem:oid typarray:oid typinput:regproc typoutput:regproc typreceive:regproc "+
+		"typsend:regproc typmodin:regproc typmodout:regproc typanalyze:regproc typalign:char typstorage:char "+
+		"typnotnull:bool typbasetype:oid typtypmod:int4 typndims:int4 typcollation:oid typdefaultbin:text "+
+		"typdefault:text typacl:text[]", pgTypeRelRows)
 
 	add("pg_database", 1262, 'r', "oid:oid datname:name datdba:oid encoding:int4 datlocprovider:char datistemplate:bool "+
 		"datallowconn:bool datconnlimit:int4 dattablespace:oid datcollate:text datctype:text daticulocale:text "+
@@ -338,6 +325,8 @@ func init() {
 				mkRow(951, "POSIX", oidPgCatalog, oidOwner, "c", true, -1, "POSIX", "POSIX", nil, nil),
 			}
 		})
+	// Sluice has no enum types.
+	add("pg_enum", 3501, 'r', "oid:oid enumtypid:oid enumsortorder:float4 enumlabel:name", none)
 	add("pg_inherits", 2611, 'r', "inhrelid:oid inhparent:oid inhseqno:int4 inhdetachpending:bool", none)
 	add("pg_description", 2609, 'r', "objoid:oid classoid:oid objsubid:int4 description:text", none)
 	add("pg_shdescription", 2396, 'r', "objoid:oid classoid:oid description:text", none)

@@ -379,7 +379,7 @@ FDW options: ("datagen.rows.per.second" '10', "fields.id.kind" 'sequence', "fiel
 func TestSystemRelationsShape(t *testing.T) {
 	e, s := openCatalogTest(t)
 	kinds := map[types.Family]types.Kind{
-		types.Oid: types.KInt, types.Int2: types.KInt, types.Int4: types.KInt, types.Int8: types.KInt,
+		types.Oid: types.KInt, types.RegProc: types.KInt, types.Int2: types.KInt, types.Int4: types.KInt, types.Int8: types.KInt,
 		types.Name: types.KString, types.Char: types.KString, types.Text: types.KString, types.Varchar: types.KString,
 		types.Bool: types.KBool, types.Float4: types.KFloat, types.TextArray: types.KArray,
 		types.Int2Vector: types.KArray, types.OidVector: types.KArray,

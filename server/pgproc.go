@@ -6,6 +6,7 @@ import (
 	"sluice/exec/eval"
 	"sluice/sql/parser"
 	"sluice/sql/types"
+	"sluice/storage"
 )
 
 // This file defines pg_proc (the built-in functions, aggregates and
@@ -62,6 +63,13 @@ func init() {
 					int64(b.Ret), oidList(b.Args), nil, nil, nil,
 					nil, nil, b.Name, nil, nil, nil, nil))
 			}
+			for _, f := range pgTypeFuncs {
+				out = append(out, mkRow(f.oid, f.name, oidPgCatalog, oidOwner, oidLangInternal, float64(1),
+					float64(0), 0, 0, "f", false, false,
+					true, false, f.volatile, "s", len(f.args), 0,
+					f.ret, oidList(f.args), nil, nil, nil,
+					nil, nil, f.name, nil, nil, nil, nil))
+			}
 			for _, e := range env.entries {
 				if e.Kind != kindFunction {
 					continue
@@ -104,8 +112,51 @@ func init() {
 		}
 	})
 	add("pg_depend", 2608, "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid refobjsubid:int4 deptype:char",
-		func(*sysEnv) []types.Row { return nil })
-	// Sluice has no sequences yet (SERIAL columns would add rows here).
+		seqDependRows)
 	add("pg_sequence", 2224, "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 seqmax:int8 "+
-		"seqmin:int8 seqcache:int8 seqcycle:bool", func(*sysEnv) []types.Row { return nil })
+		"seqmin:int8 seqcache:int8 seqcycle:bool", func(env *sysEnv) []types.Row {
+		var out []types.Row
+		for _, e := range env.entries {
+			if e.Kind == kindSequence && e.Sequence != nil {
+				q := e.Sequence
+				out = append(out, mkRow(relOID(e), int64(types.T{Fam: types.Family(q.Fam)}.OID()), q.Start, q.Increment,
+					q.Max, q.Min, int64(1), q.Cycle))
+			}
+		}
+		return out
+	})
 }
+
+// seqDependRows are pg_depend's rows: a SERIAL column's sequence depends
+// on its column automatically ('a'), an identity column's internally
+// ('i'), as pg_get_serial_sequence finds them.
+func seqDependRows(env *sysEnv) []types.Row {
+	byID := map[uint64]*storage.CatalogEntry{}
+	for _, e := range env.entries {
+		byID[e.ID] = e
+	}
+	var out []types.Row
+	for _, e := range env.entries {
+		if e.Kind != kindSequence || e.Sequence == nil || e.Sequence.OwnedBy == 0 {
+			continue
+		}
+		t := byID[e.Sequence.OwnedBy]
+		if t == nil {
+			continue
+		}
+		for i, c := range t.Columns {
+			if c.Name != e.Sequence.OwnedCol {
+				continue
+			}
+			deptype := "a"
+			if c.Identity != "" {
+				deptype = "i"
+			}
+			out = append(out, mkRow(oidPgClass, relOID(e), 0, oidPgClass, relOID(t), i+1, deptype))
+		}
+	}
+	return out
+}
+
+// oidPgClass is pg_class's oid, pg_depend's classid of relations.
+const oidPgClass = 1259

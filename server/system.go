@@ -212,6 +212,8 @@ func colSpec(spec string) []types.Column {
 			t = types.TInt2Vector
 		case "oidvector":
 			t = types.TOidVector
+		case "regproc":
+			t = types.TRegProc
 		default:
 			panic("system relation column type " + typ)
 		}

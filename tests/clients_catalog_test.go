@@ -114,12 +114,13 @@ with psycopg.connect(sys.argv[1], autocommit=True) as conn:
 	if err != nil {
 		t.Fatalf("python3: %v\n%s", err, out)
 	}
-	want := `jsonb -> jsonb 3802 0 jsonb ,
-int4 -> int4 23 0 integer ,
+	// The array oids are PostgreSQL's (pg_type.typarray).
+	want := `jsonb -> jsonb 3802 3807 jsonb ,
+int4 -> int4 23 1007 integer ,
 text -> text 25 1009 text ,
-numeric -> numeric 1700 0 numeric ,
-timestamp with time zone -> timestamptz 1184 0 timestamp with time zone ,
-character varying -> varchar 1043 0 character varying ,
+numeric -> numeric 1700 1231 numeric ,
+timestamp with time zone -> timestamptz 1184 1185 timestamp with time zone ,
+character varying -> varchar 1043 1015 character varying ,
 missing -> None
 (True, 'jsonb', 'numeric')
 [16, 2206, 2206]

@@ -35,13 +35,9 @@ func pythonCase(name, script string, steps []string, pending map[string]string) 
 
 var psycopg2Case = pythonCase("psycopg2", "psycopg2_session.py", withSteps("copy", "named_cursor"), map[string]string{})
 
-var psycopg3Case = pythonCase("psycopg3", "psycopg3_session.py", withSteps("binary", "pipeline", "copy", "typeinfo"), map[string]string{
-	"typeinfo": "issue 14 item 6 (regtype)",
-})
+var psycopg3Case = pythonCase("psycopg3", "psycopg3_session.py", withSteps("binary", "pipeline", "copy", "typeinfo"), map[string]string{})
 
-var sqlalchemyCase = pythonCase("sqlalchemy", "sqlalchemy_session.py", withSteps("reflection", "orm", "orm_savepoint"), map[string]string{
-	"reflection": "issue 14 item 6 (pg_sequence)",
-})
+var sqlalchemyCase = pythonCase("sqlalchemy", "sqlalchemy_session.py", withSteps("reflection", "orm", "orm_savepoint"), map[string]string{})
 
 var pgcliCase = pythonCase("pgcli", "pgcli_session.py", []string{"connect", "ddl", "refresh_schemata", "refresh_tables",
 	"refresh_views", "refresh_types", "refresh_databases", "refresh_functions", "completions", "describe", "df"}, map[string]string{
@@ -65,10 +61,7 @@ var pgjdbcCase = clientCase{
 	name:  "pgjdbc",
 	steps: withSteps("binary", "metadata", "setobject"),
 	pending: map[string]string{
-		"types":     "issue 14 item 6 (FROM alias lists: pgjdbc's type lookup uses generate_series(...) AS s(r))",
-		"binary":    "issue 14 item 6 (FROM alias lists, as types)",
-		"metadata":  "issue 14 item 6 (FROM alias lists, as types)",
-		"setobject": "issue 14 item 6 (FROM alias lists, as types)",
+		"metadata": "issue 14 item 6 (information_schema._pg_expandarray in getPrimaryKeys)",
 	},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		javac := mustHave(t, "javac", "default-jdk-headless")

@@ -30,6 +30,9 @@ func formatType(oid int64, typmod int64, hasMod bool) string {
 		if n, ok := types.PseudoTypeName(uint32(oid)); ok {
 			return n
 		}
+		if e, ok := types.ArrayElemOID(uint32(oid)); ok {
+			return formatType(int64(e), typmod, hasMod) + "[]"
+		}
 		return "???"
 	}
 	if hasMod && typmod >= 4 {

@@ -687,38 +687,50 @@ func init() {
 			return jsonD(out), nil
 		}, nil
 	})
-	reg("jsonb_build_object", nil, tj, constFn(types.NewJSON("{}")))
-	regVariadic("jsonb_build_object", fams(famAny), tj, func(b *bctx) (Fn, error) {
-		fns := argFns(b)
-		if len(fns)%2 != 0 {
-			return nil, errJSON("argument list must have even number of elements").
-				WithHint("The arguments of jsonb_build_object() must consist of alternating keys and values.")
-		}
-		return func(row types.Row) (types.Datum, error) {
-			out := &types.JSON{Kind: types.JObject}
-			for i := 0; i < len(fns); i += 2 {
-				k, err := fns[i](row)
-				if err != nil {
-					return types.Null, err
-				}
-				if k.K == types.KNull {
-					return types.Null, errJSON("argument %d: key must not be null", i+1)
-				}
-				v, err := fns[i+1](row)
-				if err != nil {
-					return types.Null, err
-				}
-				jv, err := ToJSON(v, b.args[i+1].t)
-				if err != nil {
-					return types.Null, err
-				}
-				out.Keys = append(out.Keys, catText(k, b.args[i].t))
-				out.Vals = append(out.Vals, jv)
+	// json_build_object answers as jsonb_build_object: Sluice has no json
+	// type, and the drivers read both as JSON (SQLAlchemy's reflection
+	// builds a column's identity options with it).
+	for _, name := range []string{"jsonb_build_object", "json_build_object"} {
+		reg(name, nil, tj, constFn(types.NewJSON("{}")))
+		regVariadic(name, fams(famAny), tj, buildJSONObject(name))
+	}
+}
+
+// buildJSONObject builds name(VARIADIC "any"), jsonb_build_object.
+func buildJSONObject(name string) builder {
+	return func(b *bctx) (Fn, error) { return buildJSONObjectFn(b, name) }
+}
+
+func buildJSONObjectFn(b *bctx, name string) (Fn, error) {
+	fns := argFns(b)
+	if len(fns)%2 != 0 {
+		return nil, errJSON("argument list must have even number of elements").
+			WithHint("The arguments of %s() must consist of alternating keys and values.", name)
+	}
+	return func(row types.Row) (types.Datum, error) {
+		out := &types.JSON{Kind: types.JObject}
+		for i := 0; i < len(fns); i += 2 {
+			k, err := fns[i](row)
+			if err != nil {
+				return types.Null, err
 			}
-			out.Normalize()
-			return jsonD(out), nil
-		}, nil
-	})
+			if k.K == types.KNull {
+				return types.Null, errJSON("argument %d: key must not be null", i+1)
+			}
+			v, err := fns[i+1](row)
+			if err != nil {
+				return types.Null, err
+			}
+			jv, err := ToJSON(v, b.args[i+1].t)
+			if err != nil {
+				return types.Null, err
+			}
+			out.Keys = append(out.Keys, catText(k, b.args[i].t))
+			out.Vals = append(out.Vals, jv)
+		}
+		out.Normalize()
+		return jsonD(out), nil
+	}, nil
 }
 
 func isJSONOrUnknown(f types.Family) bool { return f == types.JSONB || f == types.Unknown }

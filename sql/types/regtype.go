@@ -67,6 +67,13 @@ func TypeByName(s string) (T, bool) {
 func RegTypeIn(s string) (Datum, error) {
 	t, ok := TypeByName(s)
 	if !ok {
+		if elem, isArray := strings.CutSuffix(strings.TrimSpace(s), "[]"); isArray {
+			if et, ok := TypeByName(elem); ok {
+				if a, ok := arrayOIDOf(et.OID()); ok {
+					return NewInt(int64(a)), nil
+				}
+			}
+		}
 		n := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "pg_catalog.")
 		if oid, ok := pseudoTypes[n]; ok {
 			return NewInt(int64(oid)), nil
@@ -80,3 +87,29 @@ func RegTypeIn(s string) (Datum, error) {
 // query's result carries its objects' names this way, so the column keeps
 // its reg* type in RowDescription and binary output stays the oid.
 func NewRegName(oid int64, name string) Datum { return Datum{K: KInt, I: oid, S: name} }
+
+// arrayElems maps the oids of the array types of Sluice's types to their
+// element types' oids, as pg_type has them: regtype reads and prints them
+// (integer[] is 1007) though Sluice holds only text[] values.
+var arrayElems = map[uint32]uint32{
+	1000: 16, 1001: 17, 1002: 18, 1003: 19, 1005: 21, 1007: 23,
+	1008: 24, 1009: 25, 1015: 1043, 1016: 20, 1021: 700, 1022: 701,
+	1028: 26, 1115: 1114, 1182: 1082, 1183: 1083, 1185: 1184, 1187: 1186,
+	1231: 1700, 2210: 2205, 2211: 2206, 3807: 3802, 4090: 4089,
+}
+
+// ArrayElemOID returns the element type of an array type's oid.
+func ArrayElemOID(oid uint32) (uint32, bool) {
+	e, ok := arrayElems[oid]
+	return e, ok
+}
+
+// arrayOIDOf returns the oid of the array type of elem.
+func arrayOIDOf(elem uint32) (uint32, bool) {
+	for a, e := range arrayElems {
+		if e == elem {
+			return a, true
+		}
+	}
+	return 0, false
+}
