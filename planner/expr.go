@@ -71,7 +71,30 @@ type binder struct {
 	p *Planner
 }
 
+// maxBindDepth bounds the recursion of the binder (expression nesting,
+// subqueries and inlined SQL functions together), so that a statement like
+// a two-million-byte `SELECT 1+1+…` ends with 54001, as in PostgreSQL,
+// instead of overflowing the goroutine stack.
+const maxBindDepth = 10000
+
+// bind binds e, counting the depth of the recursion in the planner.
 func (b *binder) bind(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
+	b.p.depth++
+	defer func() { b.p.depth-- }()
+	if b.p.depth > maxBindDepth {
+		return nil, errTooComplex()
+	}
+	return b.bindExpr(e, sc, h)
+}
+
+// errTooComplex is PostgreSQL's answer to a statement whose expressions
+// nest deeper than its stack allows.
+func errTooComplex() error {
+	return pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
+		WithHint("The statement is nested too deeply (statement too complex); simplify it.")
+}
+
+func (b *binder) bindExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 	if h != nil {
 		if x, ok, err := h(e); err != nil || ok {
 			return x, err

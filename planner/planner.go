@@ -40,7 +40,13 @@ type Planner struct {
 
 	plan *spec.Plan
 	keys map[int][]int // node -> unique key columns
-	ctes []map[string]*ast.CommonTableExpression
+	// ctes holds the CTE lists of the WITH clauses in scope, outermost
+	// first.
+	ctes [][]*ast.CommonTableExpression
+	// depth is the binder's current recursion depth (see maxBindDepth)
+	// and inlining the SQL functions being inlined, outermost first.
+	depth    int
+	inlining []string
 	// outer holds the enclosing queries of the subquery being planned,
 	// outermost first (see subquery.go).
 	outer []*outerLevel
@@ -207,15 +213,12 @@ func (p *Planner) planResultSet(n ast.Node) (*Query, error) {
 	return nil, pgerror.Unsupported("statement %T as a query", n)
 }
 
+// pushCTEs makes a WITH clause's CTEs visible to the query it heads.
 func (p *Planner) pushCTEs(w *ast.WithClause) {
 	if w == nil {
 		return
 	}
-	m := map[string]*ast.CommonTableExpression{}
-	for _, c := range w.CTEs {
-		m[c.Name.L] = c
-	}
-	p.ctes = append(p.ctes, m)
+	p.ctes = append(p.ctes, w.CTEs)
 }
 
 func (p *Planner) popCTEs(w *ast.WithClause) {
@@ -224,13 +227,24 @@ func (p *Planner) popCTEs(w *ast.WithClause) {
 	}
 }
 
-func (p *Planner) lookupCTE(name string) *ast.CommonTableExpression {
+// lookupCTE finds the innermost CTE called name and returns it with the
+// CTE scope its body is planned in: as in PostgreSQL, a non-recursive CTE
+// sees the CTEs of enclosing queries and those written before it in its
+// own WITH, never itself or later ones (so in `WITH t AS (SELECT * FROM
+// t)` the inner t is the table, not the CTE).
+func (p *Planner) lookupCTE(name string) (*ast.CommonTableExpression, [][]*ast.CommonTableExpression) {
 	for i := len(p.ctes) - 1; i >= 0; i-- {
-		if c, ok := p.ctes[i][name]; ok {
-			return c
+		// The last CTE of a name wins, as duplicates are refused anyway.
+		for j := len(p.ctes[i]) - 1; j >= 0; j-- {
+			if c := p.ctes[i][j]; c.Name.L == name {
+				vis := make([][]*ast.CommonTableExpression, i+1)
+				copy(vis, p.ctes[:i])
+				vis[i] = p.ctes[i][:j:j]
+				return c, vis
+			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // planFrom plans a FROM item and returns its node and scope.
@@ -308,7 +322,10 @@ func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (i
 
 func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error) {
 	if tn.Schema.O == "" {
-		if c := p.lookupCTE(tn.Name.L); c != nil {
+		if c, vis := p.lookupCTE(tn.Name.L); c != nil {
+			saved := p.ctes
+			p.ctes = vis
+			defer func() { p.ctes = saved }()
 			return p.planDerived(c.Query.Query, alias, c.ColNameList)
 		}
 	}

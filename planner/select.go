@@ -12,9 +12,14 @@ import (
 	"sluice/sql/types"
 )
 
+// errRecursiveCTE refuses WITH RECURSIVE, which the planner cannot run.
+func errRecursiveCTE() error {
+	return pgerror.Unsupported("WITH RECURSIVE is not supported").WithHint("Rewrite the query without WITH RECURSIVE; a plain WITH does not see its own name, as in PostgreSQL.")
+}
+
 func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 	if s.With != nil && s.With.IsRecursive {
-		return nil, pgerror.Unsupported("WITH RECURSIVE")
+		return nil, errRecursiveCTE()
 	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)
@@ -658,7 +663,7 @@ func itoa(i int) string {
 
 func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
 	if s.With != nil && s.With.IsRecursive {
-		return nil, pgerror.Unsupported("WITH RECURSIVE")
+		return nil, errRecursiveCTE()
 	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)

@@ -59,10 +59,29 @@ func (s argSubst) Leave(n ast.Node) (ast.Node, bool) {
 	return n, true
 }
 
+// maxInlineDepth bounds how deep SQL function calls nest when inlined.
+const maxInlineDepth = 100
+
 // bindUserFunc inlines a call of f.
 func (b *binder) bindUserFunc(f *UserFunc, n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
 	if len(n.Args) != len(f.ArgTypes) {
 		return nil, pgerror.New(pgcode.UndefinedFunction, "function %s takes %d arguments, not %d", f.Name, len(f.ArgTypes), len(n.Args))
+	}
+	// A function that calls itself, directly or through others, would be
+	// inlined forever: refuse it (CREATE FUNCTION checks its body this way,
+	// so it refuses recursion when it is created), and bound the nesting of
+	// distinct functions with PostgreSQL's 54001.
+	for _, name := range b.p.inlining {
+		if name == f.Name {
+			return nil, pgerror.Unsupported("recursive SQL function %s is not supported", f.Name).
+				WithHint("Sluice inlines SQL functions where they are called, so a function cannot call itself, directly or through other functions.")
+		}
+	}
+	b.p.inlining = append(b.p.inlining, f.Name)
+	defer func() { b.p.inlining = b.p.inlining[:len(b.p.inlining)-1] }()
+	if len(b.p.inlining) > maxInlineDepth {
+		return nil, pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
+			WithHint("SQL functions call each other more than %d deep; is %s recursive?", maxInlineDepth, f.Name)
 	}
 	body, err := f.Body()
 	if err != nil {
@@ -88,6 +107,9 @@ func (b *binder) bindUserFunc(f *UserFunc, n *ast.FuncCallExpr, sc *scope, h hoo
 	b.p.Deps = append(b.p.Deps, f.ID)
 	x, err := b.bind(nb.(ast.ExprNode), sc, h)
 	if err != nil {
+		if c := pgerror.GetCode(err); c == pgcode.Code("54001") || c == pgcode.FeatureNotSupported {
+			return nil, err // not wrapped once per level of the recursion
+		}
 		return nil, pgerror.Wrap(err, pgerror.GetCode(err), "in function %s", f.Name)
 	}
 	return b.castTo(x, f.Returns)
