@@ -67,22 +67,6 @@ func (b *binder) bindUserFunc(f *UserFunc, n *ast.FuncCallExpr, sc *scope, h hoo
 	if len(n.Args) != len(f.ArgTypes) {
 		return nil, pgerror.New(pgcode.UndefinedFunction, "function %s takes %d arguments, not %d", f.Name, len(f.ArgTypes), len(n.Args))
 	}
-	// A function that calls itself, directly or through others, would be
-	// inlined forever: refuse it (CREATE FUNCTION checks its body this way,
-	// so it refuses recursion when it is created), and bound the nesting of
-	// distinct functions with PostgreSQL's 54001.
-	for _, name := range b.p.inlining {
-		if name == f.Name {
-			return nil, pgerror.Unsupported("recursive SQL function %s is not supported", f.Name).
-				WithHint("Sluice inlines SQL functions where they are called, so a function cannot call itself, directly or through other functions.")
-		}
-	}
-	b.p.inlining = append(b.p.inlining, f.Name)
-	defer func() { b.p.inlining = b.p.inlining[:len(b.p.inlining)-1] }()
-	if len(b.p.inlining) > maxInlineDepth {
-		return nil, pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
-			WithHint("SQL functions call each other more than %d deep; is %s recursive?", maxInlineDepth, f.Name)
-	}
 	body, err := f.Body()
 	if err != nil {
 		return nil, err
@@ -99,6 +83,24 @@ func (b *binder) bindUserFunc(f *UserFunc, n *ast.FuncCallExpr, sc *scope, h hoo
 			return nil, err
 		}
 		args[i] = &boundExpr{x: x}
+	}
+	// The arguments are bound in the caller (h(h(1)) is no recursion);
+	// the body is bound with f on the stack of inlined functions.
+	// A function that calls itself, directly or through others, would be
+	// inlined forever: refuse it (CREATE FUNCTION checks its body this way,
+	// so it refuses recursion when it is created), and bound the nesting of
+	// distinct functions with PostgreSQL's 54001.
+	for _, name := range b.p.inlining {
+		if name == f.Name {
+			return nil, pgerror.Unsupported("recursive SQL function %s is not supported", f.Name).
+				WithHint("Sluice inlines SQL functions where they are called, so a function cannot call itself, directly or through other functions.")
+		}
+	}
+	b.p.inlining = append(b.p.inlining, f.Name)
+	defer func() { b.p.inlining = b.p.inlining[:len(b.p.inlining)-1] }()
+	if len(b.p.inlining) > maxInlineDepth {
+		return nil, pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
+			WithHint("SQL functions are nested more than %d deep where %s is called.", maxInlineDepth, f.Name)
 	}
 	nb, ok := body.Accept(argSubst{f: f, args: args})
 	if !ok {
