@@ -560,6 +560,12 @@ func (r *rewriter) parenGroup(st *level) frag {
 // hostile statement cannot exhaust the goroutine stack.
 const maxDepth = 2000
 
+// maxChain bounds the operators applied in a row at one level of an
+// expression (a + b + c …): the planner's binder refuses more than 10,000
+// levels, and the dialect layer stops a longer chain before the TiDB parser
+// builds a tree as deep as the chain is long.
+const maxChain = 10000
+
 // enter counts one level of nesting at t; the caller decrements r.depth.
 func (r *rewriter) enter(t token) {
 	r.depth++
@@ -1096,8 +1102,15 @@ func (r *rewriter) parseExpr(minPrec int) expr {
 	r.enter(r.tok())
 	defer func() { r.depth-- }()
 	left := r.prefix()
-	for {
+	for chain := 0; ; chain++ {
 		t := r.tok()
+		// Each pass applies one more operator to left, and the TiDB parser
+		// nests a chain like 1+1+1… one level per operator: bound it as
+		// deep nesting is bounded (the binder would refuse it anyway).
+		if chain > maxChain {
+			r.fail(pgerror.New(pgcode.Code("54001"), "stack depth limit exceeded").
+				WithHint("The statement's expression has more than %d operators in a row.", maxChain).WithPosition(charPos(r.src, t.pos)))
+		}
 		switch {
 		case t.isPunct("::"):
 			if pCast <= minPrec {
