@@ -101,6 +101,20 @@ func TestNestingLimit(t *testing.T) {
 	}
 }
 
+// TestChainLimit: a chain of operators is refused past maxChain, before the
+// TiDB parser nests one level per operator; a chain just under it parses.
+func TestChainLimit(t *testing.T) {
+	for _, op := range []string{"+1", " AND true", " || 'a'"} {
+		if _, err := Parse("SELECT 1" + strings.Repeat(op, maxChain)); err != nil {
+			t.Errorf("%d times %q: %v", maxChain, op, err)
+		}
+		_, err := Parse("SELECT 1" + strings.Repeat(op, maxChain+1))
+		if pgerror.GetCode(err) != "54001" {
+			t.Errorf("%d times %q: %v, want 54001", maxChain+1, op, err)
+		}
+	}
+}
+
 func TestParseOneCounts(t *testing.T) {
 	for _, in := range []string{``, `;`, ` -- nothing`, `SELECT 1; SELECT 2`} {
 		_, err := ParseOne(in)
