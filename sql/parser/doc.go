@@ -21,7 +21,7 @@
 // Queries (SELECT, set operations, WITH, VALUES, TABLE, INSERT, UPDATE,
 // DELETE) become *Query, parsed by the TiDB parser
 // (github.com/pingcap/tidb/pkg/parser, a MySQL grammar) from text that a
-// Postgres-dialect layer (rewrite.go) produced. The TiDB parser runs with
+// Postgres-dialect layer (rewrite.go, expressions in rewrite_expr.go) produced. The TiDB parser runs with
 // SQL mode PIPES_AS_CONCAT | NO_BACKSLASH_ESCAPES | ANSI_QUOTES and with this
 // package's own value driver (driver.go): literal values are ValueExpr
 // holding plain Go values (int64, uint64, float64, Decimal, string, []byte,
