@@ -126,36 +126,7 @@ func (b *binder) regclassOid(s string) (int64, error) {
 // splitQualified splits a possibly qualified, possibly quoted name the
 // way Postgres reads identifiers: unquoted parts are lower-cased.
 func splitQualified(s string) (schema, name string) {
-	var parts []string
-	s = strings.TrimSpace(s)
-	for len(s) > 0 {
-		var part string
-		if s[0] == '"' {
-			var b strings.Builder
-			i := 1
-			for i < len(s) {
-				if s[i] == '"' {
-					if i+1 < len(s) && s[i+1] == '"' {
-						b.WriteByte('"')
-						i += 2
-						continue
-					}
-					break
-				}
-				b.WriteByte(s[i])
-				i++
-			}
-			part, s = b.String(), s[min(i+1, len(s)):]
-		} else {
-			j := strings.IndexByte(s, '.')
-			if j < 0 {
-				j = len(s)
-			}
-			part, s = strings.ToLower(strings.TrimSpace(s[:j])), s[j:]
-		}
-		parts = append(parts, part)
-		s = strings.TrimPrefix(strings.TrimSpace(s), ".")
-	}
+	parts := eval.QualifiedNameParts(s)
 	switch len(parts) {
 	case 0:
 		return "", ""

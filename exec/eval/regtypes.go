@@ -80,10 +80,9 @@ func regIn(s string, names types.Datum, t types.T) (types.Datum, error) {
 	return types.Null, pgerror.New(pgcode.UndefinedTable, "relation \"%s\" does not exist", strings.TrimSpace(s))
 }
 
-// unquoteQualified reads a possibly qualified name as PostgreSQL reads
-// identifiers: unquoted parts lower-cased, "quoted" parts kept; parts are
-// joined by ".".
-func unquoteQualified(s string) string {
+// QualifiedNameParts splits a possibly qualified name as PostgreSQL reads
+// identifiers: unquoted parts lower-cased, "quoted" parts kept.
+func QualifiedNameParts(s string) []string {
 	var parts []string
 	s = strings.TrimSpace(s)
 	for len(s) > 0 {
@@ -114,7 +113,12 @@ func unquoteQualified(s string) string {
 		parts = append(parts, part)
 		s = strings.TrimPrefix(strings.TrimSpace(s), ".")
 	}
-	return strings.Join(parts, ".")
+	return parts
+}
+
+// unquoteQualified is the name's parts (QualifiedNameParts) joined by ".".
+func unquoteQualified(s string) string {
+	return strings.Join(QualifiedNameParts(s), ".")
 }
 
 func init() {
