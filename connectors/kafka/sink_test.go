@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,11 +87,27 @@ func sinkTestLastEpoch(t *testing.T, s connector.Sink) uint64 {
 	return e
 }
 
+// sinkTestWrite writes one epoch and fails the test if it cannot.
+// A failed Write is retried as the runtime retries it (the same epoch,
+// up to three times): franz-go 1.22.3 now and then fails a transaction
+// right after the sink created its progress topic (a partition missed by
+// the client's sequence-number reset at the KIP-890 epoch bump:
+// OUT_OF_ORDER_SEQUENCE_NUMBER, about 1 run in 300 under load), and the
+// sink's contract is that such an epoch is written again. The tests'
+// exact-record checks still catch anything written twice or lost.
 func sinkTestWrite(t *testing.T, s connector.Sink, epoch uint64, changes ...connector.Change) {
 	t.Helper()
-	if err := s.Write(sinkTestCtx(t), epoch, changes); err != nil {
-		t.Fatalf("Write(%d): %v", epoch, err)
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = s.Write(sinkTestCtx(t), epoch, changes); err == nil {
+			return
+		}
+		if !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+			break
+		}
+		t.Logf("Write(%d) failed, writing it again as the runtime would: %v", epoch, err)
 	}
+	t.Fatalf("Write(%d): %v", epoch, err)
 }
 
 func ins(id int64, v string) connector.Change { return connector.Change{After: sinkTestRow(id, v)} }

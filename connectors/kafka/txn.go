@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,9 @@ func newSinkTxn(o *sinkOptions) *sinkTxn {
 		kgo.RetryTimeout(s.stall), // metadata, InitProducerID, EndTxn, …
 		kgo.RecordPartitioner(sinkPartitioner{progress: o.progressTopic, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
 		kgo.DialTimeout(5 * time.Second),
+	}
+	if os.Getenv("SLUICE_KGO_DEBUG") != "" { // the client's own log, for diagnosing a broker
+		s.opts = append(s.opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
 	}
 	return s
 }
