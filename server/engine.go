@@ -25,6 +25,11 @@ type Config struct {
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
 	Logf            func(format string, args ...any)
+	// Policy confines connectors (nil: DefaultFileRoot, the default
+	// socket ports, any host; see confine.go). SecretKeyFile is the key of
+	// the stored secrets ("": <data-dir>/secret.key; see secret.go).
+	Policy        *connector.Policy
+	SecretKeyFile string
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -78,6 +83,11 @@ func Open(cfg Config) (*Engine, error) {
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	if err := e.setupPolicy(); err != nil {
+		cancel()
+		db.Close()
+		return nil, err
+	}
 	for _, ent := range entries {
 		if err := e.restore(ent); err != nil {
 			cancel()

@@ -322,6 +322,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return w.Complete("DEALLOCATE")
 	case *parser.AlterTable, *parser.Truncate, *parser.CreateIndex, *parser.CreateSequence, *parser.CreateSchema:
 		return s.runDDLExt(ctx, st, w)
+	case *parser.CreateSecret, *parser.AlterSecret:
+		return s.runSecretStmt(ctx, st, w)
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }

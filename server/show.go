@@ -35,6 +35,8 @@ func (s *session) utilityColumns(st parser.Statement) []types.Column {
 			return showListCols(strings.ToUpper(x.What))
 		case "ALL":
 			return textCols("name", "setting", "description")
+		case "SECRETS":
+			return textCols("Name")
 		}
 		return textCols(strings.ToLower(x.What))
 	case *parser.ShowCreate:
@@ -109,6 +111,9 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 			rows = append(rows, textRow(ent.Name))
 		}
 		return s.writeRows(w, showListCols(what), rows, "SHOW")
+	}
+	if what == "SECRETS" {
+		return s.showSecrets(w)
 	}
 	if what == "ALL" {
 		var rows []types.Row

@@ -98,7 +98,11 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
 	}
 	cfg := connector.SinkConfig{Name: x.Name, ID: id, Columns: q.Columns, Key: key, AppendOnly: appendOnly,
 		Options: opts, Format: format, Encode: encode, FormatOptions: fopts, WriteMode: mode}
-	sp, err := f.Validate(cfg)
+	vcfg, err := e.connectorView(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := f.Validate(vcfg)
 	if err != nil {
 		return nil, err
 	}
