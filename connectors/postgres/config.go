@@ -103,6 +103,14 @@ func parseConfig(cfg connector.SinkConfig) (*config, error) {
 		return nil, optErr("url", "%v", err)
 	}
 	c.connCfg = connCfg
+	if err := cfg.Policy.CheckHost("postgres", connCfg.Host, int(connCfg.Port)); err != nil {
+		return nil, err
+	}
+	for _, fb := range connCfg.Fallbacks {
+		if err := cfg.Policy.CheckHost("postgres", fb.Host, int(fb.Port)); err != nil {
+			return nil, err
+		}
+	}
 
 	tableOpt := strings.TrimSpace(cfg.Options["table"])
 	if tableOpt == "" {
