@@ -107,10 +107,15 @@ func parse(cfg connector.SinkConfig) (*config, error) {
 	return c, nil
 }
 
-// Validate implements connector.SinkFactory. It touches no file.
+// Validate implements connector.SinkFactory. It writes no file: it checks
+// the path is under the policy's root and the directory, if it exists,
+// holds no file the sink did not make.
 func (Factory) Validate(cfg connector.SinkConfig) (connector.SinkPlan, error) {
 	c, err := parse(cfg)
 	if err != nil {
+		return connector.SinkPlan{}, err
+	}
+	if err := (&Sink{cfg: cfg, c: c}).checkOwner(); err != nil {
 		return connector.SinkPlan{}, err
 	}
 	return connector.SinkPlan{WriteMode: c.mode, Guarantee: connector.ExactlyOnce}, nil
