@@ -65,6 +65,8 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	logs := &redactingLogf{logf: cfg.Logf} // redact.go
+	cfg.Logf = logs.Logf
 	db, err := storage.Open(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -80,6 +82,7 @@ func Open(cfg Config) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}}
 	e.cat = newCatalog(entries, next)
+	logs.e.Store(e)
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)

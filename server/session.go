@@ -237,7 +237,7 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return s.deferDDL(st, w)
 		}
 	}
-	err := s.exec(ctx, st, params, ptypes, w)
+	err := s.e.redactErr(s.exec(ctx, st, params, ptypes, w), st)
 	if err != nil && s.tx != nil {
 		s.tx.failed = true
 	}

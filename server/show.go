@@ -105,7 +105,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 						last = f.Error()
 					}
 				}
-				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(last)})
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(s.e.redactText(last))})
 				continue
 			}
 			rows = append(rows, textRow(ent.Name))
@@ -138,7 +138,7 @@ func (s *session) showCreate(x *parser.ShowCreate, w pgwire.ResultWriter) error 
 	if ent == nil {
 		return pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", x.Name)
 	}
-	return s.writeRows(w, textCols("Name", "Create Sql"), []types.Row{textRow(ent.Name, ent.SQL)}, "SHOW")
+	return s.writeRows(w, textCols("Name", "Create Sql"), []types.Row{textRow(ent.Name, redactSQL(ent.SQL))}, "SHOW")
 }
 
 func (s *session) describeRel(name string, w pgwire.ResultWriter) error {

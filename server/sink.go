@@ -282,5 +282,5 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry) types.Row {
 	// After a restart the writer has logged nothing yet: what was
 	// delivered was logged before.
 	logged = max(logged, delivered)
-	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(lastErr))
+	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(e.redactText(lastErr)))
 }
