@@ -244,8 +244,17 @@ func (s *session) showSecrets(w pgwire.ResultWriter) error {
 	return s.writeRows(w, textCols("Name"), rows, "SHOW")
 }
 
-// runSecretStmt runs CREATE and ALTER SECRET.
+// runSecretStmt runs CREATE and ALTER SECRET. Like CREATE DATABASE in
+// PostgreSQL they run on their own, outside a transaction block (a block
+// defers its DDL to COMMIT, and a secret's value is sealed at once).
 func (s *session) runSecretStmt(ctx context.Context, st parser.Statement, w pgwire.ResultWriter) error {
+	if s.tx != nil {
+		tag := "CREATE SECRET"
+		if _, ok := st.(*parser.AlterSecret); ok {
+			tag = "ALTER SECRET"
+		}
+		return pgerror.New(pgcode.ActiveSQLTransaction, "%s cannot run inside a transaction block", tag)
+	}
 	switch x := st.(type) {
 	case *parser.CreateSecret:
 		if err := s.e.createSecret(ctx, x, w); err != nil {

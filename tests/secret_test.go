@@ -53,6 +53,9 @@ func TestSecretsAndRedaction(t *testing.T) {
 		`INSERT INTO t VALUES (1, 'a')`, `FLUSH`,
 	)
 	wantCode(t, conn, `CREATE SECRET pg_pw AS 'x'`, "42710", "already exists")
+	ExecAll(t, conn, `BEGIN`)
+	wantCode(t, conn, `CREATE SECRET in_block AS 'x'`, "25001")
+	ExecAll(t, conn, `ROLLBACK`)
 	wantCode(t, conn, `CREATE SECRET other WITH (backend = 'vault') AS 'x'`, "22023")
 	wantCode(t, conn, `CREATE SINK s_nosecret FROM t WITH (connector = 'postgres', url = SECRET nosuch, table = 'x')`, "42704", "nosuch")
 	wantCode(t, conn, `DROP SECRET pg_url`, "2BP01", "s_secret_url")

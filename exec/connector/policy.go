@@ -20,8 +20,9 @@ import (
 // (Validate) and again when a job opens the connector (Open), so that a
 // restart with narrower flags confines the objects created before it.
 //
-// A nil *Policy confines nothing: only connector unit tests run without
-// one; the server always sets it.
+// A nil *Policy confines files and hosts not at all and listening ports to
+// DefaultSocketPorts: only connector unit tests run without one; the
+// server always sets it.
 type Policy struct {
 	// FileRoot is the directory file sinks and sources are confined to:
 	// absolute, cleaned and with its symlinks resolved (NewPolicy does it).
