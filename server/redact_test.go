@@ -20,6 +20,14 @@ func TestSecretRefAgrees(t *testing.T) {
 	if name, ok := connector.SecretRefName(v); !ok || name != "pw" {
 		t.Fatalf("password option %q is not a reference to pw", v)
 	}
+	st, err = parser.ParseOne(`CREATE SINK s FROM t WITH (connector = 'postgres', password = secret.pw2, url = 'u')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ = st.(*parser.CreateSink).With.Get("password")
+	if name, ok := connector.SecretRefName(v); !ok || name != "pw2" {
+		t.Fatalf("password = secret.pw2: %q is not a reference to pw2", v)
+	}
 }
 
 func TestRedactSQL(t *testing.T) {

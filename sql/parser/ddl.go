@@ -486,6 +486,10 @@ func (r *rewriter) optionValue() string {
 		// the options reach the connector.
 		r.i += 2
 		return SecretRef(r.peek(-1).val)
+	case t.isWord("secret") && r.peek(1).isPunct(".") && isName(r.peek(2)) && !r.peek(3).isPunct("."):
+		// password = secret.name, the same reference.
+		r.i += 3
+		return SecretRef(r.peek(-1).val)
 	case t.kind == tkIdent || t.kind == tkQIdent:
 		r.i++
 		v := r.src[t.pos:t.end]

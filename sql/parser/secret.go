@@ -9,7 +9,7 @@ import "strings"
 //	ALTER SECRET name [WITH (…)] AS 'value'
 //	DROP SECRET [IF EXISTS] name, …   (a Drop of Kind "SECRET")
 //	SHOW SECRETS                      (a Show of What "secrets")
-//	… WITH (password = SECRET name)
+//	… WITH (password = SECRET name)   (or password = secret.name)
 
 // CreateSecret is CREATE SECRET. Its Text() holds the value: never log or
 // show it (server/redact.go).
