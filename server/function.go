@@ -26,6 +26,12 @@ func (e *Engine) createFunction(ctx context.Context, x *parser.CreateFunction) e
 	if x.BodyExpr == nil {
 		return pgerror.Unsupported("a SQL function body other than one expression (SELECT expr or RETURN expr)")
 	}
+	if sch, bare := relSchema(x.Name); sch == "pg_catalog" || sch == "information_schema" {
+		// Built-ins are pg_catalog's: a user's function there would
+		// shadow them for everyone.
+		return pgerror.New(pgcode.InsufficientPrivilege, "permission denied to create \"%s.%s\"", sch, bare).
+			WithDetail("System catalog modifications are currently disallowed.")
+	}
 	// Check the body binds with the declared arguments.
 	f := userFuncOf(&storage.CatalogEntry{Name: x.Name, SQL: x.Text()}, x)
 	if err := e.checkFunc(f); err != nil {

@@ -80,6 +80,8 @@ func TestFunctionNoShadowing(t *testing.T) {
 	}
 	wantCode(t, victim, `SELECT s.nosuch(1)`, "42883")
 	wantCode(t, victim, `CREATE FUNCTION abs(x int) RETURNS int LANGUAGE SQL AS $$ SELECT 1 $$`, "42723", "already exists")
+	wantCode(t, victim, `CREATE FUNCTION pg_catalog.abs(x int) RETURNS int LANGUAGE SQL AS $$ SELECT 1 $$`, "42501", "permission denied")
+	wantCode(t, victim, `CREATE FUNCTION pg_catalog.myf(x int) RETURNS int LANGUAGE SQL AS $$ SELECT 1 $$`, "42501")
 	ExecAll(t, mallory, `DROP FUNCTION s.twice`, `DROP FUNCTION abs`)
 	wantCode(t, victim, `SELECT s.twice(1)`, "42883")
 	wantCode(t, victim, `SELECT public.abs(1)`, "42883")
