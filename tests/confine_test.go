@@ -228,4 +228,22 @@ func TestConnectorAllowHosts(t *testing.T) {
 		var n int
 		return pg.QueryRow(context.Background(), `SELECT count(*) FROM p_ok`).Scan(&n) == nil && n == 1
 	}, "the row in PostgreSQL")
+
+	// Restarted with a narrower list, the server does not reach the
+	// hosts it no longer may: it refuses to start, naming the sink.
+	conn.Close(context.Background())
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range srv.args {
+		if a == "127.0.0.1:5432,localhost" {
+			srv.args[i] = "127.0.0.1:6379"
+		}
+	}
+	if err := srv.Start(); err == nil {
+		t.Fatalf("sluice started with sinks to hosts --connector-allow-hosts no longer lists")
+	}
+	if logs := srv.Logs(); !strings.Contains(logs, `restoring sink "r2": redis connector may not connect to localhost:1`) {
+		t.Errorf("the refused start does not say why:\n%s", logs)
+	}
 }
