@@ -346,11 +346,10 @@ func (b *binder) bindCase(n *ast.CaseExpr, sc *scope, h hook) (spec.Expr, error)
 func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
 	name := n.FnName.L
 	if b.p.Funcs != nil && !strings.HasPrefix(name, "__pg_") {
-		lookup := name
-		if s := n.Schema.L; s != "" && s != "public" && s != "pg_catalog" {
-			lookup = s + "." + name // a function of another schema (server/schema.go)
-		}
-		if f := b.p.Funcs(lookup); f != nil {
+		if f, err := b.userFunc(n); f != nil || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			return b.bindUserFunc(f, n, sc, h)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"sluice/exec/eval"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -125,3 +126,52 @@ type boundExpr struct {
 }
 
 func (e *boundExpr) Accept(v ast.Visitor) (ast.Node, bool) { return v.Leave(e) }
+
+// userFunc finds the SQL function a call names, or nil for a built-in.
+// Built-ins win for unqualified names, as if pg_catalog came first on
+// every search path (PostgreSQL's rule): a user's abs() never changes what
+// abs(-5) returns for anyone, and is reached as public.abs(…). A name
+// qualified with a user schema (public included) is a user function or
+// 42883.
+func (b *binder) userFunc(n *ast.FuncCallExpr) (*UserFunc, error) {
+	name := n.FnName.L
+	switch s := n.Schema.L; s {
+	case "pg_catalog", "information_schema":
+		return nil, nil
+	case "":
+		if isBuiltinFunc(name) {
+			return nil, nil
+		}
+		return b.p.Funcs(name), nil
+	default:
+		lookup := name
+		if s != "public" {
+			lookup = s + "." + name // a function of another schema (server/schema.go)
+		}
+		if f := b.p.Funcs(lookup); f != nil {
+			return f, nil
+		}
+		return nil, pgerror.New(pgcode.UndefinedFunction, "function %s.%s does not exist", s, name).
+			WithHint("No function matches the given name. Built-in functions are in pg_catalog.")
+	}
+}
+
+// isBuiltinFunc reports whether name is a built-in of any signature:
+// exec/eval's functions, aggregates and set-returning functions, and the
+// catalog functions the planner binds itself.
+func isBuiltinFunc(name string) bool {
+	if eval.IsBuiltin(name) {
+		return true
+	}
+	switch name {
+	case "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_functiondef",
+		"nextval", "setval", "currval", "lastval", "now", "current_timestamp", "localtimestamp", "current_date", "current_time":
+		return true
+	}
+	for k := range catalogFuncs {
+		if strings.HasPrefix(k, name+"/") {
+			return true
+		}
+	}
+	return false
+}

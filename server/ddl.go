@@ -182,7 +182,11 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 			key = append(key, i)
 		}
 	}
-	cols, err := f.Validate(connector.SourceConfig{Name: x.Name, Columns: declared, Key: key, Options: opts})
+	resolved, err := e.policy().ResolveOptions(opts)
+	if err != nil {
+		return err
+	}
+	cols, err := f.Validate(connector.SourceConfig{Name: x.Name, Columns: declared, Key: key, Options: resolved, Policy: e.policy()})
 	if err != nil {
 		return err
 	}
@@ -309,6 +313,8 @@ func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {
 		return e.dropIndex(ctx, x)
 	case "SCHEMA":
 		return e.dropSchema(ctx, x)
+	case "SECRET":
+		return e.dropSecret(ctx, x)
 	}
 	kind, ok := dropKinds[strings.ToUpper(x.Kind)]
 	if !ok {

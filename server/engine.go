@@ -25,6 +25,11 @@ type Config struct {
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
 	Logf            func(format string, args ...any)
+	// Policy confines connectors (nil: DefaultFileRoot, the default
+	// socket ports, any host; see confine.go). SecretKeyFile is the key of
+	// the stored secrets ("": <data-dir>/secret.key; see secret.go).
+	Policy        *connector.Policy
+	SecretKeyFile string
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -60,6 +65,8 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	logs := &redactingLogf{logf: cfg.Logf} // redact.go
+	cfg.Logf = logs.Logf
 	db, err := storage.Open(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -75,9 +82,15 @@ func Open(cfg Config) (*Engine, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}}
 	e.cat = newCatalog(entries, next)
+	logs.e.Store(e)
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	if err := e.setupPolicy(); err != nil {
+		cancel()
+		db.Close()
+		return nil, err
+	}
 	for _, ent := range entries {
 		if err := e.restore(ent); err != nil {
 			cancel()

@@ -26,6 +26,12 @@ func (e *Engine) createFunction(ctx context.Context, x *parser.CreateFunction) e
 	if x.BodyExpr == nil {
 		return pgerror.Unsupported("a SQL function body other than one expression (SELECT expr or RETURN expr)")
 	}
+	if sch, bare := relSchema(x.Name); sch == "pg_catalog" || sch == "information_schema" {
+		// Built-ins are pg_catalog's: a user's function there would
+		// shadow them for everyone.
+		return pgerror.New(pgcode.InsufficientPrivilege, "permission denied to create \"%s.%s\"", sch, bare).
+			WithDetail("System catalog modifications are currently disallowed.")
+	}
 	// Check the body binds with the declared arguments.
 	f := userFuncOf(&storage.CatalogEntry{Name: x.Name, SQL: x.Text()}, x)
 	if err := e.checkFunc(f); err != nil {
@@ -34,7 +40,7 @@ func (e *Engine) createFunction(ctx context.Context, x *parser.CreateFunction) e
 	return e.ddl(ctx, func() error {
 		old := e.cat.get(x.Name)
 		if old != nil && (old.Kind != kindFunction || !x.OrReplace) {
-			return pgerror.New(pgcode.DuplicateFunction, "function %q already exists", x.Name)
+			return pgerror.New(pgcode.DuplicateFunction, "function %q already exists with same argument types", x.Name)
 		}
 		if e.cat.system[x.Name] != nil {
 			return pgerror.New(pgcode.DuplicateTable, "relation %q already exists", x.Name)
@@ -62,7 +68,10 @@ func (e *Engine) checkFunc(f *planner.UserFunc) error {
 		}
 		return prev(name)
 	}
-	sql := "SELECT " + quoteIdent(f.Name) + "("
+	// Called qualified: an unqualified call of a name that is also a
+	// built-in binds the built-in (planner/udf.go).
+	sch, bare := relSchema(f.Name)
+	sql := "SELECT " + quoteIdent(sch) + "." + quoteIdent(bare) + "("
 	for i, t := range f.ArgTypes {
 		if i > 0 {
 			sql += ", "
@@ -78,7 +87,7 @@ func (e *Engine) checkFunc(f *planner.UserFunc) error {
 }
 
 func userFuncOf(ent *storage.CatalogEntry, x *parser.CreateFunction) *planner.UserFunc {
-	f := &planner.UserFunc{ID: ent.ID, Name: x.Name, Returns: x.Returns}
+	f := &planner.UserFunc{ID: ent.ID, Name: ent.Name, Returns: x.Returns}
 	for _, a := range x.Args {
 		f.ArgNames = append(f.ArgNames, a.Name)
 		f.ArgTypes = append(f.ArgTypes, a.Type)

@@ -151,7 +151,7 @@ func connectorOID(conn string) int64 {
 // server), as "key=value", sorted.
 func ftOptions(e *storage.CatalogEntry) []string {
 	var out []string
-	for k, v := range e.Options {
+	for k, v := range redactedOptions(e) {
 		if k != "connector" {
 			out = append(out, k+"="+v)
 		}

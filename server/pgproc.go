@@ -95,7 +95,8 @@ func init() {
 					names = argNames
 				}
 				lang := int64(oidLangSQL)
-				out = append(out, mkRow(relOID(e), f.Name, oidPublic, oidOwner, lang, float64(100),
+				nsp, bare := schemaOID(env, e.Name)
+				out = append(out, mkRow(relOID(e), bare, nsp, oidOwner, lang, float64(100),
 					float64(0), 0, 0, "f", false, false,
 					false, false, "v", "u", len(f.Args), 0,
 					int64(f.Returns.OID()), oidList(argTypes), nil, nil, names,

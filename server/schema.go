@@ -152,7 +152,7 @@ func (s *session) qualifyNames(st parser.Statement) error {
 			q(&x.Names[i], false)
 		}
 	case *parser.Drop:
-		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") {
+		if strings.EqualFold(x.Kind, "SCHEMA") || strings.EqualFold(x.Kind, "INDEX") || strings.EqualFold(x.Kind, "SECRET") {
 			return nil
 		}
 		for i := range x.Names {

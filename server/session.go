@@ -237,7 +237,7 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return s.deferDDL(st, w)
 		}
 	}
-	err := s.exec(ctx, st, params, ptypes, w)
+	err := s.e.redactErr(s.exec(ctx, st, params, ptypes, w), st)
 	if err != nil && s.tx != nil {
 		s.tx.failed = true
 	}
@@ -322,6 +322,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return w.Complete("DEALLOCATE")
 	case *parser.AlterTable, *parser.Truncate, *parser.CreateIndex, *parser.CreateSequence, *parser.CreateSchema:
 		return s.runDDLExt(ctx, st, w)
+	case *parser.CreateSecret, *parser.AlterSecret:
+		return s.runSecretStmt(ctx, st, w)
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }

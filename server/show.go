@@ -35,6 +35,8 @@ func (s *session) utilityColumns(st parser.Statement) []types.Column {
 			return showListCols(strings.ToUpper(x.What))
 		case "ALL":
 			return textCols("name", "setting", "description")
+		case "SECRETS":
+			return textCols("Name")
 		}
 		return textCols(strings.ToLower(x.What))
 	case *parser.ShowCreate:
@@ -103,12 +105,15 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 						last = f.Error()
 					}
 				}
-				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(last)})
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(s.e.redactText(last))})
 				continue
 			}
 			rows = append(rows, textRow(ent.Name))
 		}
 		return s.writeRows(w, showListCols(what), rows, "SHOW")
+	}
+	if what == "SECRETS" {
+		return s.showSecrets(w)
 	}
 	if what == "ALL" {
 		var rows []types.Row
@@ -133,7 +138,7 @@ func (s *session) showCreate(x *parser.ShowCreate, w pgwire.ResultWriter) error 
 	if ent == nil {
 		return pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", x.Name)
 	}
-	return s.writeRows(w, textCols("Name", "Create Sql"), []types.Row{textRow(ent.Name, ent.SQL)}, "SHOW")
+	return s.writeRows(w, textCols("Name", "Create Sql"), []types.Row{textRow(ent.Name, redactSQL(ent.SQL))}, "SHOW")
 }
 
 func (s *session) describeRel(name string, w pgwire.ResultWriter) error {

@@ -98,7 +98,11 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
 	}
 	cfg := connector.SinkConfig{Name: x.Name, ID: id, Columns: q.Columns, Key: key, AppendOnly: appendOnly,
 		Options: opts, Format: format, Encode: encode, FormatOptions: fopts, WriteMode: mode}
-	sp, err := f.Validate(cfg)
+	vcfg, err := e.connectorView(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := f.Validate(vcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -278,5 +282,5 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry) types.Row {
 	// After a restart the writer has logged nothing yet: what was
 	// delivered was logged before.
 	logged = max(logged, delivered)
-	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(lastErr))
+	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(e.redactText(lastErr)))
 }

@@ -143,9 +143,10 @@ func TestExactlyOnceCrash(t *testing.T) {
 	broker := StartBroker(t, 4, "in")
 	pgURL := FreshPostgresDB(t, "sluice_eo_crash")
 	rdb := eoRedis(t, RedisAddr, eoRedisDB)
-	fileDir := filepath.Join(t.TempDir(), "eo_file")
+	fileRoot := t.TempDir()
+	fileDir := filepath.Join(fileRoot, "eo_file")
 
-	srv := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
+	srv := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond, ExtraArgs: []string{"--file-root", fileRoot}})
 	setup := srv.Connect(t)
 	kafkaWith := fmt.Sprintf(`connector = 'kafka', properties.bootstrap.server = '%s'`, broker.Addr)
 	ExecAll(t, setup,

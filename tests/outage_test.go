@@ -334,7 +334,8 @@ func startPrivateRedisAOF(t *testing.T) (*Proc, string) {
 // and that SHOW SINKS shows the guarantee accepted instead.
 func TestSinkDeliveryGuarantee(t *testing.T) {
 	pgURL := FreshPostgresDB(t, "sluice_delivery_guarantee")
-	srv := StartServer(t, Options{})
+	dir := t.TempDir()
+	srv := StartServer(t, Options{ExtraArgs: []string{"--file-root", dir}})
 	conn := srv.Connect(t)
 	ExecAll(t, conn,
 		`CREATE SOURCE sock (id BIGINT, v TEXT) WITH (connector = 'socket', port = '0')`,
@@ -361,7 +362,6 @@ func TestSinkDeliveryGuarantee(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
 	fileSink := func(name, from, delivery string) string {
 		return fmt.Sprintf(`CREATE SINK %s FROM %s WITH (connector = 'file', path = '%s'%s)`,
 			name, from, filepath.Join(dir, name), delivery)

@@ -62,19 +62,24 @@ func main() {
 	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
+	confine := registerConfineFlags()
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger, confine); err != nil {
 		logger.Printf("error: %v", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger, confine confineFlags) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf})
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf}
+	if err := confine.apply(&cfg); err != nil {
+		return err
+	}
+	eng, err := server.Open(cfg)
 	if err != nil {
 		return err
 	}

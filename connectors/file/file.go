@@ -58,10 +58,14 @@ func parse(cfg connector.SinkConfig) (*config, error) {
 			return nil, connector.OptionError("file", k, "unknown option")
 		}
 	}
-	c := &config{dir: cfg.Options["path"], ext: "jsonl"}
-	if strings.TrimSpace(c.dir) == "" {
+	if strings.TrimSpace(cfg.Options["path"]) == "" {
 		return nil, connector.OptionError("file", "path", "is required (a directory)")
 	}
+	dir, err := cfg.Policy.FilePath("file", "path", cfg.Options["path"])
+	if err != nil {
+		return nil, err
+	}
+	c := &config{dir: dir, ext: "jsonl"}
 	switch e := strings.ToUpper(cfg.Encode); e {
 	case "", "JSON":
 	case "CSV":
@@ -103,10 +107,15 @@ func parse(cfg connector.SinkConfig) (*config, error) {
 	return c, nil
 }
 
-// Validate implements connector.SinkFactory. It touches no file.
+// Validate implements connector.SinkFactory. It writes no file: it checks
+// the path is under the policy's root and the directory, if it exists,
+// holds no file the sink did not make.
 func (Factory) Validate(cfg connector.SinkConfig) (connector.SinkPlan, error) {
 	c, err := parse(cfg)
 	if err != nil {
+		return connector.SinkPlan{}, err
+	}
+	if err := (&Sink{cfg: cfg, c: c}).checkOwner(); err != nil {
 		return connector.SinkPlan{}, err
 	}
 	return connector.SinkPlan{WriteMode: c.mode, Guarantee: connector.ExactlyOnce}, nil
@@ -122,6 +131,9 @@ func (Factory) Open(ctx context.Context, cfg connector.SinkConfig) (connector.Si
 	s := &Sink{cfg: cfg, c: c}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, s.ioError(err, "creating directory %s", c.dir)
+	}
+	if err := s.claim(); err != nil {
+		return nil, err
 	}
 	entries, err := os.ReadDir(c.dir)
 	if err != nil {

@@ -30,6 +30,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ var sinkKnownOptions = map[string]bool{
 
 // sinkOptions is a parsed kafka sink configuration.
 type sinkOptions struct {
+	// policy checks every broker address the client dials, those the
+	// cluster's metadata names included (--connector-allow-hosts).
+	policy        *connector.Policy
 	name          string
 	id            uint64
 	brokers       []string
@@ -109,6 +113,12 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 	if len(o.brokers) == 0 {
 		return nil, sinkOptionError("properties.bootstrap.server", "is required (e.g. '127.0.0.1:9092')")
 	}
+	for _, b := range o.brokers {
+		if err := cfg.Policy.CheckAddr("kafka", b, 9092); err != nil {
+			return nil, err
+		}
+	}
+	o.policy = cfg.Policy
 	var err error
 	if o.delivery, err = connector.ParseGuarantee(cfg.Options["delivery"]); err != nil {
 		return nil, err
@@ -272,4 +282,22 @@ func sinkWrap(o *sinkOptions, err error, format string, args ...any) error {
 		code = pgcode.QueryCanceled
 	}
 	return pgerror.Wrap(err, code, msg, args...)
+}
+
+// dial connects to a broker the policy allows.
+func (o *sinkOptions) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	return policyDialer(o.policy, 10*time.Second /* kgo's default */)(ctx, network, host)
+}
+
+// policyDialer dials only the broker addresses the policy allows: the
+// bootstrap servers are checked at CREATE, the brokers the cluster's
+// metadata names here.
+func policyDialer(p *connector.Policy, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := p.CheckAddr("kafka", addr, 9092); err != nil {
+			return nil, err
+		}
+		d := net.Dialer{Timeout: timeout}
+		return d.DialContext(ctx, network, addr)
+	}
 }

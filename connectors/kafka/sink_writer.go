@@ -43,7 +43,7 @@ var _ connector.Sink = (*sinkWriter)(nil)
 
 func newSinkWriter(o *sinkOptions) *sinkWriter {
 	s := &sinkWriter{o: o, enc: newSinkEncoder(o)}
-	s.transport = &kafkago.Transport{DialTimeout: 5 * time.Second, ClientID: "sluice"}
+	s.transport = &kafkago.Transport{DialTimeout: 5 * time.Second, ClientID: "sluice", Dial: policyDialer(o.policy, 5*time.Second)}
 	s.w = &kafkago.Writer{
 		Addr:  kafkago.TCP(o.brokers...),
 		Topic: o.topic,

@@ -73,6 +73,7 @@ var srcKnownOptions = map[string]bool{
 
 // srcConfig is a parsed source configuration.
 type srcConfig struct {
+	policy        *connector.Policy // checks every broker dialled
 	name          string
 	topic         string
 	brokers       []string
@@ -131,6 +132,12 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	if len(c.brokers) == 0 {
 		return nil, srcOptionError("properties.bootstrap.server", "is required")
 	}
+	for _, b := range c.brokers {
+		if err := cfg.Policy.CheckAddr("kafka", b, 9092); err != nil {
+			return nil, err
+		}
+	}
+	c.policy = cfg.Policy
 	switch m := strings.ToLower(get("scan.startup.mode")); m {
 	case "", "earliest":
 	case "latest":

@@ -76,6 +76,7 @@ func newSrcClient(c *srcConfig) *srcClient {
 			MetadataTopics: []string{c.topic},
 			ClientID:       "sluice",
 			Context:        ctx,
+			Dial:           policyDialer(c.policy, 2*time.Second),
 		},
 		cancel: cancel,
 	}

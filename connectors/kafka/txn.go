@@ -106,6 +106,7 @@ func newSinkTxn(o *sinkOptions) *sinkTxn {
 	s := &sinkTxn{o: o, enc: newSinkEncoder(o), progressKey: []byte(o.txnID)}
 	s.stall = max(time.Second /* kgo's minimum record timeout */, min(sinkMaxStall, o.txnTimeout/2))
 	s.opts = []kgo.Opt{
+		kgo.Dialer(o.dial),
 		kgo.SeedBrokers(o.brokers...),
 		kgo.TransactionalID(o.txnID),
 		kgo.TransactionTimeout(o.txnTimeout),

@@ -37,6 +37,7 @@ const appendWhy = "postgres append writes have no progress row: a crash between 
 var knownOptions = map[string]bool{
 	"connector": true, "url": true, "table": true, "primary_key": true, "write_mode": true,
 	"delivery": true, "auto.create": true, "progress.table": true, "write.timeout": true,
+	"user": true, "password": true,
 }
 
 // config is a parsed and checked sink configuration.
@@ -79,7 +80,7 @@ func parseConfig(cfg connector.SinkConfig) (*config, error) {
 	for k := range cfg.Options {
 		if !knownOptions[k] {
 			return nil, optErr(k, "unknown option").
-				WithHint("the postgres sink takes url, table, primary_key, write_mode, delivery, auto.create, progress.table and write.timeout")
+				WithHint("the postgres sink takes url, user, password, table, primary_key, write_mode, delivery, auto.create, progress.table and write.timeout")
 		}
 	}
 	if cfg.Format != "" || cfg.Encode != "" {
@@ -103,6 +104,22 @@ func parseConfig(cfg connector.SinkConfig) (*config, error) {
 		return nil, optErr("url", "%v", err)
 	}
 	c.connCfg = connCfg
+	// user and password override the URL's (RisingWave's postgres sink
+	// takes them as options; password = SECRET name keeps it out of sight).
+	if v, ok := cfg.Options["user"]; ok {
+		connCfg.User = v
+	}
+	if v, ok := cfg.Options["password"]; ok {
+		connCfg.Password = v
+	}
+	if err := cfg.Policy.CheckHost("postgres", connCfg.Host, int(connCfg.Port)); err != nil {
+		return nil, err
+	}
+	for _, fb := range connCfg.Fallbacks {
+		if err := cfg.Policy.CheckHost("postgres", fb.Host, int(fb.Port)); err != nil {
+			return nil, err
+		}
+	}
 
 	tableOpt := strings.TrimSpace(cfg.Options["table"])
 	if tableOpt == "" {

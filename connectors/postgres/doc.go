@@ -1,11 +1,11 @@
 // Package postgres is the 'postgres' sink connector: it writes the changes
 // of committed epochs into a table of a PostgreSQL server through pgx.
 //
-// It owns the sink's options (url, table, auto.create, progress.table,
-// write.timeout), the mapping of Sluice types to PostgreSQL column types,
-// the DDL it runs (the target table when auto.create is on, the progress
-// table, the per-connection staging tables) and the statements of each
-// write mode:
+// It owns the sink's options (url; user and password, which override the
+// URL's; table, auto.create, progress.table, write.timeout), the mapping
+// of Sluice types to PostgreSQL column types, the DDL it runs (the target
+// table when auto.create is on, the progress table, the per-connection
+// staging tables) and the statements of each write mode:
 //
 //   - append: every inserted row is copied into the table (binary COPY);
 //     at least once, since nothing records which epoch was written.

@@ -65,6 +65,9 @@ func parse(cfg connector.SinkConfig) (*goredis.Options, error) {
 	if err != nil {
 		return nil, connector.OptionError("redis", "redis.url", "%v", err)
 	}
+	if err := cfg.Policy.CheckAddr("redis", opts.Addr, 6379); err != nil {
+		return nil, err
+	}
 	if len(cfg.Key) == 0 {
 		return nil, connector.OptionError("redis", "primary_key",
 			"is required: every row is stored under a key built from its primary key")

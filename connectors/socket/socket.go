@@ -102,6 +102,9 @@ func parse(cfg connector.SourceConfig) (*config, error) {
 			WithHint("use ENCODE JSON or CSV")
 	}
 	c.enc = enc
+	if err := cfg.Policy.CheckListenPort("socket", c.port); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -127,6 +130,13 @@ func (SourceFactory) Open(_ context.Context, cfg connector.SourceConfig) (connec
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)))
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgcode.ConnectionException, "socket source %s cannot listen on port %d", c.name, c.port)
+	}
+	if c.port == 0 {
+		// The system picked the port: it too must be in the allowed range.
+		if err := cfg.Policy.CheckListenPort("socket", ln.Addr().(*net.TCPAddr).Port); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	s := &source{cfg: c, ln: ln, done: make(chan struct{}), chunks: make(chan *chunk, chunkBuffer)}
 	s.mu.conns = map[net.Conn]struct{}{}

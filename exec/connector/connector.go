@@ -29,6 +29,9 @@ type SourceConfig struct {
 	// Options are the WITH options (keys lower-case) plus "format" and
 	// "encode" from FORMAT … ENCODE … when given.
 	Options map[string]string
+	// Policy confines the files, ports and hosts the source may use (nil
+	// in unit tests: unconfined).
+	Policy *Policy
 }
 
 // Upsert semantics of a source batch (FORMAT UPSERT): a row with diff +1

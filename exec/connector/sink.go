@@ -73,6 +73,9 @@ type SinkConfig struct {
 	// WriteMode is the user's write_mode ("" if not given) in Validate and
 	// the resolved one in Open.
 	WriteMode string
+	// Policy confines the files and hosts the sink may use (nil in unit
+	// tests: unconfined).
+	Policy *Policy
 }
 
 // SinkPlan is what a sink connector decides about a configuration.

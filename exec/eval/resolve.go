@@ -663,3 +663,26 @@ func regVariadic(name string, params []types.Family, ret types.T, b builder) *ov
 
 // fams is shorthand for a parameter list.
 func fams(fs ...types.Family) []types.Family { return fs }
+
+// IsBuiltin reports whether name (a "pg_catalog." prefix ignored) is a
+// built-in function, aggregate or set-returning function of any signature.
+// The planner uses it to let built-ins win over user functions of the same
+// name, as if pg_catalog came first on every search path.
+func IsBuiltin(name string) bool {
+	name = normName(name)
+	if _, ok := registry[name]; ok {
+		return true
+	}
+	if _, ok := specials[name]; ok {
+		return true
+	}
+	if _, ok := tableFuncs[name]; ok {
+		return true
+	}
+	for _, b := range builtinAggs {
+		if b.Name == name {
+			return true
+		}
+	}
+	return false
+}

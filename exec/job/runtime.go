@@ -25,6 +25,9 @@ type Runtime struct {
 	ctx   context.Context
 	logf  func(string, ...any)
 	wg    sync.WaitGroup
+	// Policy confines the connectors' files, ports and hosts and resolves
+	// their secret references; set before the first job starts.
+	Policy *connector.Policy
 
 	mu struct {
 		sync.Mutex
@@ -260,7 +263,12 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			if err != nil {
 				return fail(err)
 			}
-			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Key: n.Source.Key, Options: n.Source.Options})
+			opts, err := r.Policy.ResolveOptions(n.Source.Options)
+			if err != nil {
+				return fail(err)
+			}
+			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Key: n.Source.Key,
+				Options: opts, Policy: r.Policy})
 			if err != nil {
 				return fail(err)
 			}
@@ -409,10 +417,16 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	})
 }
 
-// SinkConfig returns the connector configuration of a Sink node.
-func SinkConfig(n *spec.Node) connector.SinkConfig {
+// SinkConfig returns the connector configuration of a Sink node, its
+// secret references resolved.
+func (r *Runtime) SinkConfig(n *spec.Node) (connector.SinkConfig, error) {
+	opts, err := r.Policy.ResolveOptions(n.Sink.Options)
+	if err != nil {
+		return connector.SinkConfig{}, err
+	}
 	return connector.SinkConfig{Name: n.Sink.Name, ID: n.Sink.SinkID, Columns: n.Cols, Key: n.Key, AppendOnly: n.Sink.AppendOnly,
-		Options: n.Sink.Options, Format: n.Sink.Format, Encode: n.Sink.Encode, FormatOptions: n.Sink.FormatOpts, WriteMode: n.Sink.WriteMode}
+		Options: opts, Format: n.Sink.Format, Encode: n.Sink.Encode, FormatOptions: n.Sink.FormatOpts, WriteMode: n.Sink.WriteMode,
+		Policy: r.Policy}, nil
 }
 
 func (r *Runtime) deliverer(n *spec.Node) (*sink.Deliverer, error) {
@@ -420,7 +434,11 @@ func (r *Runtime) deliverer(n *spec.Node) (*sink.Deliverer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sink.Deliverer{ID: n.Sink.SinkID, Name: n.Sink.Name, Factory: f, Config: SinkConfig(n), DB: r.db, Logf: r.logf}, nil
+	cfg, err := r.SinkConfig(n)
+	if err != nil {
+		return nil, err
+	}
+	return &sink.Deliverer{ID: n.Sink.SinkID, Name: n.Sink.Name, Factory: f, Config: cfg, DB: r.db, Logf: r.logf}, nil
 }
 
 // EncodeLogBatch encodes a DML chunk for the table log.

@@ -59,6 +59,9 @@ func (r *rewriter) create() Statement {
 	case t.isWord("schema"):
 		r.i++
 		return r.createSchema()
+	case t.isWord("secret"):
+		r.i++
+		return r.createSecret()
 	case t.kind == tkIdent:
 		switch t.val {
 		case "index", "unique", "schema", "database", "user", "role", "sequence", "type", "secret",
@@ -478,6 +481,15 @@ func (r *rewriter) optionValue() string {
 			return "-" + r.peek(-1).val
 		}
 		return r.peek(-1).val
+	case t.isWord("secret") && isName(r.peek(1)):
+		// password = SECRET name (RisingWave): a reference, resolved when
+		// the options reach the connector.
+		r.i += 2
+		return SecretRef(r.peek(-1).val)
+	case t.isWord("secret") && r.peek(1).isPunct(".") && isName(r.peek(2)) && !r.peek(3).isPunct("."):
+		// password = secret.name, the same reference.
+		r.i += 3
+		return SecretRef(r.peek(-1).val)
 	case t.kind == tkIdent || t.kind == tkQIdent:
 		r.i++
 		v := r.src[t.pos:t.end]
@@ -821,7 +833,7 @@ func (r *rewriter) drop() Statement {
 	t := r.tok()
 	switch {
 	case t.isWord("table"), t.isWord("source"), t.isWord("view"), t.isWord("sink"), t.isWord("function"),
-		t.isWord("index"), t.isWord("sequence"), t.isWord("schema"):
+		t.isWord("index"), t.isWord("sequence"), t.isWord("schema"), t.isWord("secret"):
 		d.Kind = strings.ToUpper(t.val)
 		if t.isWord("index") && r.peek(1).isWord("concurrently") {
 			r.i++

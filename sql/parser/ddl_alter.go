@@ -17,6 +17,10 @@ import (
 func (r *rewriter) alterTable() Statement {
 	r.expectWord("alter")
 	t := r.tok()
+	if t.isWord("secret") {
+		r.i++
+		return r.alterSecret()
+	}
 	if !t.isWord("table") {
 		if t.kind == tkIdent {
 			r.unsupported(t, "ALTER %s is not supported", strings.ToUpper(t.val))

@@ -66,6 +66,8 @@ const (
 	IOError                          Code = "58030"
 	Internal                         Code = "XX000"
 	DataCorrupted                    Code = "XX001"
+	ConfigFileError                  Code = "F0000"
+	DuplicateFile                    Code = "58P02"
 )
 
 // IsInternal reports whether c is an internal (XX) code, which a wrapping
