@@ -24,7 +24,10 @@ type Config struct {
 	// StateCacheBytes is the memory operators keep state in before they
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
-	Logf            func(format string, args ...any)
+	// Recover starts from what remains of a damaged store instead of
+	// refusing to start (storage.OpenOptions.Recover).
+	Recover bool
+	Logf    func(format string, args ...any)
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -60,7 +63,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	db, err := storage.Open(cfg.DataDir)
+	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, Logf: cfg.Logf})
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/sstable"
@@ -57,14 +59,92 @@ type DB struct {
 	cache          StateCache
 }
 
-// Open opens (or creates) the store in dir.
-func Open(dir string) (*DB, error) {
+// OpenOptions are how Open treats a damaged store.
+type OpenOptions struct {
+	// Recover starts from what remains of a damaged store instead of
+	// refusing to start: see recover.go for what it does to each kind of
+	// file. Everything it does is logged through Logf.
+	Recover bool
+	// Logf receives what Open found and did (nil: discarded).
+	Logf func(format string, args ...any)
+}
+
+// Open opens (or creates) the store in dir, refusing a damaged one.
+func Open(dir string) (*DB, error) { return OpenWith(dir, OpenOptions{}) }
+
+// OpenWith opens (or creates) the store in dir. Every WAL and MANIFEST
+// Pebble replays is checked record by record first, and every sstable's
+// blocks after it opened: a damaged file is a DataCorrupted error naming
+// it, with nothing changed on disk, unless o.Recover.
+func OpenWith(dir string, o OpenOptions) (*DB, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	rs := &recoverState{dir: dir, logf: o.Logf, accepted: map[string]bool{}}
+	for attempt := 0; ; attempt++ {
+		db, err := open(dir, rs)
+		c, ok := asCorrupt(err)
+		if !ok {
+			if err != nil && pebble.IsCorruptionError(err) {
+				return nil, pgerror.Wrap(err, pgcode.DataCorrupted, "data directory %s is damaged", dir).
+					WithHint("Nothing was changed. Restore the data directory from a backup (see README, \"Storage faults\").")
+			}
+			return db, err
+		}
+		if !o.Recover {
+			return nil, corruptError(dir, c)
+		}
+		if attempt >= 16 {
+			return nil, pgerror.Wrap(c, pgcode.DataCorrupted, "data directory %s: --recover gave up after %d damaged files", dir, attempt)
+		}
+		if err := rs.recover(c); err != nil {
+			return nil, pgerror.Wrap(err, pgcode.DataCorrupted, "data directory %s: recovering from %s", dir, c.Error())
+		}
+	}
+}
+
+// check opens the store read-only (nothing on disk changes) through
+// checkingFS, which checks each WAL and MANIFEST Pebble replays, then
+// verifies every live sstable's checksums.
+func check(dir string, rs *recoverState) error {
+	if ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*")); len(ms) == 0 {
+		return nil // a new store
+	}
+	opts := pebbleOptions()
+	defer opts.Cache.Unref()
+	opts.ReadOnly = true
+	cfs := &checkingFS{FS: opts.FS, logf: rs.logf, accepted: rs.accepted}
+	opts.FS = cfs
+	cfs.on.Store(true)
+	pdb, err := pebble.Open(dir, opts)
+	cfs.on.Store(false)
+	if err != nil {
+		if _, ok := asCorrupt(err); ok {
+			return err
+		}
+		if pebble.IsCorruptionError(err) {
+			return err
+		}
+		return pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
+	}
+	defer pdb.Close()
+	start := time.Now()
+	n, size, err := verifySSTables(pdb, dir)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		rs.logf("storage: verified the checksums of %d sstables (%.1f MiB) in %v", n, float64(size)/(1<<20), time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func pebbleOptions() *pebble.Options {
 	opts := &pebble.Options{
 		Cache:        pebble.NewCache(128 << 20),
 		MemTableSize: 64 << 20,
 		Merger:       countMerger,
 	}
-	defer opts.Cache.Unref()
 	// Operator state is write-heavy and short-lived (rows come and go
 	// within windows and joins): letting L0 grow to 8 files before
 	// compacting it, and leaving the two top levels uncompressed, roughly
@@ -80,6 +160,20 @@ func Open(dir string) (*DB, error) {
 		}
 	}
 	opts.EnsureDefaults()
+	return opts
+}
+
+func open(dir string, rs *recoverState) (*DB, error) {
+	if err := check(dir, rs); err != nil {
+		return nil, err
+	}
+	opts := pebbleOptions()
+	defer opts.Cache.Unref()
+	if rs.archive {
+		// A recovering start keeps the files Pebble finds obsolete (in
+		// <dir>/archive) rather than deleting them.
+		opts.Cleaner = pebble.ArchiveCleaner{}
+	}
 	pdb, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)

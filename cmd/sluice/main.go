@@ -29,6 +29,7 @@ import (
 	_ "sluice/connectors/socket"
 	"sluice/server"
 	"sluice/server/pgwire"
+	"sluice/sql/pgerror"
 	"sluice/storage"
 )
 
@@ -62,19 +63,23 @@ func main() {
 	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
+	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, *recoverStore, logger); err != nil {
 		logger.Printf("error: %v", err)
+		if e := pgerror.Flatten(err); e.Hint != "" {
+			logger.Printf("hint: %s", e.Hint)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, recoverStore bool, logger *log.Logger) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf})
+	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: recoverStore, Logf: logger.Printf})
 	if err != nil {
 		return err
 	}
