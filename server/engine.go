@@ -27,7 +27,10 @@ type Config struct {
 	// Recover starts from what remains of a damaged store instead of
 	// refusing to start (storage.OpenOptions.Recover).
 	Recover bool
-	Logf    func(format string, args ...any)
+	// DiskReserveBytes is the free disk space writes leave for the
+	// store's own work (0: storage.DefaultReserveBytes).
+	DiskReserveBytes uint64
+	Logf             func(format string, args ...any)
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -63,7 +66,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, Logf: cfg.Logf})
+	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, ReserveBytes: cfg.DiskReserveBytes, Logf: cfg.Logf})
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func (rs *recoverState) recoverWAL(c *CorruptFileError, q string) error {
 // rebuildWithout copies every key of the store outside the damaged
 // table's range into a fresh store, then swaps it in.
 func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
-	opts := pebbleOptions()
+	opts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf))
 	defer opts.Cache.Unref()
 	opts.Cleaner = pebble.ArchiveCleaner{}
 	old, err := pebble.Open(rs.dir, opts)
@@ -133,7 +133,7 @@ func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
 		old.Close()
 		return err
 	}
-	nopts := pebbleOptions()
+	nopts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf))
 	defer nopts.Cache.Unref()
 	ndb, err := pebble.Open(fresh, nopts)
 	if err != nil {

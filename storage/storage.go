@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,6 +58,7 @@ type DB struct {
 	// its buffer many times.
 	lastEpochBytes atomic.Int64
 	cache          StateCache
+	space          *spaceGuard
 }
 
 // OpenOptions are how Open treats a damaged store.
@@ -65,8 +67,12 @@ type OpenOptions struct {
 	// refusing to start: see recover.go for what it does to each kind of
 	// file. Everything it does is logged through Logf.
 	Recover bool
-	// Logf receives what Open found and did (nil: discarded).
+	// Logf receives what Open found and did, and later the store's
+	// stalls and faults (nil: discarded).
 	Logf func(format string, args ...any)
+	// ReserveBytes is the free space writes leave for the store's own
+	// work (0: DefaultReserveBytes; see space.go).
+	ReserveBytes uint64
 }
 
 // Open opens (or creates) the store in dir, refusing a damaged one.
@@ -80,9 +86,12 @@ func OpenWith(dir string, o OpenOptions) (*DB, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.ReserveBytes == 0 {
+		o.ReserveBytes = DefaultReserveBytes
+	}
 	rs := &recoverState{dir: dir, logf: o.Logf, accepted: map[string]bool{}}
 	for attempt := 0; ; attempt++ {
-		db, err := open(dir, rs)
+		db, err := open(dir, rs, newSpaceGuard(dir, o.ReserveBytes, o.Logf))
 		c, ok := asCorrupt(err)
 		if !ok {
 			if err != nil && pebble.IsCorruptionError(err) {
@@ -110,7 +119,7 @@ func check(dir string, rs *recoverState) error {
 	if ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*")); len(ms) == 0 {
 		return nil // a new store
 	}
-	opts := pebbleOptions()
+	opts := pebbleOptions(newSpaceGuard(dir, 0, rs.logf))
 	defer opts.Cache.Unref()
 	opts.ReadOnly = true
 	cfs := &checkingFS{FS: opts.FS, logf: rs.logf, accepted: rs.accepted}
@@ -139,12 +148,14 @@ func check(dir string, rs *recoverState) error {
 	return nil
 }
 
-func pebbleOptions() *pebble.Options {
+func pebbleOptions(g *spaceGuard) *pebble.Options {
 	opts := &pebble.Options{
 		Cache:        pebble.NewCache(128 << 20),
 		MemTableSize: 64 << 20,
 		Merger:       countMerger,
+		Logger:       pebbleLogger{g},
 	}
+	g.listenWAL(opts)
 	// Operator state is write-heavy and short-lived (rows come and go
 	// within windows and joins): letting L0 grow to 8 files before
 	// compacting it, and leaving the two top levels uncompressed, roughly
@@ -163,11 +174,11 @@ func pebbleOptions() *pebble.Options {
 	return opts
 }
 
-func open(dir string, rs *recoverState) (*DB, error) {
+func open(dir string, rs *recoverState, g *spaceGuard) (*DB, error) {
 	if err := check(dir, rs); err != nil {
 		return nil, err
 	}
-	opts := pebbleOptions()
+	opts := pebbleOptions(g)
 	defer opts.Cache.Unref()
 	if rs.archive {
 		// A recovering start keeps the files Pebble finds obsolete (in
@@ -182,7 +193,7 @@ func open(dir string, rs *recoverState) (*DB, error) {
 		pdb.Close()
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
 	}
-	db := &DB{pdb: pdb, dir: dir, merger: countMerger, ingestBytes: ingestBytesFromEnv(), ingestFileBytes: ingestFileBytes}
+	db := &DB{pdb: pdb, dir: dir, space: g, merger: countMerger, ingestBytes: ingestBytesFromEnv(), ingestFileBytes: ingestFileBytes}
 	db.writerOpts = opts.MakeWriterOptions(0, pdb.FormatMajorVersion().MaxTableFormat())
 	db.writerOpts.Cache = nil
 	db.cache.limit.Store(DefaultStateCacheBytes)
@@ -298,19 +309,31 @@ func Key(space byte, id uint64, rest ...[]byte) []byte {
 // Commit applies w atomically and durably as epoch e, then publishes a new
 // snapshot for readers.
 func (db *DB) Commit(w *EpochWriter, e uint64) error {
+	return db.CommitCtx(context.Background(), w, e)
+}
+
+// CommitCtx is Commit, waiting (until ctx ends) while the disk lacks room
+// for the epoch and the reserve (space.go): a checkpoint stalls on a full
+// disk and resumes when space returns.
+func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	w.mu.Lock()
 	b, runs := w.b, w.runs
-	w.b, w.runs = nil, nil
 	w.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("epoch %d committed twice", e)
 	}
-	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
-	db.lastEpochBytes.Store(int64(b.Len()))
 	n := 0
 	for _, r := range runs {
 		n += r.bytes()
 	}
+	if err := db.space.waitForSpace(ctx, uint64(b.Len()+n), fmt.Sprintf("the checkpoint of epoch %d", e)); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.b, w.runs = nil, nil
+	w.mu.Unlock()
+	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
+	db.lastEpochBytes.Store(int64(b.Len()))
 	ingested := false
 	if n >= db.ingestBytes && (n > 0 || db.ingestBytes == 0) {
 		err := db.commitIngest(b, runs, e)
@@ -318,7 +341,7 @@ func (db *DB) Commit(w *EpochWriter, e uint64) error {
 		case err == nil:
 			ingested = true
 		case !errors.Is(err, errNoIngest):
-			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+			return db.space.writeError(err, "commit epoch %d", e)
 		}
 	}
 	if !ingested {
@@ -326,7 +349,8 @@ func (db *DB) Commit(w *EpochWriter, e uint64) error {
 			r.applyTo(b)
 		}
 		if err := b.Commit(pebble.Sync); err != nil {
-			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+			db.space.fail(err)
+			return db.space.writeError(err, "commit epoch %d", e)
 		}
 	}
 	b.Close()
@@ -366,10 +390,17 @@ func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatc
 
 // WriteSync applies w atomically and durably (group-committed with
 // concurrent writers by Pebble).
+// A write that would leave less free disk space than the reserve is
+// refused with 53100 (space.go).
 func (db *DB) WriteSync(w *WriteBatch) error {
 	defer w.b.Close()
+	if err := db.space.check(uint64(w.b.Len())); err != nil {
+		return err
+	}
 	if err := w.b.Commit(pebble.Sync); err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "write")
+		// Pebble's WAL writer keeps a failed write's error for good.
+		db.space.fail(err)
+		return db.space.writeError(err, "write")
 	}
 	return nil
 }

@@ -64,9 +64,10 @@ func main() {
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
 	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
+	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, *recoverStore, logger); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, logger); err != nil {
 		logger.Printf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
 			logger.Printf("hint: %s", e.Hint)
@@ -75,11 +76,18 @@ func main() {
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, recoverStore bool, logger *log.Logger) error {
+// storeFlags are the flags about the store's faults (README, "Storage
+// faults").
+type storeFlags struct {
+	recover     bool
+	diskReserve uint64
+}
+
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, logger *log.Logger) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: recoverStore, Logf: logger.Printf})
+	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Logf: logger.Printf})
 	if err != nil {
 		return err
 	}

@@ -201,7 +201,7 @@ func (c *Coordinator) committer(ctx context.Context) {
 			var err error
 			if !failed {
 				connector.Crashpoint("checkpoint-before-commit")
-				err = c.db.Commit(st.w, e)
+				err = c.db.CommitCtx(ctx, st.w, e)
 				connector.Crashpoint("checkpoint-after-commit")
 			}
 			c.mu.Lock()
