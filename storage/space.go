@@ -199,3 +199,7 @@ func (g *spaceGuard) listenWAL(opts *pebble.Options) {
 // SetDiskReserve sets the free space writes leave for the store's own
 // work, in bytes.
 func (db *DB) SetDiskReserve(n uint64) { db.space.reserve.Store(n) }
+
+// WriteRefused returns the error writes get now (53100 while free space is
+// below the reserve, or the error that failed the store), else nil.
+func (db *DB) WriteRefused() error { return db.space.check(0) }
