@@ -79,7 +79,8 @@ func chunkAt(data []byte, off int, logNum uint32) (size int, typ byte, reason st
 }
 
 func zeroHeader(data []byte, off int) bool {
-	for _, b := range data[off:min(off+recLegacyHeader, len(data))] {
+	blockEnd := min((off/recBlockSize+1)*recBlockSize, len(data))
+	for _, b := range data[off:min(off+recLegacyHeader, blockEnd)] {
 		if b != 0 {
 			return false
 		}
@@ -102,13 +103,18 @@ func checkRecords(data []byte, logNum uint32, strictTail bool) *recordDamage {
 	off, goodEnd := 0, 0
 	for off < len(data) {
 		blockEnd := min((off/recBlockSize+1)*recBlockSize, len(data))
-		if blockEnd-off < recRecyclableHeader && zeroHeader(data, off) {
-			off = blockEnd // block padding
+		if blockEnd-off < recLegacyHeader || (blockEnd-off < recRecyclableHeader && zeroHeader(data, off)) {
+			off = blockEnd // block padding: a chunk header does not fit
 			continue
 		}
 		if zeroHeader(data, off) {
-			// Preallocated, never written space: the end of the data,
-			// unless something valid follows.
+			// Preallocated, never written space: the end of the data. In
+			// a WAL that holds even when valid chunks follow: a flipped
+			// byte cannot zero a header, but a power loss can persist a
+			// later unsynced block and not the one before it.
+			if !strictTail {
+				return nil
+			}
 			if after := validAfter(data, off, logNum); after >= 0 {
 				return &recordDamage{offset: int64(off), reason: "zeroed chunk", goodEnd: int64(goodEnd), after: after}
 			}
