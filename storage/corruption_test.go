@@ -263,7 +263,6 @@ func TestCorruptManifest(t *testing.T) {
 	t.Logf("rows after recovering the MANIFEST: %d\n%s", countRows(t, db), log)
 }
 
-
 // TestVerifyCost measures the start-up checksum verification of every
 // sstable: SLUICE_VERIFY_MB=1024 go test -run TestVerifyCost -v ./storage/
 func TestVerifyCost(t *testing.T) {
