@@ -212,3 +212,52 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("after restart: table u has %s rows", got)
 	}
 }
+
+// TestDiskFullByInserts fills the disk the way a user would, with the
+// default reserve: bulk inserts until 53100, through memtable flushes and
+// WAL rotations near the limit. Long (a 700 MiB tmpfs); run it with
+// SLUICE_DISKFULL_LONG=1 go test ./tests/ -run TestDiskFullByInserts -v
+func TestDiskFullByInserts(t *testing.T) {
+	if os.Getenv("SLUICE_DISKFULL_LONG") == "" {
+		t.Skip("set SLUICE_DISKFULL_LONG=1 to run")
+	}
+	mnt := mountTmpfs(t, 700)
+	s := StartServer(t, Options{DataDir: filepath.Join(mnt, "data")})
+	conn := s.Connect(t)
+	defer conn.Close(context.Background())
+	ExecAll(t, conn, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)")
+	const batch = 20000
+	acked := 0
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		_, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO t SELECT g, repeat(md5(g::text), 32) FROM generate_series(%d, %d) g", acked, acked+batch-1))
+		cancel()
+		if err != nil {
+			if PgCode(err) != "53100" {
+				t.Fatalf("after %d rows: %v", acked, err)
+			}
+			t.Logf("53100 after %d rows (%v): %v; %d MiB free", acked, time.Since(start).Round(time.Second), err, freeBytes(t, mnt)>>20)
+			break
+		}
+		acked += batch
+	}
+	if got := queryOne(t, conn, "SELECT count(*) FROM t"); got != fmt.Sprint(acked) {
+		t.Fatalf("%s rows, %d acknowledged", got, acked)
+	}
+	if !s.Running() {
+		t.Fatal("sluice died")
+	}
+	conn.Close(context.Background())
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Connect(t)
+	defer c.Close(context.Background())
+	if got := queryOne(t, c, "SELECT count(*) FROM t"); got != fmt.Sprint(acked) {
+		t.Fatalf("after restart: %s rows, %d acknowledged", got, acked)
+	}
+}
