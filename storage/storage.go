@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -148,6 +149,9 @@ func check(dir string, rs *recoverState) error {
 	return nil
 }
 
+// wrapFS, when set (by tests), wraps the file system Pebble writes through.
+var wrapFS func(vfs.FS) vfs.FS
+
 func pebbleOptions(g *spaceGuard) *pebble.Options {
 	opts := &pebble.Options{
 		Cache:        pebble.NewCache(128 << 20),
@@ -156,6 +160,11 @@ func pebbleOptions(g *spaceGuard) *pebble.Options {
 		Logger:       pebbleLogger{g},
 	}
 	g.listenWAL(opts)
+	opts.FS = vfs.Default
+	if wrapFS != nil {
+		opts.FS = wrapFS(opts.FS)
+	}
+	opts.FS = guardFS{FS: opts.FS, g: g}
 	// Operator state is write-heavy and short-lived (rows come and go
 	// within windows and joins): letting L0 grow to 8 files before
 	// compacting it, and leaving the two top levels uncompressed, roughly
@@ -339,6 +348,9 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 		err := db.commitIngest(b, runs, e)
 		switch {
 		case err == nil:
+			if err := db.space.failed.Load(); err != nil {
+				return *err // the MANIFEST or WAL failed (guardFS)
+			}
 			ingested = true
 		case !errors.Is(err, errNoIngest):
 			return db.space.writeError(err, "commit epoch %d", e)
@@ -351,6 +363,9 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 		if err := b.Commit(pebble.Sync); err != nil {
 			db.space.fail(err)
 			return db.space.writeError(err, "commit epoch %d", e)
+		}
+		if err := db.space.failed.Load(); err != nil {
+			return *err // the WAL failed: the epoch is not durable (guardFS)
 		}
 	}
 	b.Close()
@@ -401,6 +416,10 @@ func (db *DB) WriteSync(w *WriteBatch) error {
 		// Pebble's WAL writer keeps a failed write's error for good.
 		db.space.fail(err)
 		return db.space.writeError(err, "write")
+	}
+	// Pebble may report success for a write its WAL failed (guardFS).
+	if err := db.space.failed.Load(); err != nil {
+		return *err
 	}
 	return nil
 }
