@@ -28,11 +28,12 @@ import (
 //     compactions). The files that leaves unreferenced are moved to
 //     <dir>/archive instead of being deleted. Writes that only those
 //     edits held are lost.
-//   - an sstable that fails a checksum: the store is rebuilt without the
-//     key range the table covers: every key outside it is copied, as
-//     Pebble reads it, into a fresh store that replaces the old one (whose
-//     files go to the quarantine folder). The keys in that range are lost
-//     and are named in the log by key space and object id.
+//   - an sstable that fails a checksum: the store is rebuilt from what
+//     reads: every key is copied, as Pebble reads it, into a fresh store
+//     that replaces the old one (whose files go to the quarantine folder);
+//     the damaged table's range is read forward up to the damaged block
+//     and backward down to it. The keys in between are lost and are named
+//     in the log by key space and object id.
 type recoverState struct {
 	dir      string
 	logf     func(string, ...any)
@@ -169,6 +170,13 @@ func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
 	if err == nil {
 		err = copyRange(after, nil)
 	}
+	// Inside the table's range, keep what reads: forward from its
+	// smallest key up to the first damaged block, and backward from its
+	// largest key down to the last one. Only the keys between are lost.
+	lostLo, lostHi := c.smallest, c.largest
+	if err == nil {
+		lostLo, lostHi, err = copyReadable(old, ndb, c.smallest, after, &kept)
+	}
 	if err == nil {
 		err = ndb.Flush()
 	}
@@ -208,8 +216,8 @@ func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
 	if err := syncDir(rs.dir); err != nil {
 		return err
 	}
-	rs.logf("storage: RECOVER: rebuilt the store without the keys of %s: kept %d keys; every key from %s to %s is LOST (%s); the old store's files are in %s",
-		c.Path, kept, describeKey(c.smallest), describeKey(c.largest), describeRange(c.smallest, c.largest), q)
+	rs.logf("storage: RECOVER: rebuilt the store without the damaged part of %s: kept %d keys; the keys between %s and %s that could not be read are LOST (%s); the old store's files are in %s",
+		c.Path, kept, describeKey(lostLo), describeKey(lostHi), describeRange(lostLo, lostHi), q)
 	return nil
 }
 
@@ -295,4 +303,45 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// copyReadable copies the keys of [lo, hi) that old can read into ndb:
+// forward from lo until a read fails, then backward from hi down to the
+// last key copied. It returns the bounds of the keys it could not read:
+// everything strictly between them is lost.
+func copyReadable(old, ndb *pebble.DB, lo, hi []byte, kept *int64) (lostLo, lostHi []byte, err error) {
+	b := ndb.NewBatch()
+	defer func() {
+		if err == nil {
+			err = b.Commit(pebble.NoSync)
+		} else {
+			b.Close()
+		}
+	}()
+	it, err := old.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, nil, err
+	}
+	lostLo = lo
+	for ok := it.First(); ok; ok = it.Next() {
+		lostLo = bytes.Clone(it.Key())
+		b.Set(it.Key(), it.Value(), nil)
+		*kept++
+	}
+	ferr := it.Close()
+	if ferr == nil {
+		return lostLo, lostLo, nil // all of it read
+	}
+	it, err = old.NewIter(&pebble.IterOptions{LowerBound: append(bytes.Clone(lostLo), 0), UpperBound: hi})
+	if err != nil {
+		return nil, nil, err
+	}
+	lostHi = hi
+	for ok := it.Last(); ok; ok = it.Prev() {
+		lostHi = bytes.Clone(it.Key())
+		b.Set(it.Key(), it.Value(), nil)
+		*kept++
+	}
+	_ = it.Close() // the damaged block ends the backward pass too
+	return lostLo, lostHi, nil
 }
