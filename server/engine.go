@@ -24,7 +24,13 @@ type Config struct {
 	// StateCacheBytes is the memory operators keep state in before they
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
-	Logf            func(format string, args ...any)
+	// Recover starts from what remains of a damaged store instead of
+	// refusing to start (storage.OpenOptions.Recover).
+	Recover bool
+	// DiskReserveBytes is the free disk space writes leave for the
+	// store's own work (0: storage.DefaultReserveBytes).
+	DiskReserveBytes uint64
+	Logf             func(format string, args ...any)
 	// Policy confines connectors (nil: DefaultFileRoot, the default
 	// socket ports, any host; see confine.go). SecretKeyFile is the key of
 	// the stored secrets ("": <data-dir>/secret.key; see secret.go).
@@ -67,7 +73,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	logs := &redactingLogf{logf: cfg.Logf} // redact.go
 	cfg.Logf = logs.Logf
-	db, err := storage.Open(cfg.DataDir)
+	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, ReserveBytes: cfg.DiskReserveBytes, Logf: cfg.Logf})
 	if err != nil {
 		return nil, err
 	}

@@ -237,6 +237,13 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return s.deferDDL(st, w)
 		}
 	}
+	if isDDL(st) {
+		// A catalog change commits with a checkpoint: refuse it while the
+		// disk is full rather than wait (storage/space.go).
+		if err := s.e.db.WriteRefused(); err != nil {
+			return err
+		}
+	}
 	err := s.e.redactErr(s.exec(ctx, st, params, ptypes, w), st)
 	if err != nil && s.tx != nil {
 		s.tx.failed = true

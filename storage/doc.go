@@ -23,5 +23,10 @@
 // write commits its log entry and write-set rows in one synced batch before
 // it is acknowledged.
 //
-// storage imports Pebble and sql/types only.
+// Faults: Open refuses a damaged store, naming the file, unless told to
+// recover (records.go checks WAL and MANIFEST records, corruption.go the
+// sstables, recover.go moves damage aside); writes keep a free-space
+// reserve so that Pebble never meets a full disk (space.go).
+//
+// storage imports Pebble, sql/pgcode and sql/pgerror only.
 package storage

@@ -2,14 +2,18 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -55,16 +59,112 @@ type DB struct {
 	// its buffer many times.
 	lastEpochBytes atomic.Int64
 	cache          StateCache
+	space          *spaceGuard
 }
 
-// Open opens (or creates) the store in dir.
-func Open(dir string) (*DB, error) {
+// OpenOptions are how Open treats a damaged store.
+type OpenOptions struct {
+	// Recover starts from what remains of a damaged store instead of
+	// refusing to start: see recover.go for what it does to each kind of
+	// file. Everything it does is logged through Logf.
+	Recover bool
+	// Logf receives what Open found and did, and later the store's
+	// stalls and faults (nil: discarded).
+	Logf func(format string, args ...any)
+	// ReserveBytes is the free space writes leave for the store's own
+	// work (0: DefaultReserveBytes; see space.go).
+	ReserveBytes uint64
+}
+
+// Open opens (or creates) the store in dir, refusing a damaged one.
+func Open(dir string) (*DB, error) { return OpenWith(dir, OpenOptions{}) }
+
+// OpenWith opens (or creates) the store in dir. Every WAL and MANIFEST
+// Pebble replays is checked record by record first, and every sstable's
+// blocks after it opened: a damaged file is a DataCorrupted error naming
+// it, with nothing changed on disk, unless o.Recover.
+func OpenWith(dir string, o OpenOptions) (*DB, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.ReserveBytes == 0 {
+		o.ReserveBytes = DefaultReserveBytes
+	}
+	rs := &recoverState{dir: dir, logf: o.Logf, accepted: map[string]bool{}}
+	for attempt := 0; ; attempt++ {
+		db, err := open(dir, rs, newSpaceGuard(dir, o.ReserveBytes, o.Logf))
+		c, ok := asCorrupt(err)
+		if !ok {
+			if err != nil && pebble.IsCorruptionError(err) {
+				return nil, pgerror.Wrap(err, pgcode.DataCorrupted, "data directory %s is damaged", dir).
+					WithHint("Nothing was changed. Restore the data directory from a backup (see README, \"Storage faults\").")
+			}
+			return db, err
+		}
+		if !o.Recover {
+			return nil, corruptError(dir, c)
+		}
+		if attempt >= 16 {
+			return nil, pgerror.Wrap(c, pgcode.DataCorrupted, "data directory %s: --recover gave up after %d damaged files", dir, attempt)
+		}
+		if err := rs.recover(c); err != nil {
+			return nil, pgerror.Wrap(err, pgcode.DataCorrupted, "data directory %s: recovering from %s", dir, c.Error())
+		}
+	}
+}
+
+// check opens the store read-only (nothing on disk changes) through
+// checkingFS, which checks each WAL and MANIFEST Pebble replays, then
+// verifies every live sstable's checksums.
+func check(dir string, rs *recoverState) error {
+	if ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*")); len(ms) == 0 {
+		return nil // a new store
+	}
+	opts := pebbleOptions(newSpaceGuard(dir, 0, rs.logf))
+	defer opts.Cache.Unref()
+	opts.ReadOnly = true
+	cfs := &checkingFS{FS: opts.FS, logf: rs.logf, accepted: rs.accepted}
+	opts.FS = cfs
+	cfs.on.Store(true)
+	pdb, err := pebble.Open(dir, opts)
+	cfs.on.Store(false)
+	if err != nil {
+		if _, ok := asCorrupt(err); ok {
+			return err
+		}
+		if pebble.IsCorruptionError(err) {
+			return err
+		}
+		return pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
+	}
+	defer pdb.Close()
+	start := time.Now()
+	n, size, err := verifySSTables(pdb, dir)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		rs.logf("storage: verified the checksums of %d sstables (%.1f MiB) in %v", n, float64(size)/(1<<20), time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// wrapFS, when set (by tests), wraps the file system Pebble writes through.
+var wrapFS func(vfs.FS) vfs.FS
+
+func pebbleOptions(g *spaceGuard) *pebble.Options {
 	opts := &pebble.Options{
 		Cache:        pebble.NewCache(128 << 20),
 		MemTableSize: 64 << 20,
 		Merger:       countMerger,
+		Logger:       pebbleLogger{g},
 	}
-	defer opts.Cache.Unref()
+	g.listenWAL(opts)
+	opts.FS = vfs.Default
+	if wrapFS != nil {
+		opts.FS = wrapFS(opts.FS)
+	}
+	opts.FS = guardFS{FS: opts.FS, g: g}
 	// Operator state is write-heavy and short-lived (rows come and go
 	// within windows and joins): letting L0 grow to 8 files before
 	// compacting it, and leaving the two top levels uncompressed, roughly
@@ -80,6 +180,20 @@ func Open(dir string) (*DB, error) {
 		}
 	}
 	opts.EnsureDefaults()
+	return opts
+}
+
+func open(dir string, rs *recoverState, g *spaceGuard) (*DB, error) {
+	if err := check(dir, rs); err != nil {
+		return nil, err
+	}
+	opts := pebbleOptions(g)
+	defer opts.Cache.Unref()
+	if rs.archive {
+		// A recovering start keeps the files Pebble finds obsolete (in
+		// <dir>/archive) rather than deleting them.
+		opts.Cleaner = pebble.ArchiveCleaner{}
+	}
 	pdb, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
@@ -88,7 +202,7 @@ func Open(dir string) (*DB, error) {
 		pdb.Close()
 		return nil, pgerror.Wrap(err, pgcode.IOError, "open data directory %s", dir)
 	}
-	db := &DB{pdb: pdb, dir: dir, merger: countMerger, ingestBytes: ingestBytesFromEnv(), ingestFileBytes: ingestFileBytes}
+	db := &DB{pdb: pdb, dir: dir, space: g, merger: countMerger, ingestBytes: ingestBytesFromEnv(), ingestFileBytes: ingestFileBytes}
 	db.writerOpts = opts.MakeWriterOptions(0, pdb.FormatMajorVersion().MaxTableFormat())
 	db.writerOpts.Cache = nil
 	db.cache.limit.Store(DefaultStateCacheBytes)
@@ -204,27 +318,42 @@ func Key(space byte, id uint64, rest ...[]byte) []byte {
 // Commit applies w atomically and durably as epoch e, then publishes a new
 // snapshot for readers.
 func (db *DB) Commit(w *EpochWriter, e uint64) error {
+	return db.CommitCtx(context.Background(), w, e)
+}
+
+// CommitCtx is Commit, waiting (until ctx ends) while the disk lacks room
+// for the epoch and the reserve (space.go): a checkpoint stalls on a full
+// disk and resumes when space returns.
+func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	w.mu.Lock()
 	b, runs := w.b, w.runs
-	w.b, w.runs = nil, nil
 	w.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("epoch %d committed twice", e)
 	}
-	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
-	db.lastEpochBytes.Store(int64(b.Len()))
 	n := 0
 	for _, r := range runs {
 		n += r.bytes()
 	}
+	if err := db.space.waitForSpace(ctx, uint64(b.Len()+n), fmt.Sprintf("the checkpoint of epoch %d", e)); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.b, w.runs = nil, nil
+	w.mu.Unlock()
+	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
+	db.lastEpochBytes.Store(int64(b.Len()))
 	ingested := false
 	if n >= db.ingestBytes && (n > 0 || db.ingestBytes == 0) {
 		err := db.commitIngest(b, runs, e)
 		switch {
 		case err == nil:
+			if err := db.space.failed.Load(); err != nil {
+				return *err // the MANIFEST or WAL failed (guardFS)
+			}
 			ingested = true
 		case !errors.Is(err, errNoIngest):
-			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+			return db.space.writeError(err, "commit epoch %d", e)
 		}
 	}
 	if !ingested {
@@ -232,7 +361,11 @@ func (db *DB) Commit(w *EpochWriter, e uint64) error {
 			r.applyTo(b)
 		}
 		if err := b.Commit(pebble.Sync); err != nil {
-			return pgerror.Wrap(err, pgcode.IOError, "commit epoch %d", e)
+			db.space.fail(err)
+			return db.space.writeError(err, "commit epoch %d", e)
+		}
+		if err := db.space.failed.Load(); err != nil {
+			return *err // the WAL failed: the epoch is not durable (guardFS)
 		}
 	}
 	b.Close()
@@ -272,10 +405,21 @@ func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatc
 
 // WriteSync applies w atomically and durably (group-committed with
 // concurrent writers by Pebble).
+// A write that would leave less free disk space than the reserve is
+// refused with 53100 (space.go).
 func (db *DB) WriteSync(w *WriteBatch) error {
 	defer w.b.Close()
+	if err := db.space.check(uint64(w.b.Len())); err != nil {
+		return err
+	}
 	if err := w.b.Commit(pebble.Sync); err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "write")
+		// Pebble's WAL writer keeps a failed write's error for good.
+		db.space.fail(err)
+		return db.space.writeError(err, "write")
+	}
+	// Pebble may report success for a write its WAL failed (guardFS).
+	if err := db.space.failed.Load(); err != nil {
+		return *err
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	_ "sluice/connectors/socket"
 	"sluice/server"
 	"sluice/server/pgwire"
+	"sluice/sql/pgerror"
 	"sluice/storage"
 )
 
@@ -63,19 +64,31 @@ func main() {
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
 	confine := registerConfineFlags()
+	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
+	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger, confine); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, logger, confine); err != nil {
 		logger.Printf("error: %v", err)
+		if e := pgerror.Flatten(err); e.Hint != "" {
+			logger.Printf("hint: %s", e.Hint)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger, confine confineFlags) error {
+// storeFlags are the flags about the store's faults (README, "Storage
+// faults").
+type storeFlags struct {
+	recover     bool
+	diskReserve uint64
+}
+
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, logger *log.Logger, confine confineFlags) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf}
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Logf: logger.Printf}
 	if err := confine.apply(&cfg); err != nil {
 		return err
 	}

@@ -201,7 +201,7 @@ func (c *Coordinator) committer(ctx context.Context) {
 			var err error
 			if !failed {
 				connector.Crashpoint("checkpoint-before-commit")
-				err = c.db.Commit(st.w, e)
+				err = c.db.CommitCtx(ctx, st.w, e)
 				connector.Crashpoint("checkpoint-after-commit")
 			}
 			c.mu.Lock()
@@ -249,13 +249,23 @@ func (c *Coordinator) wait(ctx context.Context, e uint64) error {
 	}
 	c.mu.waiters = append(c.mu.waiters, waiter{epoch: e, ch: ch})
 	c.mu.Unlock()
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return fmt.Errorf("shutting down")
+	// A commit stalled on a full disk (storage.DB.CommitCtx waits for
+	// space) ends the wait with the disk's error instead of hanging.
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-ch:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return fmt.Errorf("shutting down")
+		case <-t.C:
+			if err := c.db.WriteRefused(); err != nil {
+				return err
+			}
+		}
 	}
 }
 
