@@ -25,6 +25,9 @@ type Config struct {
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
 	Logf            func(format string, args ...any)
+	// Auth configures roles and what SHOW reports of the connection
+	// limits (role.go).
+	Auth AuthConfig
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -34,6 +37,7 @@ type Engine struct {
 	coord *flow.Coordinator
 	rt    *job.Runtime
 	cat   *catalog
+	roles *roleCatalog // role.go
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -72,8 +76,13 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	roles, err := openRoles(db, cfg.Auth.Superuser, cfg.Auth.SuperuserPassword)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}}
+	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}, roles: roles}
 	e.cat = newCatalog(entries, next)
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
@@ -176,5 +185,5 @@ func (e *Engine) Close() error {
 
 // Connect implements pgwire.Handler.
 func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
-	return newSession(e, p), nil
+	return e.connect(p)
 }

@@ -62,20 +62,37 @@ func main() {
 	dataDir := flag.String("data-dir", "./sluice-data", "directory of the embedded store")
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
+	sec := registerSecurityFlags() // security.go
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, logger); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, sec, logger); err != nil {
 		logger.Printf("error: %v", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, logger *log.Logger) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sec *securityFlags, logger *log.Logger) error {
+	if err := sec.check(); err != nil {
+		return err
+	}
+	password, err := sec.password()
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf})
+	tlsCfg, err := sec.tlsConfig(dataDir)
 	if err != nil {
+		return err
+	}
+	eng, err := server.Open(server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Logf: logger.Printf,
+		Auth: sec.authConfig(password)})
+	if err != nil {
+		return err
+	}
+	if err := checkListen(listen, eng.TrustMode(), eng.Superuser()); err != nil {
+		eng.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", listen)
@@ -83,11 +100,29 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, logge
 		eng.Close()
 		return err
 	}
+	uln, err := listenUnix(sec.unixSocketDir, ln.Addr())
+	if err != nil {
+		logger.Printf("warning: %v (serving TCP only)", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := pgwire.NewServer(eng, pgwire.Options{Logf: logger.Printf})
-	logger.Printf("listening on %s (data in %s)", ln.Addr(), dataDir)
+	srv := pgwire.NewServer(eng, sec.pgwireOptions(eng, tlsCfg, logger.Printf))
+	mode := "password authentication"
+	if eng.TrustMode() {
+		mode = "trust (no password configured: local connections only)"
+	}
+	logger.Printf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
+	var unixDone chan error
+	if uln != nil {
+		logger.Printf("listening on unix socket %s", uln.Addr())
+		unixDone = make(chan error, 1)
+		go func() { unixDone <- srv.Serve(ctx, uln) }() // owned: waited for below
+	}
 	serveErr := srv.Serve(ctx, ln)
+	if unixDone != nil {
+		stop()
+		<-unixDone
+	}
 	if cerr := eng.Close(); cerr != nil && serveErr == nil {
 		serveErr = cerr
 	}
