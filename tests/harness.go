@@ -255,7 +255,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 		if opts.Addr == "" {
 			opts.Addr = FreeAddr(t)
 		}
-		args = []string{"--listen", opts.Addr, "--data-dir", opts.DataDir}
+		// No Unix socket unless a test asks for one (ExtraArgs come later
+		// and win): killed servers would leave socket files in /tmp.
+		args = []string{"--listen", opts.Addr, "--data-dir", opts.DataDir, "--unix-socket-dir", ""}
 		if opts.CheckpointInterval != 0 {
 			args = append(args, "--checkpoint-interval", opts.CheckpointInterval.String())
 		}
