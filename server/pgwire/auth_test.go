@@ -1,8 +1,15 @@
 package pgwire
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestSCRAMVerifierMatchesPostgres recomputes a verifier PostgreSQL 15
@@ -25,5 +32,56 @@ func TestSCRAMVerifierMatchesPostgres(t *testing.T) {
 	// md5 as PostgreSQL 15 stored it for role alice_sluice_probe.
 	if got := MD5Verifier("pencil", "alice_sluice_probe"); got != "md5096812aed02b643d737e294665b0dc18" {
 		t.Fatalf("md5: %s", got)
+	}
+}
+
+// fakeAuth is an Authenticator over a fixed set of roles.
+type fakeAuth map[string]RoleAuth
+
+func (f fakeAuth) LookupRole(name string) (RoleAuth, bool) { r, ok := f[name]; return r, ok }
+func (f fakeAuth) TrustMode() bool                         { return false }
+
+// TestAuthExchanges runs SCRAM-SHA-256 and md5 with pgx against an
+// in-process server: right and wrong passwords, unknown users, roles
+// without a password or without LOGIN, md5 off and on.
+func TestAuthExchanges(t *testing.T) {
+	roles := fakeAuth{
+		"tester":  {Verifier: SCRAMVerifier("pw"), CanLogin: true},
+		"old":     {Verifier: MD5Verifier("pw", "old"), CanLogin: true},
+		"nopw":    {CanLogin: true},
+		"nologin": {Verifier: SCRAMVerifier("pw")},
+	}
+	for _, md5on := range []bool{false, true} {
+		ts := startServer(t, Options{Auth: roles, AuthMD5: md5on}, false)
+		try := func(user, pw string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@%s/db?sslmode=disable", user, pw, ts.addr))
+			if err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) {
+					return pe.Code + " " + pe.Message
+				}
+				return err.Error()
+			}
+			c.Close(ctx)
+			return "ok"
+		}
+		oldWant := `28P01 password authentication failed for user "old"` // SCRAM cannot use an md5 hash
+		if md5on {
+			oldWant = "ok"
+		}
+		for _, tc := range []struct{ user, pw, want string }{
+			{"tester", "pw", "ok"},
+			{"tester", "pW", `28P01 password authentication failed for user "tester"`},
+			{"ghost", "pw", `28P01 password authentication failed for user "ghost"`},
+			{"nopw", "", `28P01 password authentication failed for user "nopw"`},
+			{"nologin", "pw", `28000 role "nologin" is not permitted to log in`},
+			{"old", "pw", oldWant},
+		} {
+			if got := try(tc.user, tc.pw); got != tc.want {
+				t.Errorf("md5 %v, %s/%s: got %q, want %q", md5on, tc.user, tc.pw, got, tc.want)
+			}
+		}
 	}
 }
