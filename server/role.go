@@ -282,6 +282,11 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 	opts := map[string]parser.RoleOption{}
 	for _, o := range x.Options {
 		opts[o.Name] = o
+		if o.Password != nil && *o.Password == "" {
+			if err := w.Notice("empty string is not a valid password, clearing password"); err != nil {
+				return err
+			}
+		}
 	}
 	kind := "ROLE"
 	if x.User {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -83,5 +84,74 @@ func TestAuthExchanges(t *testing.T) {
 				t.Errorf("md5 %v, %s/%s: got %q, want %q", md5on, tc.user, tc.pw, got, tc.want)
 			}
 		}
+	}
+}
+
+// trustAuth is fakeAuth in trust mode (no password configured).
+type trustAuth struct{ fakeAuth }
+
+func (trustAuth) TrustMode() bool { return true }
+
+// remoteListener makes its connections look as if they came from addr.
+type remoteListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l remoteListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return remoteConn{c, l.addr}, nil
+}
+
+type remoteConn struct {
+	net.Conn
+	addr net.Addr
+}
+
+func (c remoteConn) RemoteAddr() net.Addr { return c.addr }
+
+// TestTrustModeLocalOnly: without passwords, a known role from loopback
+// gets in without a password, an unknown one gets 28000, and a client
+// from another host is refused even as a known role.
+func TestTrustModeLocalOnly(t *testing.T) {
+	auth := trustAuth{fakeAuth{"tester": {CanLogin: true, Superuser: true}}}
+	connect := func(ln net.Listener, user string) string {
+		srv := NewServer(newFakeHandler(), Options{Auth: auth, Logf: t.Logf})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx, ln) }()
+		defer func() { cancel(); <-done }()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		c, err := pgx.Connect(cctx, fmt.Sprintf("postgres://%s@%s/db?sslmode=disable", user, ln.Addr()))
+		if err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				return pe.Code + " " + pe.Message
+			}
+			return err.Error()
+		}
+		c.Close(cctx)
+		return "ok"
+	}
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	if got := connect(listen(), "tester"); got != "ok" {
+		t.Errorf("loopback: %s", got)
+	}
+	if got := connect(listen(), "ghost"); got != `28000 role "ghost" does not exist` {
+		t.Errorf("unknown role: %s", got)
+	}
+	remote := remoteListener{listen(), &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 5555}}
+	if got := connect(remote, "tester"); got != "28000 no password is configured: only loopback and Unix-socket connections are accepted" {
+		t.Errorf("remote: %s", got)
 	}
 }
