@@ -455,6 +455,13 @@ func TestTLS(t *testing.T) {
 		py := pythonProbe(t, base+mode+" password=tls-pw")
 		wantContains(t, "python "+mode, py, "psycopg ok tess ssl", "psycopg2 ok tess ssl")
 	}
+	// SCRAM-SHA-256-PLUS: libpq binds the login to the TLS session.
+	if out, ok := psqlTry(t, base+verifyCI+" channel_binding=require", "tls-pw"); !ok || out != "tess" {
+		t.Fatalf("psql channel_binding=require: %s", out)
+	}
+	if py := pythonProbe(t, base+"sslmode=require channel_binding=require password=tls-pw"); !strings.Contains(py, "psycopg ok tess ssl") {
+		t.Fatalf("psycopg channel_binding=require: %s", py)
+	}
 	out, ok := psqlTry(t, base+"sslmode=disable", "tls-pw")
 	if ok {
 		t.Fatalf("psql in plaintext connected: %s", out)

@@ -248,13 +248,20 @@ func (s *Server) mockSecret(user string) scramSecret {
 	return scramSecret{iter: 4096, salt: salt, storedKey: make([]byte, sha256.Size), serverKey: make([]byte, sha256.Size)}
 }
 
-// scramExchange runs SCRAM-SHA-256 (without channel binding).
+// scramExchange runs SCRAM-SHA-256, and over TLS also offers
+// SCRAM-SHA-256-PLUS with tls-server-end-point channel binding (as
+// PostgreSQL), which ties the login to this TLS session.
 func (c *conn) scramExchange(user, verifier string, exists bool) error {
 	sec, valid := parseSCRAMVerifier(verifier)
 	if !exists || !valid {
 		sec = c.srv.mockSecret(user)
 	}
-	if err := c.send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{scramMechanism}}); err != nil {
+	cbData := c.tlsServerEndPoint()
+	mechs := []string{scramMechanism}
+	if cbData != nil {
+		mechs = []string{scramMechanism + "-PLUS", scramMechanism}
+	}
+	if err := c.send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechs}); err != nil {
 		return err
 	}
 	b, err := c.readAuthMessage()
@@ -266,7 +273,9 @@ func (c *conn) scramExchange(user, verifier string, exists bool) error {
 	if i < 0 || len(b) < i+5 {
 		return fatalf(pgcode.ProtocolViolation, "malformed SASL message")
 	}
-	if mech := string(b[:i]); mech != scramMechanism {
+	mech := string(b[:i])
+	plus := cbData != nil && mech == scramMechanism+"-PLUS"
+	if mech != scramMechanism && !plus {
 		return fatalf(pgcode.ProtocolViolation, "client selected an invalid SASL authentication mechanism")
 	}
 	n := int32(binary.BigEndian.Uint32(b[i+1:]))
@@ -275,24 +284,42 @@ func (c *conn) scramExchange(user, verifier string, exists bool) error {
 		return fatalf(pgcode.ProtocolViolation, "malformed SASL message")
 	}
 	clientFirst := string(data)
-	// gs2-header: "n,," or "y,," (no channel binding; we offer none).
-	var gs2 string
-	switch {
-	case strings.HasPrefix(clientFirst, "n,"), strings.HasPrefix(clientFirst, "y,"):
-	case strings.HasPrefix(clientFirst, "p="):
-		return fatalf(pgcode.ProtocolViolation, "channel binding is not supported by this server")
-	default:
+	// gs2-header: cbind-flag "," [authzid] ","
+	j := strings.IndexByte(clientFirst, ',')
+	if j < 0 {
 		return fatalf(pgcode.ProtocolViolation, "malformed SCRAM message")
 	}
-	k := strings.Index(clientFirst[2:], ",")
+	k := strings.IndexByte(clientFirst[j+1:], ',')
 	if k < 0 {
 		return fatalf(pgcode.ProtocolViolation, "malformed SCRAM message")
 	}
 	if k > 0 { // authzid a=...
 		return fatalf(pgcode.FeatureNotSupported, "client uses authorization identity, but it is not supported")
 	}
-	gs2 = clientFirst[:3]
-	bare := clientFirst[3:]
+	flag := clientFirst[:j]
+	switch {
+	case plus:
+		if flag != "p=tls-server-end-point" {
+			return fatalf(pgcode.ProtocolViolation, "unsupported SCRAM channel-binding type %q", strings.TrimPrefix(flag, "p="))
+		}
+	case flag == "n":
+		cbData = nil
+	case flag == "y":
+		if cbData != nil {
+			return fatalf(pgcode.ProtocolViolation, "SCRAM channel binding negotiation error").
+				WithDetail("The client supports SCRAM channel binding but thinks the server does not.  However, this server does support channel binding.")
+		}
+	case strings.HasPrefix(flag, "p="):
+		return fatalf(pgcode.ProtocolViolation, "malformed SCRAM message").
+			WithDetail("The client selected SCRAM-SHA-256 without channel binding, but the SCRAM message includes channel binding data.")
+	default:
+		return fatalf(pgcode.ProtocolViolation, "malformed SCRAM message")
+	}
+	if !plus {
+		cbData = nil
+	}
+	gs2 := clientFirst[:j+k+2]
+	bare := clientFirst[j+k+2:]
 	var cnonce string
 	for _, attr := range strings.Split(bare, ",") {
 		if v, ok := strings.CutPrefix(attr, "r="); ok {
@@ -324,7 +351,7 @@ func (c *conn) scramExchange(user, verifier string, exists bool) error {
 		return fatalf(pgcode.ProtocolViolation, "malformed SCRAM message")
 	}
 	attrs := strings.Split(withoutProof, ",")
-	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(gs2)) {
+	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString(append([]byte(gs2), cbData...)) {
 		return fatalf(pgcode.ProtocolViolation, "SCRAM channel binding check failed")
 	}
 	if attrs[1] != "r="+nonce {

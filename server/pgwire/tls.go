@@ -2,7 +2,11 @@ package pgwire
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/tls"
+	"crypto/x509"
+	"hash"
 	"net"
 
 	"sluice/sql/pgcode"
@@ -106,4 +110,37 @@ func (c *conn) checkTLSRequired(user, db string) bool {
 		"no pg_hba.conf entry for host %q, user %q, database %q, no encryption", host, user, db).
 		WithHint("The server requires TLS (--tls-required): connect with sslmode=require or stronger."))
 	return false
+}
+
+// tlsServerEndPoint returns the tls-server-end-point channel binding
+// data (RFC 5929): the hash of the server's certificate, with the hash of
+// its signature algorithm (SHA-256 for MD5 and SHA-1); nil when the
+// connection is not on TLS.
+func (c *conn) tlsServerEndPoint() []byte {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	certs := c.srv.opts.TLS.Certificates
+	if len(certs) == 0 || len(certs[0].Certificate) == 0 || tc.ConnectionState().Version == 0 {
+		return nil
+	}
+	der := certs[0].Certificate[0]
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil
+	}
+	var h hash.Hash
+	switch cert.SignatureAlgorithm {
+	case x509.SHA384WithRSA, x509.ECDSAWithSHA384, x509.SHA384WithRSAPSS:
+		h = sha512.New384()
+	case x509.SHA512WithRSA, x509.ECDSAWithSHA512, x509.SHA512WithRSAPSS:
+		h = sha512.New()
+	case x509.PureEd25519:
+		return nil // no hash: channel binding is not defined (as PostgreSQL)
+	default:
+		h = sha256.New()
+	}
+	h.Write(der)
+	return h.Sum(nil)
 }
