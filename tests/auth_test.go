@@ -610,6 +610,52 @@ func TestConnectionLimits(t *testing.T) {
 	}
 }
 
+// TestConnectionFlood: connections that never finish their startup count
+// too: at twice max_connections a new client is refused at once, and
+// connects again when they are gone.
+func TestConnectionFlood(t *testing.T) {
+	s := startAuthServer(t, "disable", "--max-connections", "2", "--superuser-reserved-connections", "0")
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 4; i++ {
+		nc, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, nc)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := pgxTry(t, s.ConnString())
+		if sqlState(err) == "53300" {
+			wantState(t, "flooded", err, "53300", "sorry, too many clients already")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("4 silent connections with max_connections 2: a new client got %v, want 53300", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range silent {
+		c.Close()
+	}
+	silent = nil
+	for {
+		u, err := pgxTry(t, s.ConnString())
+		if err == nil && u == "sluice" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestFDLimit: at the file-descriptor limit accept fails with EMFILE;
 // the server backs off and retries, and once clients leave a new one
 // connects.

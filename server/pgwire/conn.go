@@ -108,6 +108,11 @@ func (c *conn) serve() {
 			c.trySendFatal(fatalf(pgcode.Internal, "internal error"))
 		}
 	}()
+	if !c.srv.enterConn() { // limits.go
+		c.trySendFatal(fatalf(pgcode.TooManyConnections, "sorry, too many clients already"))
+		return
+	}
+	defer c.srv.leaveConn()
 	if !c.startup() {
 		return
 	}
