@@ -211,6 +211,7 @@ func (e *Engine) connect(p pgwire.StartupInfo) (pgwire.Session, error) {
 	s.settings["max_connections"] = strconv.Itoa(cmp.Or(ac.MaxConnections, 100))
 	s.settings["superuser_reserved_connections"] = strconv.Itoa(cmp.Or(ac.ReservedConnections, 3))
 	s.settings["authentication_timeout"] = cmp.Or(ac.AuthTimeout, "1min")
+	s.settings["ssl"] = onOffSetting(ac.TLS)
 	s.changed = map[string]string{"is_superuser": onOffSetting(r.Super)}
 	return s, nil
 }
@@ -227,7 +228,7 @@ func onOffSetting(b bool) string {
 var serverSettings = map[string]bool{
 	"max_connections": true, "superuser_reserved_connections": true, "authentication_timeout": true,
 	"is_superuser": true, "server_version": true, "server_version_num": true, "server_encoding": true,
-	"lc_collate": true, "lc_ctype": true, "max_identifier_length": true, "integer_datetimes": true,
+	"lc_collate": true, "lc_ctype": true, "max_identifier_length": true, "integer_datetimes": true, "ssl": true,
 }
 
 // checkSet validates SET name = val for the settings this file owns.
@@ -486,6 +487,7 @@ type AuthConfig struct {
 	MaxConnections               int
 	ReservedConnections          int
 	AuthTimeout                  string // as SHOW authentication_timeout prints it, e.g. "1min"
+	TLS                          bool   // SHOW ssl
 }
 
 // oidOtherDatabase is the OID pg_database gives the database a session is

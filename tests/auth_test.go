@@ -433,6 +433,10 @@ func TestTLS(t *testing.T) {
 	s := startAuthServer(t, "require", "--tls-cert", pki.certFile, "--tls-key", pki.keyFile, "--tls-required")
 	c := s.Connect(t)
 	mustExec(t, c, `CREATE USER tess PASSWORD 'tls-pw'`)
+	var ssl string
+	if err := c.QueryRow(context.Background(), `SHOW ssl`).Scan(&ssl); err != nil || ssl != "on" {
+		t.Fatalf("SHOW ssl: %q %v", ssl, err)
+	}
 	c.Close(context.Background())
 
 	verify := "sslmode=verify-full&sslrootcert=" + url.QueryEscape(pki.caFile)

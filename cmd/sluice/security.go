@@ -79,6 +79,7 @@ func (f *securityFlags) authConfig(password string) server.AuthConfig {
 		Superuser: f.superuser, SuperuserPassword: password,
 		MaxConnections: f.maxConns, ReservedConnections: f.reservedConns,
 		AuthTimeout: pgDuration(f.authTimeout),
+		TLS:         f.tlsGenerate || f.tlsCert != "",
 	}
 }
 

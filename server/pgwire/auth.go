@@ -106,8 +106,6 @@ func (c *conn) local() bool {
 		return a.IP.IsLoopback()
 	case *net.UnixAddr:
 		return true
-	case nil:
-		return false
 	}
 	_, isUnix := c.raw.LocalAddr().(*net.UnixAddr)
 	return isUnix
