@@ -691,6 +691,9 @@ func TestFDLimit(t *testing.T) {
 		t.Fatalf("%d connections and none refused: the descriptor limit was not reached", len(conns))
 	}
 	t.Logf("descriptor limit reached after %d connections", len(conns))
+	if !strings.Contains(s.Logs(), "too many open files") {
+		t.Fatalf("the server did not report EMFILE from accept; log:\n%s", s.Logs())
+	}
 	for _, c := range conns {
 		c.Close()
 	}
