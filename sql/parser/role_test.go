@@ -45,3 +45,11 @@ func TestParseRoleStatements(t *testing.T) {
 		t.Errorf("got %+v", rs)
 	}
 }
+
+// Role statements seed FuzzParse too.
+func init() {
+	fuzzSeeds = append(fuzzSeeds,
+		`CREATE ROLE a WITH LOGIN SUPERUSER CREATEROLE PASSWORD 'x'`,
+		`ALTER USER "B" NOLOGIN NOSUPERUSER NOCREATEROLE ENCRYPTED PASSWORD NULL`,
+		`ALTER ROLE a RENAME TO b`, `DROP ROLE IF EXISTS a, "b"`, `CREATE USER u CONNECTION LIMIT 3`)
+}
