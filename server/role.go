@@ -105,7 +105,7 @@ func openRoles(db *storage.DB, bootstrap, password string) (*roleCatalog, error)
 		changed = true
 	}
 	if changed {
-		if err := rc.write(nil, b, ""); err != nil {
+		if err := rc.write(b, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +122,7 @@ func (rc *roleCatalog) allocOID() int64 {
 // write persists r (nil: none) and deletes role del ("": none) in one
 // synced batch, then applies the change in memory; rc.mu must be held
 // (or rc not yet shared).
-func (rc *roleCatalog) write(ctx context.Context, r *roleEntry, del string) error {
+func (rc *roleCatalog) write(r *roleEntry, del string) error {
 	w := rc.db.NewWriteBatch()
 	if del != "" {
 		w.Delete([]byte(rolePrefix + del))
@@ -314,7 +314,7 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 		r := &roleEntry{Name: name, Login: x.User}
 		s.applyRoleOptions(r, opts)
 		r.OID = rc.allocOID()
-		if err := rc.write(ctx, r, ""); err != nil {
+		if err := rc.write(r, ""); err != nil {
 			return err
 		}
 		if err := s.warnLockout(w, r); err != nil {
@@ -350,7 +350,7 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 			if notice {
 				r.Password = "" // the md5 hash is salted with the name (as PG)
 			}
-			if err := rc.write(ctx, &r, name); err != nil {
+			if err := rc.write(&r, name); err != nil {
 				return err
 			}
 			if notice {
@@ -375,7 +375,7 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 			return pgerror.New(pgcode.InsufficientPrivilege, "permission denied to alter role").
 				WithDetail("The bootstrap superuser must have the SUPERUSER attribute.")
 		}
-		if err := rc.write(ctx, &r, ""); err != nil {
+		if err := rc.write(&r, ""); err != nil {
 			return err
 		}
 		if err := s.warnLockout(w, &r); err != nil {
@@ -383,7 +383,7 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 		}
 		return w.Complete(tag)
 	}
-	// DROP: check every role first, then drop them in one batch.
+	// DROP: check every role first, then drop them (a synced write each).
 	var drop []string
 	for _, n := range x.Names {
 		n = s.roleName(n)
@@ -409,7 +409,7 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 		drop = append(drop, n)
 	}
 	for _, n := range drop {
-		if err := rc.write(ctx, nil, n); err != nil {
+		if err := rc.write(nil, n); err != nil {
 			return err
 		}
 	}

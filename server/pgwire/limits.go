@@ -37,7 +37,7 @@ func (s *Server) leaveConn() {
 	s.slots.mu.Unlock()
 }
 
-// acquire takes a slot for a session of a role (super: with SUPERUSER),
+// acquireSlot takes a slot for a session of a role (super: with SUPERUSER),
 // or returns the FATAL 53300 error PostgreSQL sends.
 func (s *Server) acquireSlot(super bool) *pgerror.Error {
 	max, reserved := s.opts.MaxConnections, s.opts.ReservedConnections
