@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -36,6 +37,7 @@ type roleEntry struct {
 const (
 	rolePrefix  = "m/role/"
 	roleNextKey = "m/rolenext"
+	mockKeyKey  = "m/authmockkey"
 	// firstRoleOID is the first OID of roles other than the first
 	// bootstrap superuser (which has oidOwner, 10); it keeps role OIDs
 	// apart from the OIDs of relations, keys and constraints (system.go).
@@ -50,6 +52,7 @@ var databases = []string{"postgres", "sluice"}
 type roleCatalog struct {
 	db        *storage.DB
 	bootstrap string // the bootstrap superuser's name
+	mockKey   []byte // see MockKey
 
 	mu struct {
 		sync.RWMutex
@@ -83,6 +86,18 @@ func openRoles(db *storage.DB, bootstrap, password string) (*roleCatalog, error)
 		return nil, err
 	} else if v != nil {
 		rc.mu.nextOID, _ = strconv.ParseInt(string(v), 10, 64)
+	}
+	if rc.mockKey, err = db.Get([]byte(mockKeyKey)); err != nil {
+		return nil, err
+	}
+	if len(rc.mockKey) != 32 {
+		rc.mockKey = make([]byte, 32)
+		rand.Read(rc.mockKey)
+		w := db.NewWriteBatch()
+		w.Set([]byte(mockKeyKey), rc.mockKey)
+		if err := db.WriteSync(w); err != nil {
+			return nil, err
+		}
 	}
 	b := rc.mu.m[bootstrap]
 	changed := false
@@ -187,6 +202,10 @@ func (e *Engine) TrustMode() bool {
 	}
 	return true
 }
+
+// MockKey keys pgwire's fake SCRAM salts of unknown users; it is kept in
+// the store so that it is the same at every start.
+func (e *Engine) MockKey() []byte { return e.roles.mockKey }
 
 // Superuser returns the bootstrap superuser's name.
 func (e *Engine) Superuser() string { return e.roles.bootstrap }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 const authSuperPassword = "s3cret-super"
@@ -311,6 +312,13 @@ func TestAuthRoles(t *testing.T) {
 
 	// Restart: roles and passwords are kept; the new password of bob works
 	// and the old one does not.
+	// An unknown user's mock salt is stable (across restarts too), like a
+	// real user's, so probing salts does not tell who exists.
+	ghostSalt, bobSalt := scramSalt(t, s.Addr, "ghost"), scramSalt(t, s.Addr, "bob")
+	if ghostSalt != scramSalt(t, s.Addr, "ghost") || ghostSalt == scramSalt(t, s.Addr, "ghost2") {
+		t.Fatal("mock salts are not stable per user")
+	}
+
 	// The superuser's password is not given this time: the stored one counts.
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -321,6 +329,9 @@ func TestAuthRoles(t *testing.T) {
 	}
 	if u, err := pgxTry(t, pgURL(s, "bob", "bob-pw2", "sluice", "sslmode=disable")); err != nil || u != "bob" {
 		t.Fatalf("bob after restart: %q %v", u, err)
+	}
+	if scramSalt(t, s.Addr, "ghost") != ghostSalt || scramSalt(t, s.Addr, "bob") != bobSalt {
+		t.Fatal("salts changed across the restart")
 	}
 	_, err = pgxTry(t, pgURL(s, "bob", "bob-pw", "sluice", "sslmode=disable"))
 	wantState(t, "bob's old password", err, "28P01", "")
@@ -750,4 +761,37 @@ func ioReadFull(c net.Conn, b []byte) (int, error) { return io.ReadFull(c, b) }
 func md5hex(s string) string {
 	sum := md5.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// scramSalt starts a SCRAM exchange as user and returns the salt the
+// server announces (for an unknown user, its mock salt).
+func scramSalt(t *testing.T, addr, user string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fe := pgproto3.NewFrontend(nc, nc)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+		Parameters: map[string]string{"user": user, "database": "sluice"}})
+	fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,,n=,r=clientnonce")})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := fe.Receive()
+		if err != nil {
+			t.Fatalf("SCRAM as %s: %v", user, err)
+		}
+		if c, ok := m.(*pgproto3.AuthenticationSASLContinue); ok {
+			for _, a := range strings.Split(string(c.Data), ",") {
+				if s, ok := strings.CutPrefix(a, "s="); ok {
+					return s
+				}
+			}
+			t.Fatalf("server-first-message without a salt: %q", c.Data)
+		}
+	}
 }

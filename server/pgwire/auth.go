@@ -29,6 +29,12 @@ import (
 
 // Authenticator is what the server asks about roles. The Engine
 // implements it; a nil Options.Auth lets every user in (unit tests).
+//
+// An Authenticator may also implement interface{ MockKey() []byte }: 32
+// secret bytes, the same at every start, that key the fake SCRAM salts of
+// unknown users, so that a client cannot tell them from real ones by
+// watching salts across restarts (PostgreSQL's mock authentication
+// nonce). Without it the key is random per Server.
 type Authenticator interface {
 	// LookupRole returns the login facts of role name; ok is false when no
 	// such role exists.

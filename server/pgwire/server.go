@@ -80,6 +80,9 @@ func NewServer(h Handler, opts Options) *Server {
 	}
 	s := &Server{h: h, opts: opts, keys: make(map[uint32]*conn)}
 	rand.Read(s.mockKey[:])
+	if mk, ok := opts.Auth.(interface{ MockKey() []byte }); ok {
+		copy(s.mockKey[:], mk.MockKey()) // stable across restarts (auth.go)
+	}
 	return s
 }
 
