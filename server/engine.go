@@ -36,6 +36,9 @@ type Config struct {
 	// the stored secrets ("": <data-dir>/secret.key; see secret.go).
 	Policy        *connector.Policy
 	SecretKeyFile string
+	// Auth configures roles and what SHOW reports of the connection
+	// limits (role.go).
+	Auth AuthConfig
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -45,6 +48,7 @@ type Engine struct {
 	coord *flow.Coordinator
 	rt    *job.Runtime
 	cat   *catalog
+	roles *roleCatalog // role.go
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -85,8 +89,13 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	roles, err := openRoles(db, cfg.Auth.Superuser, cfg.Auth.SuperuserPassword)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}}
+	e := &Engine{cfg: cfg, db: db, ctx: ctx, cancel: cancel, tables: map[uint64]*tableWriter{}, roles: roles}
 	e.cat = newCatalog(entries, next)
 	logs.e.Store(e)
 	e.cat.system = systemRelations(e)
@@ -195,5 +204,5 @@ func (e *Engine) Close() error {
 
 // Connect implements pgwire.Handler.
 func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
-	return newSession(e, p), nil
+	return e.connect(p)
 }

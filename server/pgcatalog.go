@@ -274,7 +274,15 @@ func init() {
 	add("pg_database", 1262, 'r', "oid:oid datname:name datdba:oid encoding:int4 datlocprovider:char datistemplate:bool "+
 		"datallowconn:bool datconnlimit:int4 dattablespace:oid datcollate:text datctype:text daticulocale:text "+
 		"datcollversion:text datacl:text[]", func(env *sysEnv) []types.Row {
-		return []types.Row{mkRow(oidDatabase, env.db, oidOwner, 6, "c", false, true, -1, 1663, "C", "C", nil, nil, nil)}
+		var out []types.Row
+		for _, d := range databases { // role.go
+			oid := int64(oidDatabase)
+			if d != env.db {
+				oid = oidOtherDatabase
+			}
+			out = append(out, mkRow(oid, d, oidOwner, 6, "c", false, true, -1, 1663, "C", "C", nil, nil, nil))
+		}
+		return out
 	})
 
 	add("pg_am", 2601, 'r', "oid:oid amname:name amtype:char", func(*sysEnv) []types.Row {
@@ -375,37 +383,40 @@ func init() {
 		return out
 	})
 
-	// The roles: "sluice" (oid 10), which owns everything, and the
-	// session's user when it has another name.
-	roles := func(env *sysEnv) []string {
-		if env.user == "sluice" {
-			return []string{"sluice"}
-		}
-		return []string{"sluice", env.user}
-	}
-	roleOID := func(i int) int64 {
-		if i == 0 {
-			return oidOwner
-		}
-		return oidFirstUser - 1
-	}
+	// The roles (role.go): pg_authid, and its views pg_roles and pg_user
+	// which hide the password.
 	add("pg_roles", 0, 'v', "rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool "+
 		"rolcanlogin:bool rolreplication:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz "+
 		"rolbypassrls:bool rolconfig:text[] oid:oid", func(env *sysEnv) []types.Row {
 		var out []types.Row
-		for i, r := range roles(env) {
-			out = append(out, mkRow(r, true, true, true, true, true, true, -1, "********", nil, true, nil, roleOID(i)))
+		for _, r := range env.roles {
+			out = append(out, mkRow(r.Name, r.Super, true, r.CreateRole || r.Super, r.Super, r.Login, r.Super, -1, "********", nil, r.Super, nil, r.OID))
 		}
 		return out
 	})
 	add("pg_user", 0, 'v', "usename:name usesysid:oid usecreatedb:bool usesuper:bool userepl:bool usebypassrls:bool "+
 		"passwd:text valuntil:timestamptz useconfig:text[]", func(env *sysEnv) []types.Row {
 		var out []types.Row
-		for i, r := range roles(env) {
-			out = append(out, mkRow(r, roleOID(i), true, true, true, true, "********", nil, nil))
+		for _, r := range env.roles {
+			if r.Login {
+				out = append(out, mkRow(r.Name, r.OID, r.Super, r.Super, r.Super, r.Super, "********", nil, nil))
+			}
 		}
 		return out
 	})
+	add("pg_authid", 1260, 'r', "oid:oid rolname:name rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool "+
+		"rolcanlogin:bool rolreplication:bool rolbypassrls:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz",
+		func(env *sysEnv) []types.Row {
+			var out []types.Row
+			for _, r := range env.roles {
+				var pw any
+				if r.Password != "" {
+					pw = r.Password
+				}
+				out = append(out, mkRow(r.OID, r.Name, r.Super, true, r.CreateRole || r.Super, r.Super, r.Login, r.Super, r.Super, -1, pw, nil))
+			}
+			return out
+		})
 	add("pg_settings", 0, 'v', "name:text setting:text unit:text category:text short_desc:text extra_desc:text "+
 		"context:text vartype:text source:text min_val:text max_val:text enumvals:text[] boot_val:text "+
 		"reset_val:text sourcefile:text sourceline:int4 pending_restart:bool", func(env *sysEnv) []types.Row {

@@ -142,7 +142,7 @@ func TestCatalogQueries(t *testing.T) {
 			[]string{"id|bigint|t", "customer|text|f", "amount|numeric(12,2)|f", "ts|timestamp without time zone|f"}},
 		{`SELECT s.srvname, f.ftoptions FROM pg_foreign_table f, pg_foreign_server s WHERE s.oid = f.ftserver`, "",
 			[]string{`datagen|{datagen.rows.per.second=10,fields.id.kind=sequence,fields.id.start=1,fields.v.kind=random,fields.v.seed=7}`}},
-		{`SELECT datname FROM pg_database`, "", []string{"sluice"}},
+		{`SELECT datname FROM pg_database`, "", []string{"postgres", "sluice"}},
 		{`SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' ORDER BY 1`, "", []string{"information_schema", "public"}},
 		{`SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`, "",
 			[]string{"big|VIEW", "customers|BASE TABLE", "g|FOREIGN", "orders|BASE TABLE"}},

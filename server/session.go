@@ -62,6 +62,7 @@ var defaultSettings = map[string]string{
 	"lc_collate":                    "C",
 	"lc_ctype":                      "C",
 	"is_superuser":                  "on",
+	"password_encryption":           "scram-sha-256",
 	"default_transaction_read_only": "off",
 	"transaction_read_only":         "off",
 	// read_your_writes on: a read waits for the epoch holding the
@@ -293,6 +294,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return w.Complete("DROP " + strings.ToUpper(x.Kind))
 	case *parser.Copy:
 		return s.copyStmt(ctx, x, w)
+	case *parser.RoleStmt:
+		return s.roleStmt(ctx, x, w)
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err
@@ -353,6 +356,9 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 	name := strings.ToLower(x.Name)
 	val := x.Value
+	if err := checkSet(name, val); err != nil { // role.go
+		return err
+	}
 	switch name {
 	case "transaction", "transaction_characteristics":
 		return s.setTransaction(x, w)

@@ -60,6 +60,8 @@ type sysEnv struct {
 	settings map[string]string
 	entries  []*storage.CatalogEntry // sorted by name
 	cursors  []types.Row             // pg_cursors: the session's cursors (cursor.go)
+	roles    []roleEntry             // pg_roles, pg_authid (role.go)
+	super    bool                    // the session's role is a superuser
 }
 
 // sysTable is one system relation.
@@ -110,7 +112,7 @@ func systemRelations(e *Engine) map[string]*cat.Relation {
 	out := map[string]*cat.Relation{}
 	for k, t := range sysTables {
 		out[k] = t.relation(e, func() *sysEnv {
-			return &sysEnv{db: "sluice", user: "sluice", settings: defaultSettings}
+			return &sysEnv{db: "sluice", user: "sluice", settings: defaultSettings, super: true}
 		})
 	}
 	return out
@@ -124,7 +126,11 @@ func (t *sysTable) relation(e *Engine, env func() *sysEnv) *cat.Relation {
 			return t.erows(e)
 		}
 		en := env()
+		if err := checkSysRead(t.name, en); err != nil {
+			return nil, err
+		}
 		en.entries = e.cat.list("")
+		en.roles = e.roles.list()
 		return t.rows(en), nil
 	}}
 }
@@ -172,7 +178,8 @@ func (s *session) sysEnv() *sysEnv {
 	for k, v := range s.settings {
 		settings[k] = v
 	}
-	return &sysEnv{db: db, user: user, settings: settings, cursors: s.cursorRows()}
+	me, _ := s.e.roles.get(user)
+	return &sysEnv{db: db, user: user, settings: settings, cursors: s.cursorRows(), super: me.Super}
 }
 
 // colSpec parses column specs "name:type ..." of a system relation. Types

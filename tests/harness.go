@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,6 +189,9 @@ type Options struct {
 	Credential *syscall.Credential
 	// User and Database to connect as; both default to "sluice".
 	User, Database string
+	// Password is the password the harness connects with (auth_test.go);
+	// SSLMode its sslmode (default disable).
+	Password, SSLMode string
 }
 
 // Server is one sluice server under test: a data directory and a port, and
@@ -202,6 +206,8 @@ type Server struct {
 	cred    *syscall.Credential
 	user    string
 	db      string
+	pass    string // Options.Password
+	sslmode string
 	logs    *logBuffer
 
 	mu struct {
@@ -249,7 +255,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 		if opts.Addr == "" {
 			opts.Addr = FreeAddr(t)
 		}
-		args = []string{"--listen", opts.Addr, "--data-dir", opts.DataDir}
+		// No Unix socket unless a test asks for one (ExtraArgs come later
+		// and win): killed servers would leave socket files in /tmp.
+		args = []string{"--listen", opts.Addr, "--data-dir", opts.DataDir, "--unix-socket-dir", ""}
 		if opts.CheckpointInterval != 0 {
 			args = append(args, "--checkpoint-interval", opts.CheckpointInterval.String())
 		}
@@ -258,6 +266,7 @@ func NewServer(t testing.TB, opts Options) *Server {
 	s := &Server{
 		t: t, bin: bin, Addr: opts.Addr, DataDir: opts.DataDir, args: args, cred: opts.Credential,
 		user: cmpOr(opts.User, "sluice"), db: cmpOr(opts.Database, "sluice"), logs: newLogBuffer(),
+		pass: opts.Password, sslmode: cmpOr(opts.SSLMode, "disable"),
 	}
 	s.mu.env = opts.Env
 	t.Cleanup(func() {
@@ -488,7 +497,11 @@ func (s *Server) Host() string {
 // ConnString returns a connection URL for the server in pgx's default
 // (extended protocol, cached statements) mode.
 func (s *Server) ConnString() string {
-	return "postgres://" + s.user + "@" + s.Addr + "/" + s.db + "?sslmode=disable&connect_timeout=5"
+	userinfo := url.User(s.user)
+	if s.pass != "" {
+		userinfo = url.UserPassword(s.user, s.pass)
+	}
+	return "postgres://" + userinfo.String() + "@" + s.Addr + "/" + s.db + "?sslmode=" + s.sslmode + "&connect_timeout=5"
 }
 
 // SimpleConnString returns a connection URL that makes pgx use the simple

@@ -64,11 +64,12 @@ func main() {
 	interval := flag.Duration("checkpoint-interval", time.Second, "time between checkpoints")
 	stateCache := flag.Int64("state-cache-mb", storage.DefaultStateCacheBytes>>20, "memory for operator state before it spills to the store, MiB")
 	confine := registerConfineFlags()
+	sec := registerSecurityFlags() // security.go
 	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
 	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	flag.Parse()
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, logger, confine); err != nil {
+	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, sec, logger, confine); err != nil {
 		logger.Printf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
 			logger.Printf("hint: %s", e.Hint)
@@ -84,11 +85,23 @@ type storeFlags struct {
 	diskReserve uint64
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, logger *log.Logger, confine confineFlags) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logger *log.Logger, confine confineFlags) error {
+	if err := sec.check(); err != nil {
+		return err
+	}
+	password, err := sec.password()
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Logf: logger.Printf}
+	tlsCfg, err := sec.tlsConfig(dataDir)
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Logf: logger.Printf,
+		Auth: sec.authConfig(password)}
 	if err := confine.apply(&cfg); err != nil {
 		return err
 	}
@@ -96,16 +109,38 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	if err != nil {
 		return err
 	}
+	if err := checkListen(listen, eng.TrustMode(), eng.Superuser()); err != nil {
+		eng.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		eng.Close()
 		return err
 	}
+	uln, err := listenUnix(sec.unixSocketDir, ln.Addr())
+	if err != nil {
+		logger.Printf("warning: %v (serving TCP only)", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := pgwire.NewServer(eng, pgwire.Options{Logf: logger.Printf})
-	logger.Printf("listening on %s (data in %s)", ln.Addr(), dataDir)
+	srv := pgwire.NewServer(eng, sec.pgwireOptions(eng, tlsCfg, logger.Printf))
+	mode := "password authentication"
+	if eng.TrustMode() {
+		mode = "trust (no password configured: local connections only)"
+	}
+	logger.Printf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
+	var unixDone chan error
+	if uln != nil {
+		logger.Printf("listening on unix socket %s", uln.Addr())
+		unixDone = make(chan error, 1)
+		go func() { unixDone <- srv.Serve(ctx, uln) }() // owned: waited for below
+	}
 	serveErr := srv.Serve(ctx, ln)
+	if unixDone != nil {
+		stop()
+		<-unixDone
+	}
 	if cerr := eng.Close(); cerr != nil && serveErr == nil {
 		serveErr = cerr
 	}

@@ -46,7 +46,8 @@ const (
 // are used only by the connection's goroutine.
 type conn struct {
 	srv *Server
-	nc  net.Conn
+	nc  net.Conn        // raw, or the TLS connection over it
+	raw net.Conn        // the accepted connection (Serve's shutdown uses it)
 	ctx context.Context // done when the server shuts down
 	br  *bufio.Reader
 	bw  *bufio.Writer
@@ -56,6 +57,7 @@ type conn struct {
 	werr error  // first write error: the connection is dead
 
 	pid, secret uint32 // backend key, set by Server.register
+	slot        bool   // holds a session slot (limits.go)
 
 	mu         sync.Mutex
 	cancelStmt context.CancelFunc // cancels the running statement; nil between statements
@@ -72,6 +74,7 @@ func newConn(s *Server, nc net.Conn, ctx context.Context) *conn {
 	return &conn{
 		srv:     s,
 		nc:      nc,
+		raw:     nc,
 		ctx:     ctx,
 		br:      bufio.NewReaderSize(nc, readBufferSize),
 		bw:      bufio.NewWriterSize(nc, writeBufferSize),
@@ -105,6 +108,11 @@ func (c *conn) serve() {
 			c.trySendFatal(fatalf(pgcode.Internal, "internal error"))
 		}
 	}()
+	if !c.srv.enterConn() { // limits.go
+		c.trySendFatal(fatalf(pgcode.TooManyConnections, "sorry, too many clients already"))
+		return
+	}
+	defer c.srv.leaveConn()
 	if !c.startup() {
 		return
 	}
@@ -115,6 +123,9 @@ func (c *conn) serve() {
 func (c *conn) finish() {
 	c.nc.Close()
 	c.srv.unregister(c)
+	if c.slot {
+		c.srv.releaseSlot()
+	}
 	c.dropPortals()
 	if c.sess != nil {
 		defer func() {
@@ -470,8 +481,11 @@ func (c *conn) readyForQuery() error {
 // startup runs the startup handshake; it reports whether the connection
 // is ready for queries.
 func (c *conn) startup() bool {
-	c.nc.SetReadDeadline(time.Now().Add(startupTimeout))
+	c.nc.SetReadDeadline(time.Now().Add(c.srv.opts.AuthTimeout))
 	if c.ctx.Err() != nil {
+		return false
+	}
+	if !c.directTLS() {
 		return false
 	}
 	var (
@@ -488,6 +502,12 @@ func (c *conn) startup() bool {
 		case code == sslRequestCode || code == gssEncRequestCode:
 			if i >= 2 || len(body) != 0 {
 				return false
+			}
+			if code == sslRequestCode && c.canTLS() {
+				if !c.startTLS() {
+					return false
+				}
+				continue
 			}
 			// Encryption is not supported: the client continues in the clear.
 			if c.write([]byte{'N'}) != nil || c.flush() != nil {
@@ -513,10 +533,6 @@ func (c *conn) startup() bool {
 		}
 		break
 	}
-	c.nc.SetReadDeadline(time.Time{})
-	if c.ctx.Err() != nil { // Serve may have woken us before the deadline was cleared
-		return false
-	}
 
 	user := params["user"]
 	if user == "" {
@@ -541,9 +557,22 @@ func (c *conn) startup() bool {
 			return false
 		}
 	}
-	if c.send(&pgproto3.AuthenticationOk{}) != nil {
+	if !c.checkTLSRequired(user, db) {
 		return false
 	}
+	super, ok := c.authenticate(user)
+	if !ok {
+		return false
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	if c.ctx.Err() != nil { // Serve may have woken us before the deadline was cleared
+		return false
+	}
+	if err := c.srv.acquireSlot(super); err != nil {
+		c.trySendFatal(err)
+		return false
+	}
+	c.slot = true
 
 	sess, err := c.srv.h.Connect(c.ctx, StartupInfo{
 		User:            user,
@@ -573,7 +602,7 @@ func (c *conn) startup() bool {
 		"standard_conforming_strings": "on",
 		"TimeZone":                    "UTC",
 		"IntervalStyle":               "postgres",
-		"is_superuser":                "on",
+		"is_superuser":                onOff(super),
 		"session_authorization":       user,
 		"application_name":            params["application_name"],
 	}
@@ -587,6 +616,13 @@ func (c *conn) startup() bool {
 		return false
 	}
 	return c.readyForQuery() == nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // parseStartupParams parses the name/value pairs of a StartupMessage. It

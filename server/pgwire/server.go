@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"log"
@@ -22,15 +23,32 @@ type Options struct {
 	// Logf logs server-side events (panics, accept errors). Default
 	// log.Printf.
 	Logf func(format string, args ...any)
+
+	// Auth authenticates clients (auth.go); nil lets every user in as a
+	// superuser.
+	Auth Authenticator
+	// AuthMD5 allows md5 password authentication for roles whose stored
+	// password is an md5 hash (off: only SCRAM-SHA-256).
+	AuthMD5 bool
+	// TLS, when set, answers SSLRequest with 'S' (and accepts PostgreSQL
+	// 17's direct TLS); TLSRequired then refuses plaintext TCP clients.
+	TLS         *tls.Config
+	TLSRequired bool
+	// MaxConnections bounds the sessions (0: unlimited);
+	// ReservedConnections of them are kept for superusers (limits.go).
+	MaxConnections, ReservedConnections int
+	// AuthTimeout bounds the time from accept to the end of
+	// authentication (as authentication_timeout). Default 1 minute.
+	AuthTimeout time.Duration
 }
 
 // DefaultMaxMessageSize is the MaxMessageSize used when Options leaves it 0.
 const DefaultMaxMessageSize = 64 << 20
 
 const (
-	// startupTimeout bounds the time a client may take to send its
-	// startup packet (as Postgres' authentication_timeout).
-	startupTimeout = time.Minute
+	// defaultAuthTimeout bounds the time a client may take to send its
+	// startup packet and authenticate (as Postgres' authentication_timeout).
+	defaultAuthTimeout = time.Minute
 	// shutdownGrace is how long Serve waits, after cancelling every
 	// connection's statement and waking every reader, before it closes
 	// the connections that have not finished.
@@ -44,6 +62,9 @@ type Server struct {
 
 	mu   sync.Mutex
 	keys map[uint32]*conn // backend pid -> connection, for CancelRequest
+
+	slots   slots    // session slots (limits.go)
+	mockKey [32]byte // keys the mock SCRAM salts of unknown users (auth.go)
 }
 
 // NewServer returns a Server serving h.
@@ -54,7 +75,15 @@ func NewServer(h Handler, opts Options) *Server {
 	if opts.Logf == nil {
 		opts.Logf = log.Printf
 	}
-	return &Server{h: h, opts: opts, keys: make(map[uint32]*conn)}
+	if opts.AuthTimeout <= 0 {
+		opts.AuthTimeout = defaultAuthTimeout
+	}
+	s := &Server{h: h, opts: opts, keys: make(map[uint32]*conn)}
+	rand.Read(s.mockKey[:])
+	if mk, ok := opts.Auth.(interface{ MockKey() []byte }); ok {
+		copy(s.mockKey[:], mk.MockKey()) // stable across restarts (auth.go)
+	}
+	return s
 }
 
 // connSet is the set of live connections accepted by one Serve call.
@@ -144,7 +173,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	// Shut down: every connection's context is now cancelled (which
 	// cancels running statements); wake readers so they notice.
-	conns.each(func(c *conn) { c.nc.SetReadDeadline(time.Now()) })
+	conns.each(func(c *conn) { c.raw.SetReadDeadline(time.Now()) })
 	all := make(chan struct{})
 	go func() { // owned: Serve waits on all below
 		wg.Wait()
@@ -155,7 +184,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case <-all:
 	case <-t.C:
-		conns.each(func(c *conn) { c.nc.Close() })
+		conns.each(func(c *conn) { c.raw.Close() })
 		<-all
 	}
 	return err

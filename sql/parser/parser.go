@@ -143,6 +143,9 @@ func (r *rewriter) statement() Statement {
 	if t.kind != tkIdent {
 		r.syntaxErr(t)
 	}
+	if st := r.roleStatement(); st != nil { // role.go
+		return st
+	}
 	switch t.val {
 	case "select", "with", "values", "table", "insert", "update", "delete":
 		return r.query()
