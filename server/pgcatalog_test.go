@@ -337,11 +337,12 @@ FDW options: ("datagen.rows.per.second" '10', "fields.id.kind" 'sequence', "fiel
 
 `},
 		{`\l`, `
-                                        List of databases
-  Name  | Owner  | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges 
---------+--------+----------+---------+-------+------------+-----------------+-------------------
- sluice | sluice | UTF8     | C       | C     |            | libc            | 
-(1 row)
+                                         List of databases
+   Name   | Owner  | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges 
+----------+--------+----------+---------+-------+------------+-----------------+-------------------
+ postgres | sluice | UTF8     | C       | C     |            | libc            | 
+ sluice   | sluice | UTF8     | C       | C     |            | libc            | 
+(2 rows)
 
 `},
 		{`\dn`, `
