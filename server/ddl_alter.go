@@ -145,6 +145,7 @@ func (e *Engine) dropOwned(ent *storage.CatalogEntry) {
 // slices may be changed.
 func copyEntry(ent *storage.CatalogEntry) *storage.CatalogEntry {
 	c := *ent
+	c.Owner = entryOwner(ent) // a rewritten table keeps its owner
 	c.Columns = append([]storage.ColumnEntry(nil), ent.Columns...)
 	c.Checks = append([]storage.CheckEntry(nil), ent.Checks...)
 	c.Uniques = append([]storage.UniqueEntry(nil), ent.Uniques...)

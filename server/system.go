@@ -60,6 +60,8 @@ type sysEnv struct {
 	settings map[string]string
 	entries  []*storage.CatalogEntry // sorted by name
 	cursors  []types.Row             // pg_cursors: the session's cursors (cursor.go)
+	// superuser: the user sees every privilege (table_privileges).
+	superuser bool
 }
 
 // sysTable is one system relation.
@@ -110,7 +112,7 @@ func systemRelations(e *Engine) map[string]*cat.Relation {
 	out := map[string]*cat.Relation{}
 	for k, t := range sysTables {
 		out[k] = t.relation(e, func() *sysEnv {
-			return &sysEnv{db: "sluice", user: "sluice", settings: defaultSettings}
+			return &sysEnv{db: "sluice", user: "sluice", settings: defaultSettings, superuser: true}
 		})
 	}
 	return out
@@ -172,7 +174,7 @@ func (s *session) sysEnv() *sysEnv {
 	for k, v := range s.settings {
 		settings[k] = v
 	}
-	return &sysEnv{db: db, user: user, settings: settings, cursors: s.cursorRows()}
+	return &sysEnv{db: db, user: user, settings: settings, cursors: s.cursorRows(), superuser: s.e.superuser(user)}
 }
 
 // colSpec parses column specs "name:type ..." of a system relation. Types
