@@ -131,7 +131,7 @@ func (s *session) grant(ctx context.Context, x *parser.Grant, w pgwire.ResultWri
 		return err
 	}
 	role := s.role()
-	var notices []string
+	var notices [][2]string // SQLSTATE, message
 	err = s.e.ddl(ctx, func() error {
 		targets, err := s.grantTargets(x)
 		if err != nil {
@@ -160,15 +160,15 @@ func (s *session) grant(ctx context.Context, x *parser.Grant, w pgwire.ResultWri
 					return permissionDenied(ent)
 				}
 				if grantable&want != want {
-					verb := "granted"
+					code, verb := string(pgcode.WarningPrivilegeNotGranted), "were granted"
 					if x.Revoke {
-						verb = "revoked"
+						code, verb = string(pgcode.WarningPrivilegeNotRevoked), "could be revoked"
 					}
-					if grantable&want == 0 {
-						notices = append(notices, fmt.Sprintf("no privileges were %s for %q", verb, objName(ent)))
-					} else {
-						notices = append(notices, fmt.Sprintf("not all privileges were %s for %q", verb, objName(ent)))
+					what := "no"
+					if grantable&want != 0 {
+						what = "not all"
 					}
+					notices = append(notices, [2]string{code, fmt.Sprintf("%s privileges %s for %q", what, verb, objName(ent))})
 					want &= grantable
 				}
 			}
@@ -207,7 +207,13 @@ func (s *session) grant(ctx context.Context, x *parser.Grant, w pgwire.ResultWri
 		return err
 	}
 	for _, n := range notices {
-		if err := w.Notice(n); err != nil {
+		var err error
+		if ww, ok := w.(pgwire.Warner); ok {
+			err = ww.Warning(n[0], n[1])
+		} else {
+			err = w.Notice(n[1])
+		}
+		if err != nil {
 			return err
 		}
 	}
