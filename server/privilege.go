@@ -346,3 +346,26 @@ func (s *session) authorizeDrop(role string, x *parser.Drop) error {
 	}
 	return nil
 }
+
+// requireSequence checks a sequence function's privileges: any one of
+// anyOf (nextval: USAGE or UPDATE; currval: USAGE or SELECT; setval:
+// UPDATE), as PostgreSQL. A sequence owned by a table (serial and
+// identity columns) may also be advanced by a role that may INSERT into
+// the table: PostgreSQL exempts identity columns; Sluice cannot tell them
+// from serial ones when the default runs, and exempts both.
+func (s *session) requireSequence(ent *storage.CatalogEntry, anyOf acl.Privilege) error {
+	role := s.role()
+	if s.e.superuser(role) {
+		return nil
+	}
+	privs, _ := entryACL(ent).Rights(role)
+	if privs&anyOf != 0 {
+		return s.e.requireSchema(role, ent.Name, acl.Usage)
+	}
+	if anyOf&acl.Usage != 0 && ent.Sequence != nil && ent.Sequence.OwnedBy != 0 {
+		if t := s.e.cat.byIDGet(ent.Sequence.OwnedBy); t != nil && s.e.holds(role, t, acl.Insert) {
+			return nil
+		}
+	}
+	return permissionDenied(ent)
+}

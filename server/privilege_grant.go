@@ -69,6 +69,9 @@ func (s *session) grantTargets(x *parser.Grant) ([]*storage.CatalogEntry, error)
 			if ent == nil || ent.Kind == kindSchema || ent.Kind == kindFunction {
 				return nil, pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", n)
 			}
+			if x.On == "sequence" && ent.Kind != kindSequence {
+				return nil, pgerror.New(pgcode.WrongObjectType, "%q is not a sequence", n)
+			}
 			if !relationKinds[ent.Kind] {
 				return nil, pgerror.Unsupported("GRANT and REVOKE on %s %s", objWord(ent), objName(ent)).
 					WithHint("privileges apply to tables, views, materialized views, sources, sequences and schemas")

@@ -195,6 +195,24 @@ func TestPrivileges(t *testing.T) {
 		wantRows(t, su, `SELECT has_schema_privilege('alice', 's', 'USAGE'), has_schema_privilege('alice', 's', 'CREATE')`, "t f")
 	})
 
+	t.Run("sequences", func(t *testing.T) {
+		allowed(t, su, `CREATE SEQUENCE sq`)
+		denied(t, alice, `SELECT nextval('sq')`, "permission denied for sequence sq")
+		allowed(t, su, `GRANT USAGE ON SEQUENCE sq TO alice`)
+		wantRows(t, alice, `SELECT nextval('sq')`, "1")
+		denied(t, alice, `SELECT setval('sq', 10)`, "permission denied for sequence sq")
+		allowed(t, su, `REVOKE USAGE ON SEQUENCE sq FROM alice`)
+		denied(t, alice, `SELECT nextval('sq')`, "permission denied for sequence sq")
+		if err := privErr(su, `GRANT SELECT ON SEQUENCE t TO alice`); PgCode(err) != "42809" {
+			t.Fatalf("ON SEQUENCE of a table: want 42809, got %v", err)
+		}
+		// A serial column's sequence follows INSERT on its table.
+		allowed(t, su, `CREATE TABLE ser (id SERIAL PRIMARY KEY, v TEXT)`)
+		allowed(t, su, `GRANT INSERT, SELECT ON ser TO alice`)
+		allowed(t, alice, `INSERT INTO ser (v) VALUES ('x')`)
+		wantRows(t, alice, `SELECT id, v FROM ser`, "1 x")
+	})
+
 	t.Run("owner", func(t *testing.T) {
 		denied(t, bob, `DROP TABLE a`, "must be owner of table a")
 		denied(t, bob, `ALTER TABLE a ADD COLUMN z INT`, "must be owner of table a")

@@ -9,7 +9,7 @@ import (
 // Grant is GRANT or REVOKE of object privileges, in PostgreSQL's grammar:
 //
 //	GRANT {priv [, ...] | ALL [PRIVILEGES]}
-//	      ON {[TABLE] name [, ...] | ALL TABLES IN SCHEMA s [, ...] | SCHEMA s [, ...]}
+//	      ON {[TABLE] name [, ...] | SEQUENCE name [, ...] | ALL TABLES IN SCHEMA s [, ...] | SCHEMA s [, ...]}
 //	      TO {role | PUBLIC | CURRENT_USER | CURRENT_ROLE | SESSION_USER} [, ...]
 //	      [WITH GRANT OPTION]
 //	REVOKE [GRANT OPTION FOR] {priv [, ...] | ALL [PRIVILEGES]} ON ... FROM ... [CASCADE | RESTRICT]
@@ -25,7 +25,8 @@ type Grant struct {
 	GrantOption bool
 	// Privileges are lower-case privilege names; nil means ALL.
 	Privileges []string
-	// On is "table", "schema" or "all tables" (ALL TABLES IN SCHEMA).
+	// On is "table", "sequence", "schema" or "all tables" (ALL TABLES IN
+	// SCHEMA).
 	On string
 	// Objects are the names as written (dotted), or the schemas.
 	Objects []string
@@ -89,6 +90,9 @@ func (r *rewriter) grant() Statement {
 	case t.isWord("schema"):
 		r.i++
 		g.On = "schema"
+	case t.isWord("sequence") && isName(r.peek(1)):
+		r.i++
+		g.On = "sequence"
 	case t.isWord("all") && r.peek(1).isWord("tables"):
 		r.i += 2
 		r.expectWord("in")
