@@ -9,7 +9,7 @@ import (
 // privilege of each aclitem (the default ACL when none was granted) of
 // tables, views and foreign tables (sources, sinks), shown to a user when
 // it is the grantor or the grantee or the grantee is PUBLIC (a superuser
-// sees all).
+// sees all). The owner's privileges are grantable.
 func init() {
 	addSys(&sysTable{schema: "information_schema", name: "table_privileges", oid: 12190, kind: 'v',
 		cols: colSpec("grantor:name grantee:name table_catalog:name table_schema:name table_name:name " +
@@ -24,6 +24,7 @@ func tablePrivilegeRows(env *sysEnv) []types.Row {
 			continue
 		}
 		sch, name := relSchema(r.e.Name)
+		owner := entryOwner(r.e)
 		for _, it := range sortedItems(entryACL(r.e)) {
 			if !env.superuser && it.Grantor != env.user && it.Grantee != env.user && it.Grantee != "" {
 				continue
@@ -34,7 +35,7 @@ func tablePrivilegeRows(env *sysEnv) []types.Row {
 			}
 			(it.Privs & acl.AllTable).Each(func(p acl.Privilege) {
 				out = append(out, mkRow(it.Grantor, grantee, env.db, sch, name, p.Name(),
-					yesNo(it.GrantOpts&p != 0), yesNo(p == acl.Select)))
+					yesNo(it.GrantOpts&p != 0 || it.Grantee == owner), yesNo(p == acl.Select)))
 			})
 		}
 	}

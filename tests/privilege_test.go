@@ -294,8 +294,8 @@ func TestPrivileges(t *testing.T) {
 	t.Run("system views", func(t *testing.T) {
 		wantRows(t, su, `SELECT grantor, grantee, privilege_type, is_grantable FROM information_schema.table_privileges
 			WHERE table_name = 'av' ORDER BY grantee, privilege_type`,
-			"alice alice DELETE NO\nalice alice INSERT NO\nalice alice REFERENCES NO\nalice alice SELECT NO\n"+
-				"alice alice TRIGGER NO\nalice alice TRUNCATE NO\nalice alice UPDATE NO\nalice bob SELECT NO")
+			"alice alice DELETE YES\nalice alice INSERT YES\nalice alice REFERENCES YES\nalice alice SELECT YES\n"+
+				"alice alice TRIGGER YES\nalice alice TRUNCATE YES\nalice alice UPDATE YES\nalice bob SELECT NO")
 		wantRows(t, bob, `SELECT has_table_privilege('t', 'SELECT'), has_table_privilege('t', 'INSERT'),
 			has_table_privilege('alice', 'a', 'INSERT'), has_table_privilege('bob', 'av', 'select')`, "t f t t")
 		if err := privErr(su, `SELECT has_table_privilege('t', 'FLY')`); PgCode(err) != "22023" {
