@@ -905,6 +905,8 @@ func evalSQL(src string, row types.Row, cols ...types.T) string {
 // superuser (the cases were recorded as postgres).
 type superuserPrivs struct{}
 
-func (superuserPrivs) HasPrivilege(string, string, types.Datum, string) (bool, error) { return true, nil }
+func (superuserPrivs) HasPrivilege(string, string, types.Datum, string) (bool, error) {
+	return true, nil
+}
 
 func (superuserPrivs) RoleName(int64) string { return "postgres" }
