@@ -291,6 +291,34 @@ func TestPrivileges(t *testing.T) {
 		wantRows(t, bob, `SELECT count(*) FROM t`, "3")
 	})
 
+	t.Run("transaction", func(t *testing.T) {
+		// GRANT in a block takes effect at COMMIT, and not at all after ROLLBACK.
+		tx, err := su.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `GRANT SELECT ON u TO carol`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		carol := connectAs(t, srv, "carol")
+		denied(t, carol, `SELECT * FROM u`, "permission denied for table u")
+		tx, err = su.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `GRANT SELECT ON u TO carol`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantRows(t, carol, `SELECT id FROM u`, "1")
+		allowed(t, su, `REVOKE SELECT ON u FROM carol`)
+	})
+
 	t.Run("system views", func(t *testing.T) {
 		wantRows(t, su, `SELECT grantor, grantee, privilege_type, is_grantable FROM information_schema.table_privileges
 			WHERE table_name = 'av' ORDER BY grantee, privilege_type`,
@@ -311,6 +339,12 @@ func TestPrivileges(t *testing.T) {
 		allowed(t, alice, `CREATE SOURCE g (id BIGINT) WITH (connector = 'datagen', fields.id.kind = 'sequence', datagen.rows.per.second = '1')`)
 		allowed(t, alice, `CREATE SINK bh FROM a WITH (connector = 'blackhole')`)
 		denied(t, bob, `DROP SINK bh`, "must be owner of sink bh")
+		// A sink and a materialized view read with their owner's rights.
+		denied(t, alice, `CREATE SINK bt FROM t WITH (connector = 'blackhole')`, "permission denied for table t")
+		allowed(t, su, `CREATE SOURCE gs (id BIGINT) WITH (connector = 'datagen', fields.id.kind = 'sequence', datagen.rows.per.second = '1')`)
+		denied(t, alice, `CREATE MATERIALIZED VIEW gsv AS SELECT count(*) AS n FROM gs`, "permission denied for source gs")
+		allowed(t, su, `GRANT SELECT ON gs TO alice`)
+		allowed(t, alice, `CREATE MATERIALIZED VIEW gsv AS SELECT count(*) AS n FROM gs`)
 		denied(t, bob, `DROP SOURCE g`, "must be owner of source g")
 	})
 
