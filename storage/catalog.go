@@ -41,7 +41,7 @@ type CatalogEntry struct {
 	// ACL is the object's access-control list as PostgreSQL aclitem texts
 	// (`alice=arwdDxt/alice`); nil is the default: the owner holds every
 	// privilege.
-	ACL []string `json:"acl,omitempty"`
+	ACL []string `json:"acl"` // no omitempty: [] (every privilege revoked) is not nil
 }
 
 // CheckEntry is a persisted CHECK constraint: its name and the SQL text

@@ -383,6 +383,11 @@ func TestPrivileges(t *testing.T) {
 		}
 	})
 
+	// An owner may revoke its own privileges (and grant them back).
+	allowed(t, alice, `CREATE TABLE own (id INT PRIMARY KEY)`)
+	allowed(t, alice, `REVOKE ALL ON own FROM alice`)
+	denied(t, alice, `SELECT * FROM own`, "permission denied for table own")
+
 	// Owners and grants are catalog state: they survive a restart.
 	for _, c := range []*pgx.Conn{su, alice, bob} {
 		c.Close(ctx)
@@ -400,6 +405,10 @@ func TestPrivileges(t *testing.T) {
 	denied(t, alice, `SELECT * FROM t`, "permission denied for table t")
 	denied(t, bob, `DROP TABLE a`, "must be owner of table a")
 	allowed(t, alice, `DROP TABLE a CASCADE`)
+	wantRows(t, su, `SELECT relacl FROM pg_class WHERE relname = 'own'`, "{}")
+	denied(t, alice, `SELECT * FROM own`, "permission denied for table own")
+	allowed(t, alice, `GRANT SELECT ON own TO alice`)
+	allowed(t, alice, `SELECT * FROM own`)
 }
 
 // BenchmarkPrivilegeCheck measures a point SELECT through a view as the
