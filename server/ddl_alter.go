@@ -265,6 +265,9 @@ func (e *Engine) dependentsErr(what string, ent *storage.CatalogEntry) error {
 
 // alterTable runs ALTER TABLE.
 func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire.ResultWriter) error {
+	if x.Action == "owner to" {
+		return s.alterOwner(ctx, x, w)
+	}
 	e := s.e
 	ent := e.cat.get(x.Name)
 	if ent == nil && x.IfExists {

@@ -212,7 +212,9 @@ func init() {
 			setOwnerACL(rel, 5, 28, r.e)
 			if k, ok := pkeyOf(r); ok {
 				rel[13] = types.NewBool(true) // relhasindex
-				out = append(out, row(k.oid, k.name, oidPublic, "i", len(k.cols), "n"))
+				idx := row(k.oid, k.name, oidPublic, "i", len(k.cols), "n")
+				idx[5] = rel[5] // an index belongs to its table's owner
+				out = append(out, idx)
 			}
 			out = append(out, rel)
 		}

@@ -226,6 +226,19 @@ func TestPrivileges(t *testing.T) {
 		denied(t, bob, `DROP VIEW av`, "must be owner of view av")
 	})
 
+	t.Run("owner to", func(t *testing.T) {
+		allowed(t, alice, `CREATE TABLE gift (id SERIAL PRIMARY KEY)`)
+		allowed(t, alice, `GRANT SELECT ON gift TO carol`)
+		denied(t, bob, `ALTER TABLE gift OWNER TO bob`, "must be owner of table gift")
+		denied(t, alice, `ALTER TABLE gift OWNER TO bob`, `must be member of role "bob"`)
+		allowed(t, su, `ALTER TABLE gift OWNER TO bob`)
+		wantRows(t, su, `SELECT relname, pg_get_userbyid(relowner), relacl FROM pg_class WHERE relname LIKE 'gift%' ORDER BY relname`,
+			"gift bob {bob=arwdDxt/bob,carol=r/bob}\ngift_id_seq bob NULL\ngift_pkey bob NULL")
+		denied(t, alice, `INSERT INTO gift DEFAULT VALUES`, "permission denied for table gift")
+		allowed(t, bob, `INSERT INTO gift DEFAULT VALUES`)
+		allowed(t, bob, `DROP TABLE gift`)
+	})
+
 	t.Run("view with the owner's rights", func(t *testing.T) {
 		// alice's view over alice's table: bob reads it with SELECT on the view alone.
 		denied(t, bob, `SELECT * FROM av`, "permission denied for view av")

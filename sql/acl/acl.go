@@ -313,3 +313,31 @@ func (a ACL) Grantees() []string {
 	sort.Strings(out)
 	return out
 }
+
+// NewOwner returns a with the owner changed from old to new, as
+// PostgreSQL's aclnewowner: old is replaced by new as grantee and
+// grantor, and items that then coincide are merged.
+func (a ACL) NewOwner(old, new string) ACL {
+	var out ACL
+	for _, it := range a {
+		if it.Grantee == old {
+			it.Grantee = new
+		}
+		if it.Grantor == old {
+			it.Grantor = new
+		}
+		merged := false
+		for i := range out {
+			if out[i].Grantee == it.Grantee && out[i].Grantor == it.Grantor {
+				out[i].Privs |= it.Privs
+				out[i].GrantOpts |= it.GrantOpts
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, it)
+		}
+	}
+	return out
+}

@@ -56,3 +56,11 @@ func TestGrantRevoke(t *testing.T) {
 		t.Fatalf("after revoking all: %v", got)
 	}
 }
+
+func TestNewOwner(t *testing.T) {
+	a := Default("alice", AllTable).Grant("alice", "bob", Select, false).Grant("alice", "carol", Select, true)
+	got := a.NewOwner("alice", "bob").Strings()
+	if want := []string{"bob=arwdDxt/bob", "carol=r*/bob"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

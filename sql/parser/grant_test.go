@@ -49,3 +49,13 @@ func TestGrantParse(t *testing.T) {
 		}
 	}
 }
+
+func TestAlterOwnerParse(t *testing.T) {
+	st, err := ParseOne(`ALTER TABLE s.t OWNER TO "Bob"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := st.(*AlterTable); a.Action != "owner to" || a.Name != "s.t" || a.NewName != "Bob" {
+		t.Fatalf("%+v", a)
+	}
+}
