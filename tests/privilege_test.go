@@ -382,6 +382,42 @@ func TestPrivileges(t *testing.T) {
 		}
 	})
 
+	t.Run("psycopg", func(t *testing.T) {
+		// Python's drivers see PostgreSQL's error class and SQLSTATE.
+		script := `
+import sys, psycopg2, psycopg
+for mod in (psycopg2, psycopg):
+    conn = mod.connect(sys.argv[1])
+    conn.autocommit = True
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT count(*) FROM u")
+        print(mod.__name__, "ok", cur.fetchone()[0])
+    except mod.Error as e:
+        code = e.pgcode if mod is psycopg2 else e.sqlstate
+        print(mod.__name__, type(e).__name__, code, str(e).splitlines()[0])
+    conn.close()
+`
+		run := func() string {
+			dsn := "host=" + srv.Host() + " port=" + srv.Port() + " user=dave dbname=sluice sslmode=disable"
+			out, err := exec.Command(debianPython, "-c", script, dsn).CombinedOutput()
+			if err != nil {
+				t.Fatalf("python: %v\n%s", err, out)
+			}
+			return string(out)
+		}
+		createRole(t, su, "dave")
+		want := "psycopg2 InsufficientPrivilege 42501 permission denied for table u\n" +
+			"psycopg InsufficientPrivilege 42501 permission denied for table u\n"
+		if got := run(); got != want {
+			t.Fatalf("before GRANT:\ngot  %q\nwant %q", got, want)
+		}
+		allowed(t, su, `GRANT SELECT ON u TO dave`)
+		if got, want := run(), "psycopg2 ok 1\npsycopg ok 1\n"; got != want {
+			t.Fatalf("after GRANT:\ngot  %q\nwant %q", got, want)
+		}
+	})
+
 	t.Run("psql dp", func(t *testing.T) {
 		psql, err := exec.LookPath("psql")
 		if err != nil {
