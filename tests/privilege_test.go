@@ -330,6 +330,20 @@ func TestPrivileges(t *testing.T) {
 		}
 		wantRows(t, carol, `SELECT id FROM u`, "1")
 		allowed(t, su, `REVOKE SELECT ON u FROM carol`)
+		// A migration creates a table and grants on it in one block.
+		tx, err = su.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sql := range []string{`CREATE TABLE mig (id INT PRIMARY KEY)`, `GRANT SELECT ON mig TO carol`} {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantRows(t, carol, `SELECT count(*) FROM mig`, "0")
 	})
 
 	t.Run("system views", func(t *testing.T) {
