@@ -2,6 +2,7 @@ package planner
 
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"sluice/sql/acl"
 
 	"sluice/exec/spec"
 	"sluice/planner/cat"
@@ -39,7 +40,7 @@ type Delete struct {
 	Returning *Returning
 }
 
-func (p *Planner) dmlTable(refs *ast.TableRefsClause) (*cat.Relation, *scope, error) {
+func (p *Planner) dmlTable(refs *ast.TableRefsClause, priv acl.Privilege) (*cat.Relation, *scope, error) {
 	if refs == nil || refs.TableRefs == nil || refs.TableRefs.Right != nil {
 		return nil, nil, pgerror.Unsupported("DML on several tables")
 	}
@@ -59,6 +60,12 @@ func (p *Planner) dmlTable(refs *ast.TableRefsClause) (*cat.Relation, *scope, er
 		return nil, nil, pgerror.New(pgcode.WrongObjectType, "cannot change %s %q", rel.Kind, rel.Name).
 			WithHint("only tables accept INSERT, UPDATE and DELETE")
 	}
+	if p.Returning != nil {
+		priv |= acl.Select // RETURNING reads the rows
+	}
+	if err := p.checkAccess(rel, priv); err != nil {
+		return nil, nil, err
+	}
 	alias := ts.AsName.O
 	if alias == "" {
 		alias = tn.Name.O
@@ -77,7 +84,11 @@ func (p *Planner) PlanInsert(s *ast.InsertStmt) (*Insert, error) {
 	if s.IsReplace || len(s.OnDuplicate) > 0 || s.Setlist {
 		return nil, pgerror.Unsupported("this form of INSERT")
 	}
-	rel, sc, err := p.dmlTable(s.Table)
+	priv := acl.Insert
+	if p.OnConflict != nil && !p.OnConflict.DoNothing {
+		priv |= acl.Update
+	}
+	rel, sc, err := p.dmlTable(s.Table, priv)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +209,11 @@ func (p *Planner) PlanUpdate(s *ast.UpdateStmt) (*Update, error) {
 	if s.Order != nil || s.Limit != nil {
 		return nil, pgerror.Unsupported("UPDATE with ORDER BY or LIMIT")
 	}
-	rel, sc, err := p.dmlTable(s.TableRefs)
+	priv := acl.Update
+	if s.Where != nil {
+		priv |= acl.Select // as PostgreSQL: reading the rows to match needs SELECT
+	}
+	rel, sc, err := p.dmlTable(s.TableRefs, priv)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +260,11 @@ func (p *Planner) PlanDelete(s *ast.DeleteStmt) (*Delete, error) {
 	if s.IsMultiTable || s.Order != nil || s.Limit != nil {
 		return nil, pgerror.Unsupported("this form of DELETE")
 	}
-	rel, sc, err := p.dmlTable(s.TableRefs)
+	priv := acl.Delete
+	if s.Where != nil {
+		priv |= acl.Select
+	}
+	rel, sc, err := p.dmlTable(s.TableRefs, priv)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"sluice/sql/acl"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -37,6 +38,10 @@ type Planner struct {
 	// EmitOnWindowClose plans a view's aggregation to emit each window's
 	// rows once, when the watermark closes it (PlanView).
 	EmitOnWindowClose bool
+	// Role is the role whose privileges the relations read and written
+	// are checked for, through Access (privilege.go); "" checks nothing.
+	Role   string
+	Access func(role string, rel *cat.Relation, priv acl.Privilege) error
 
 	plan *spec.Plan
 	keys map[int][]int // node -> unique key columns
@@ -351,6 +356,9 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := p.checkAccess(rel, acl.Select); err != nil {
+		return 0, nil, err
+	}
 	sc := &scope{}
 	for i, c := range rel.Columns {
 		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type, rel: rel.OID, att: int16(i + 1)})
@@ -387,7 +395,12 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		if err != nil {
 			return 0, nil, err
 		}
-		idx, vsc, err := p.planDerived(q, alias, nil)
+		var idx int
+		var vsc *scope
+		err = p.asOwner(rel.Owner, func() (err error) {
+			idx, vsc, err = p.planDerived(q, alias, nil)
+			return err
+		})
 		if err != nil {
 			return 0, nil, err
 		}

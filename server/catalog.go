@@ -124,7 +124,7 @@ func (c *catalog) Resolve(schema, name string) (*cat.Relation, error) {
 }
 
 func relationOf(e *storage.CatalogEntry) (*cat.Relation, error) {
-	r := &cat.Relation{ID: e.ID, OID: uint32(relOID(e)), Name: e.Name, Columns: e.Cols(), Key: e.Key}
+	r := &cat.Relation{ID: e.ID, OID: uint32(relOID(e)), Name: e.Name, Owner: entryOwner(e), Columns: e.Cols(), Key: e.Key}
 	switch e.Kind {
 	case kindTable:
 		r.Kind = cat.Table

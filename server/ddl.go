@@ -72,7 +72,9 @@ func (e *Engine) ddl(ctx context.Context, f func() error) error {
 	if err := e.coord.Pause(ctx); err != nil {
 		return err
 	}
+	e.ddlRole = roleOf(ctx)
 	ferr := f()
+	e.ddlRole = ""
 	if err := e.coord.Resume(context.WithoutCancel(ctx)); err != nil && ferr == nil {
 		return err
 	}
@@ -118,6 +120,9 @@ func (e *Engine) createTable(ctx context.Context, x *parser.CreateTable) error {
 }
 
 func (e *Engine) persist(ent *storage.CatalogEntry) {
+	if ent.Owner == "" && e.cat.byIDGet(ent.ID) == nil {
+		ent.Owner = e.ddlRole // a new object belongs to its creator
+	}
 	e.cat.add(ent)
 	next := e.cat.nextID
 	e.coord.OnNextEpoch(func(w *storage.EpochWriter) { storage.PutCatalog(w, ent, next) })
@@ -224,8 +229,11 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
-	// Plan once outside the pause to report errors without stopping the world.
-	if _, err := e.viewPlanner(x).PlanView(x.Query, 0, x.Name); err != nil {
+	// Plan once outside the pause to report errors without stopping the
+	// world; the owner needs SELECT on what the view reads.
+	pre := e.viewPlanner(x)
+	pre.Role = roleOf(ctx)
+	if _, err := pre.PlanView(x.Query, 0, x.Name); err != nil {
 		return err
 	}
 	return e.ddl(ctx, func() error {

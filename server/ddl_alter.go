@@ -145,6 +145,7 @@ func (e *Engine) dropOwned(ent *storage.CatalogEntry) {
 // slices may be changed.
 func copyEntry(ent *storage.CatalogEntry) *storage.CatalogEntry {
 	c := *ent
+	c.Owner = entryOwner(ent) // a rewritten table keeps its owner
 	c.Columns = append([]storage.ColumnEntry(nil), ent.Columns...)
 	c.Checks = append([]storage.CheckEntry(nil), ent.Checks...)
 	c.Uniques = append([]storage.UniqueEntry(nil), ent.Uniques...)
@@ -264,6 +265,9 @@ func (e *Engine) dependentsErr(what string, ent *storage.CatalogEntry) error {
 
 // alterTable runs ALTER TABLE.
 func (s *session) alterTable(ctx context.Context, x *parser.AlterTable, w pgwire.ResultWriter) error {
+	if x.Action == "owner to" {
+		return s.alterOwner(ctx, x, w)
+	}
 	e := s.e
 	ent := e.cat.get(x.Name)
 	if ent == nil && x.IfExists {

@@ -64,6 +64,11 @@ type Engine struct {
 
 	nextPID int32
 	pidMu   sync.Mutex
+
+	// ddlRole is the role of the DDL statement running, set by ddl under
+	// the coordinator's DDL lock: the owner of the entries it creates
+	// (privilege.go).
+	ddlRole string
 }
 
 // Open opens the data directory, restores every table, source and view at
@@ -166,6 +171,7 @@ func (e *Engine) newPlanner() *planner.Planner {
 		Cat:           e.cat,
 		AppendOnlyRel: e.appendOnlyRel,
 		Funcs:         e.lookupFunc,
+		Access:        e.checkAccess,
 		ParseType:     parser.ParseType,
 		ParseQuery: func(s string) (ast.StmtNode, error) {
 			st, err := parser.ParseOne(s)

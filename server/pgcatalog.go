@@ -175,7 +175,7 @@ func init() {
 	add("pg_namespace", 2615, 'r', "oid:oid nspname:name nspowner:oid nspacl:text[]", func(env *sysEnv) []types.Row {
 		return append([]types.Row{
 			mkRow(oidPgCatalog, "pg_catalog", oidOwner, nil),
-			mkRow(oidPublic, "public", oidOwner, nil),
+			publicSchemaRow(env),
 			mkRow(oidInfoSchema, "information_schema", oidOwner, nil),
 		}, userSchemaRows(env)...)
 	})
@@ -209,9 +209,12 @@ func init() {
 			}
 			ns, relname := schemaOID(env, r.e.Name)
 			rel := row(r.oid, relname, ns, r.kind, len(r.e.Columns), replident)
+			setOwnerACL(env, rel, 5, 28, r.e)
 			if k, ok := pkeyOf(r); ok {
 				rel[13] = types.NewBool(true) // relhasindex
-				out = append(out, row(k.oid, k.name, oidPublic, "i", len(k.cols), "n"))
+				idx := row(k.oid, k.name, oidPublic, "i", len(k.cols), "n")
+				idx[5] = rel[5] // an index belongs to its table's owner
+				out = append(out, idx)
 			}
 			out = append(out, rel)
 		}

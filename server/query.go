@@ -16,6 +16,7 @@ import (
 func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
 	p := s.e.newPlanner()
 	p.Cat = s.catalogView()
+	p.Role = s.role()
 	p.Params = append([]types.T(nil), ptypes...)
 	return p
 }

@@ -364,6 +364,9 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 			if rc.mu.m[x.RenameTo] != nil {
 				return pgerror.New(pgcode.DuplicateObject, "role %q already exists", x.RenameTo)
 			}
+			if err := s.e.checkRoleUnused(name, "rename"); err != nil {
+				return err
+			}
 			r.Name = x.RenameTo
 			notice := strings.HasPrefix(r.Password, "md5")
 			if notice {
@@ -424,6 +427,9 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 			return pgerror.New(pgcode.ObjectInUse, "current user cannot be dropped")
 		case n == rc.bootstrap:
 			return pgerror.New(pgcode.DependentObjectsStillExist, "cannot drop role %s because it is required by the database system", n)
+		}
+		if err := s.e.checkRoleUnused(n, "drop"); err != nil {
+			return err
 		}
 		drop = append(drop, n)
 	}

@@ -246,8 +246,8 @@ func (e *Engine) dropSchema(ctx context.Context, x *parser.Drop) error {
 func userSchemaRows(env *sysEnv) []types.Row {
 	var out []types.Row
 	for _, ent := range env.entries {
-		if ent.Kind == kindSchema {
-			out = append(out, mkRow(relOID(ent), strings.TrimPrefix(ent.Name, "schema:"), oidOwner, nil))
+		if ent.Kind == kindSchema && ent.Name != schemaKey("public") {
+			out = append(out, mkRow(relOID(ent), strings.TrimPrefix(ent.Name, "schema:"), roleOID(env.roles, entryOwner(ent)), aclText(ent)))
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"sluice/sql/acl"
 	"strings"
 	"sync"
 
@@ -194,6 +195,9 @@ func (q sessionSeqs) Nextval(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := q.s.requireSequence(ent, acl.Usage|acl.Update); err != nil {
+		return 0, err
+	}
 	st, err := q.s.e.seqState(ent)
 	if err != nil {
 		return 0, err
@@ -219,6 +223,9 @@ func (q sessionSeqs) Currval(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := q.s.requireSequence(ent, acl.Usage|acl.Select); err != nil {
+		return 0, err
+	}
 	v, ok := q.s.seq.cur[ent.ID]
 	if !ok {
 		return 0, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "currval of sequence %q is not yet defined in this session", ent.Name)
@@ -229,6 +236,9 @@ func (q sessionSeqs) Currval(name string) (int64, error) {
 func (q sessionSeqs) Setval(name string, v int64, called bool) (int64, error) {
 	ent, err := q.s.lookupSequence(name)
 	if err != nil {
+		return 0, err
+	}
+	if err := q.s.requireSequence(ent, acl.Update); err != nil {
 		return 0, err
 	}
 	st, err := q.s.e.seqState(ent)

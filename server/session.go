@@ -213,7 +213,7 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}}
+	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}, Priv: sessionPrivs{s}}
 	if s.tx != nil {
 		c.ReadRel = s.tx.readRel
 	}
@@ -227,7 +227,8 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 	if s.tx != nil && s.tx.failed && !txControl(st) {
 		return errAborted
 	}
-	if err := s.qualifyNames(st); err != nil {
+	ctx = withRole(ctx, s.role())
+	if err := s.qualifyAndAuthorize(st); err != nil {
 		if s.tx != nil {
 			s.tx.failed = true
 		}
@@ -330,6 +331,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return w.Complete("DISCARD ALL")
 	case *parser.Deallocate:
 		return w.Complete("DEALLOCATE")
+	case *parser.Grant:
+		return s.grant(ctx, x, w)
 	case *parser.AlterTable, *parser.Truncate, *parser.CreateIndex, *parser.CreateSequence, *parser.CreateSchema:
 		return s.runDDLExt(ctx, st, w)
 	case *parser.CreateSecret, *parser.AlterSecret:

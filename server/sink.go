@@ -31,8 +31,9 @@ type sinkPlan struct {
 
 var writeModes = map[string]bool{connector.ModeAppend: true, connector.ModeUpsert: true, connector.ModeTransactional: true}
 
-// planSink plans x as sink id (0 to only check it).
-func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
+// planSink plans x as sink id (0 to only check it), checking that role
+// may read what the sink reads ("": no check).
+func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPlan, error) {
 	opts := map[string]string{}
 	for _, o := range x.With {
 		opts[strings.ToLower(o.Key)] = o.Value
@@ -72,6 +73,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64) (*sinkPlan, error) {
 		stmt = x.Query
 	}
 	pl := e.newPlanner()
+	pl.Role = role
 	if x.Parsed != nil && x.From == "" {
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
 		pl.ColumnAliases = x.Parsed.ColumnAliases
@@ -191,7 +193,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
-	if _, err := e.planSink(x, 0); err != nil {
+	if _, err := e.planSink(x, 0, roleOf(ctx)); err != nil {
 		return err
 	}
 	return e.ddl(ctx, func() error {
@@ -199,7 +201,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 			return err
 		}
 		id := e.cat.allocID()
-		sp, err := e.planSink(x, id)
+		sp, err := e.planSink(x, id, "")
 		if err != nil {
 			return err
 		}
@@ -227,7 +229,7 @@ func (e *Engine) restoreSink(ent *storage.CatalogEntry) error {
 	if !ok {
 		return fmt.Errorf("catalog SQL is not CREATE SINK")
 	}
-	sp, err := e.planSink(x, ent.ID)
+	sp, err := e.planSink(x, ent.ID, "")
 	if err != nil {
 		return err
 	}
@@ -250,7 +252,7 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry) types.Row {
 	var sp *sinkPlan
 	if st, err := parser.ParseOne(ent.SQL); err == nil {
 		if x, ok := st.(*parser.CreateSink); ok {
-			sp, _ = e.planSink(x, ent.ID)
+			sp, _ = e.planSink(x, ent.ID, "")
 		}
 	}
 	if sp == nil {

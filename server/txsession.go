@@ -18,7 +18,7 @@ func isDDL(st parser.Statement) bool {
 	switch st.(type) {
 	case *parser.CreateTable, *parser.CreateSource, *parser.CreateMaterializedView, *parser.CreateFunction,
 		*parser.CreateSink, *parser.CreateView, *parser.Drop, *parser.AlterTable, *parser.CreateIndex,
-		*parser.CreateSequence, *parser.CreateSchema:
+		*parser.CreateSequence, *parser.CreateSchema, *parser.Grant:
 		return true
 	}
 	return false
@@ -49,6 +49,11 @@ func ddlTag(st parser.Statement) string {
 		return "CREATE SEQUENCE"
 	case *parser.CreateSchema:
 		return "CREATE SCHEMA"
+	case *parser.Grant:
+		if x.Revoke {
+			return "REVOKE"
+		}
+		return "GRANT"
 	}
 	return ""
 }

@@ -35,6 +35,13 @@ type CatalogEntry struct {
 	Indexes []IndexEntry  `json:"indexes,omitempty"`
 	// Sequence describes a sequence (Kind "sequence").
 	Sequence *SequenceEntry `json:"sequence,omitempty"`
+	// Owner is the role that created the object; "" (entries written
+	// before owners were recorded) is the bootstrap superuser.
+	Owner string `json:"owner,omitempty"`
+	// ACL is the object's access-control list as PostgreSQL aclitem texts
+	// (`alice=arwdDxt/alice`); nil is the default: the owner holds every
+	// privilege.
+	ACL []string `json:"acl"` // no omitempty: [] (every privilege revoked) is not nil
 }
 
 // CheckEntry is a persisted CHECK constraint: its name and the SQL text

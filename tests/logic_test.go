@@ -18,6 +18,8 @@ package tests
 //	<expected rows>
 //
 //	halt                          stop reading the file here
+//	user NAME                     run what follows as role NAME (sluice: the
+//	                              bootstrap superuser); privileges.slt
 //
 // A record may be preceded by `onlyif sluice` (it runs only against Sluice:
 // SHOW, DESCRIBE, CREATE SOURCE, behaviour PostgreSQL does not share) or
@@ -105,11 +107,28 @@ func TestLogic(t *testing.T) {
 						// across schema changes.
 						conn = srv.ConnectMode(t, pgx.QueryExecModeDescribeExec)
 					}
+					conns := map[string]*pgx.Conn{"sluice": conn}
 					runLogicFile(t, file, logicTarget{
 						name:    "sluice",
 						conn:    conn,
 						retry:   *flagLogicRetry,
 						rewrite: *flagRewrite && proto == "extended",
+						asUser: func(user string) (*pgx.Conn, error) {
+							if conns[user] == nil {
+								// The role exists first, as the directive's
+								// PostgreSQL side creates it (postgresSetRole).
+								if _, err := conn.Exec(context.Background(), "CREATE ROLE "+pgx.Identifier{user}.Sanitize()+" LOGIN"); err != nil && PgCode(err) != "42710" {
+									return nil, err
+								}
+								url := strings.Replace(srv.ConnString(), "://sluice@", "://"+user+"@", 1)
+								mode := pgx.QueryExecModeDescribeExec
+								if proto == "simple" {
+									mode = pgx.QueryExecModeSimpleProtocol
+								}
+								conns[user] = MustConnectMode(t, url, mode)
+							}
+							return conns[user], nil
+						},
 					})
 				})
 			}
@@ -134,11 +153,24 @@ func TestLogicPostgres(t *testing.T) {
 					} else {
 						conn = MustConnectMode(t, url, pgx.QueryExecModeDescribeExec)
 					}
+					// Create the file's roles up front: a record may grant to a
+					// role before it runs as that role.
+					for _, rec := range file.records {
+						if rec.kind == recUser {
+							if err := postgresSetRole(conn, rec.sql); err != nil {
+								t.Fatalf("role %s: %v", rec.sql, err)
+							}
+						}
+					}
+					if err := postgresSetRole(conn, "sluice"); err != nil {
+						t.Fatal(err)
+					}
 					runLogicFile(t, file, logicTarget{
 						name:      "postgres",
 						conn:      conn,
 						translate: translateForPostgres,
 						rewrite:   *flagRewrite && proto == "extended",
+						asUser:    func(user string) (*pgx.Conn, error) { return conn, postgresSetRole(conn, user) },
 					})
 				})
 			}
@@ -173,6 +205,7 @@ const (
 	recStatement logicRecordKind = iota
 	recQuery
 	recHalt
+	recUser // sql holds the role name
 )
 
 type logicRecord struct {
@@ -245,6 +278,14 @@ func parseLogicFile(path string) (*logicFile, error) {
 			continue
 		case "halt":
 			f.records = append(f.records, &logicRecord{kind: recHalt, line: i + 1, onlyif: onlyif})
+			onlyif = ""
+			i++
+			continue
+		case "user":
+			if len(fields) != 2 {
+				return nil, errf(i, "user wants one role name")
+			}
+			f.records = append(f.records, &logicRecord{kind: recUser, line: i + 1, onlyif: onlyif, sql: fields[1]})
 			onlyif = ""
 			i++
 			continue
@@ -359,6 +400,9 @@ type logicTarget struct {
 	retry     time.Duration // how long to re-run a mismatching query
 	translate func(string) (string, bool)
 	rewrite   bool
+	// asUser returns the connection that runs statements as role user
+	// (the `user` directive).
+	asUser func(user string) (*pgx.Conn, error)
 }
 
 // runs reports whether rec runs against this target, and whether a rewrite
@@ -386,6 +430,24 @@ func runLogicFile(t *testing.T, f *logicFile, tg logicTarget) {
 			t.Fatalf("%s: stopping after %d failures", f.path, failures)
 		}
 	}
+	// Every role a user directive names exists before the first record
+	// runs, as a file may grant to a role before switching to it.
+	if tg.asUser != nil {
+		seen := map[string]bool{}
+		for _, rec := range f.records {
+			if rec.kind == recUser && rec.sql != "sluice" && !seen[rec.sql] {
+				seen[rec.sql] = true
+				if _, err := tg.asUser(rec.sql); err != nil {
+					t.Fatalf("%s:%d: user %s: %v", f.path, rec.line, rec.sql, err)
+				}
+			}
+		}
+		if len(seen) > 0 {
+			if _, err := tg.asUser("sluice"); err != nil {
+				t.Fatalf("%s: user sluice: %v", f.path, err)
+			}
+		}
+	}
 	for _, rec := range f.records {
 		run, rewritable := tg.runs(rec)
 		if !run {
@@ -393,6 +455,14 @@ func runLogicFile(t *testing.T, f *logicFile, tg logicTarget) {
 		}
 		if rec.kind == recHalt {
 			break
+		}
+		if rec.kind == recUser {
+			conn, err := tg.asUser(rec.sql)
+			if err != nil {
+				t.Fatalf("%s:%d: user %s: %v", f.path, rec.line, rec.sql, err)
+			}
+			tg.conn = conn
+			continue
 		}
 		sql := rec.sql
 		if tg.translate != nil {
@@ -689,4 +759,25 @@ func rewriteLogicFile(f *logicFile, rewrites map[*logicRecord][]string) error {
 		lines = append(lines[:from], append(repl, lines[to:]...)...)
 	}
 	return os.WriteFile(f.path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// postgresSetRole makes PostgreSQL's session run as role user, creating
+// the role when it is missing (roles are cluster-wide); "sluice", Sluice's
+// bootstrap superuser, is the connection's own superuser.
+func postgresSetRole(conn *pgx.Conn, user string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), logicStmtTimeout)
+	defer cancel()
+	if user == "sluice" {
+		_, err := conn.Exec(ctx, "RESET ROLE")
+		return err
+	}
+	ident := pgx.Identifier{user}.Sanitize()
+	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+ident+" LOGIN"); err != nil && PgCode(err) != "42710" {
+		return err
+	}
+	_, err := conn.Exec(ctx, "SET ROLE "+ident)
+	return err
 }

@@ -115,8 +115,7 @@ func init() {
 	reg("obj_description", fams(O, types.Name), tt, anyArgs(null))
 	reg("shobj_description", fams(O, types.Name), tt, anyArgs(null))
 	reg("col_description", fams(O, I4), tt, anyArgs(null))
-	reg("pg_get_userbyid", fams(O), tn, constFn(str("sluice")))
-	for _, n := range []string{"has_table_privilege", "has_schema_privilege", "has_database_privilege",
+	for _, n := range []string{"has_database_privilege",
 		"has_column_privilege", "has_function_privilege", "has_sequence_privilege", "has_any_column_privilege"} {
 		reg(n, fams(famAny, T), tb, constFn(dTrue))
 		reg(n, fams(famAny, famAny, T), tb, constFn(dTrue))

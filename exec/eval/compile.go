@@ -36,6 +36,9 @@ type Context struct {
 	ReadRel func(rel uint64, key []byte) (rows func(emit func(types.Row, int64) error) error, ok bool)
 	// Seq serves nextval, currval, setval and lastval (nil: refused).
 	Seq Sequences
+	// Priv answers has_table_privilege and has_schema_privilege (nil:
+	// refused).
+	Priv Privileges
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made

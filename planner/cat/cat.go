@@ -27,10 +27,12 @@ func (k Kind) String() string { return kindNames[k] }
 
 // Relation is something a query can read.
 type Relation struct {
-	ID      uint64
-	OID     uint32 // pg_class.oid
-	Name    string
-	Kind    Kind
+	ID   uint64
+	OID  uint32 // pg_class.oid
+	Name string
+	Kind Kind
+	// Owner is the role that owns the relation ("" for system relations).
+	Owner   string
 	Columns []types.Column
 	Key     []int // unique key columns (primary key / group key); nil = none
 	// Source is set for sources: how to read it.

@@ -163,6 +163,10 @@ func (r *rewriter) alterTable() Statement {
 		default:
 			r.syntaxErr(w)
 		}
+	case t.isWord("owner") && r.peek(1).isWord("to"):
+		r.i += 2
+		a.Action = "owner to"
+		a.NewName = r.name()
 	case t.kind == tkIdent:
 		r.unsupported(t, "ALTER TABLE %s is not supported", strings.ToUpper(t.val))
 	default:

@@ -172,6 +172,8 @@ func (r *rewriter) statement() Statement {
 		return r.explain()
 	case "copy":
 		return r.copyStmt()
+	case "grant", "revoke":
+		return r.grant()
 	case "flush":
 		r.i++
 		r.expectEOF()

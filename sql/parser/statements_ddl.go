@@ -65,12 +65,13 @@ type AlterTable struct {
 	IfExists bool
 	// Action is one of "add column", "drop column", "rename column",
 	// "rename", "set default", "drop default", "set not null",
-	// "drop not null", "add constraint", "drop constraint".
+	// "drop not null", "add constraint", "drop constraint", "owner to".
 	Action string
 	// Column is the column acted on (add column: Def).
 	Column string
 	Def    ColumnDef
-	// NewName is the new name of RENAME COLUMN / RENAME TO.
+	// NewName is the new name of RENAME COLUMN / RENAME TO, or the new
+	// owner of OWNER TO.
 	NewName      string
 	IfNotExists  bool // ADD COLUMN IF NOT EXISTS
 	ColIfExists  bool // DROP COLUMN / CONSTRAINT IF EXISTS
