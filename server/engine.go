@@ -176,5 +176,9 @@ func (e *Engine) Close() error {
 
 // Connect implements pgwire.Handler.
 func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
-	return newSession(e, p), nil
+	s := newSession(e, p)
+	if err := s.initLimits(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"sluice/exec/limit"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -36,6 +37,12 @@ type Context struct {
 	ReadRel func(rel uint64, key []byte) (rows func(emit func(types.Row, int64) error) error, ok bool)
 	// Seq serves nextval, currval, setval and lastval (nil: refused).
 	Seq Sequences
+	// Guard is the running statement's limits (cancellation, memory
+	// budget); nil outside a statement. Long loops check it.
+	Guard *limit.Guard
+	// MemLimit is the statement's memory budget in bytes (statement_mem;
+	// <= 0: none), from which the batch runner makes the Guard.
+	MemLimit int64
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made
