@@ -138,6 +138,7 @@ func (r *Result) start() error {
 	plan := r.plan
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
+	spans := seriesSpans(plan, ectx)
 	for idx, n := range plan.Nodes {
 		inputs := make([]chan flow.Msg, len(n.Inputs))
 		for i, in := range n.Inputs {
@@ -177,7 +178,8 @@ func (r *Result) start() error {
 				break
 			}
 			inputs = []chan flow.Msg{closedChan()}
-			op, err = tableFuncOp(n, ectx)
+			sp, narrowed := spans[idx]
+			op, err = tableFuncOp(n, ectx, sp, narrowed)
 		case spec.TopN:
 			op = ops.NewTopN(n)
 		default:

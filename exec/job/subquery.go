@@ -45,7 +45,9 @@ func withSubqueries(ctx context.Context, snap *storage.Snapshot, ectx *eval.Cont
 
 // tableFuncOp evaluates the arguments of a TableFunc node and emits the
 // function's rows.
-func tableFuncOp(n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
+// When narrowed, sp is the range of values the consuming filter admits
+// (an integer generate_series only; seriesbounds.go).
+func tableFuncOp(n *spec.Node, ectx *eval.Context, sp span, narrowed bool) (flow.Operator, error) {
 	fns := make([]eval.Fn, len(n.Exprs))
 	ts := make([]types.T, len(n.Exprs))
 	for i, e := range n.Exprs {
@@ -63,6 +65,12 @@ func tableFuncOp(n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
 				return err
 			}
 			args[i] = d
+		}
+		if narrowed {
+			var any bool
+			if args, any = clip(args, sp); !any {
+				return nil
+			}
 		}
 		return eval.StreamTableFunc(ectx.Guard, n.Func, args, ts, func(r types.Row) error { return emit(r, 1) })
 	}}, nil
