@@ -173,6 +173,42 @@ func TestLimitsCancelAndTimeout(t *testing.T) {
 	if worstCancel > time.Second || worstTimeout > time.Second {
 		t.Errorf("cancellation took %v / %v (want well under a second)", worstCancel, worstTimeout)
 	}
+
+	// A client that leaves in the middle of a runaway statement: the
+	// statement stops, and the server goes back to idle.
+	pid := serverPid(t, srv)
+	for _, c := range runawayCases()[:3] {
+		rc := dialRaw(t, srv.Addr, "sluice", "sluice")
+		rc.fe.Send(&pgproto3.Query{String: c.sql})
+		if err := rc.fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the statement is running
+		rc.close()
+	}
+	time.Sleep(500 * time.Millisecond) // a client check interval and the stop
+	busy := cpuTime(t, pid)
+	time.Sleep(time.Second)
+	if used := cpuTime(t, pid) - busy; used > 150*time.Millisecond {
+		t.Errorf("the server used %v of CPU in the second after its clients left", used)
+	} else {
+		t.Logf("CPU used in the second after the clients left: %v", used)
+	}
+}
+
+// cpuTime returns the user+system CPU time process pid has used.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// Fields after the command name (which ends with ')'): utime is the
+	// 12th, stime the 13th, in clock ticks (100 Hz on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func TestLimitsStatementMem(t *testing.T) {

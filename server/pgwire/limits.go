@@ -49,15 +49,58 @@ func (c *conn) timeouts() (statement, idleInTx, idleSession time.Duration) {
 // cancelled by a CancelRequest (cause errUserCancel), by
 // statement_timeout (cause errStatementTimeout), or by the server's
 // shutdown. stop releases it.
+//
+// While the statement runs, a watcher polls the socket every
+// clientCheckInterval: a client that went away (closed its connection)
+// cancels the statement, so that its work does not go on burning CPU.
 func (c *conn) statementContext() (ctx context.Context, cancel context.CancelCauseFunc, stop func()) {
 	ctx, cancel = context.WithCancelCause(c.ctx)
-	stop = func() { cancel(nil) }
+	var t *time.Timer
 	if d, _, _ := c.timeouts(); d > 0 {
-		t := time.AfterFunc(d, func() { cancel(errStatementTimeout) })
-		stop = func() { t.Stop(); cancel(nil) }
+		t = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
+	}
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(clientCheckInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				closed, ok := peerClosed(c.nc)
+				if !ok {
+					return
+				}
+				if closed {
+					cancel(errClientGone)
+					return
+				}
+			}
+		}
+	}()
+	stop = func() {
+		if t != nil {
+			t.Stop()
+		}
+		close(done)
+		<-watched
+		cancel(nil)
 	}
 	return ctx, cancel, stop
 }
+
+// clientCheckInterval is how often a running statement checks that its
+// client is still connected.
+const clientCheckInterval = 100 * time.Millisecond
+
+// errClientGone cancels the statement of a client that closed its
+// connection (nobody reads the error).
+var errClientGone = pgerror.New(pgcode.QueryCanceled, "canceling statement: the client closed the connection")
 
 // cancelCause turns the error of a statement stopped by its context into
 // PostgreSQL's error for the cause (a CancelRequest or statement_timeout).
@@ -69,8 +112,8 @@ func cancelCause(ctx context.Context, err error) error {
 	if pgerror.GetCode(err) != pgcode.QueryCanceled && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	if cause := context.Cause(ctx); cause == errStatementTimeout {
-		return errStatementTimeout
+	if cause := context.Cause(ctx); cause == errStatementTimeout || cause == errClientGone {
+		return cause
 	}
 	return errUserCancel
 }
