@@ -229,6 +229,9 @@ func TestLimitsStatementMem(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SET statement_mem = '64MB'"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE sink (v BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
 	base := peakRSS(t, pid)
 	const big = "generate_series(1, 9223372036854775807)"
 	for _, c := range []struct{ name, sql string }{
@@ -238,6 +241,8 @@ func TestLimitsStatementMem(t *testing.T) {
 		{"join", "SELECT count(*) FROM generate_series(1, 10) a JOIN " + big + " b ON a = b"},
 		{"srf-in-select-list", "SELECT generate_series(1, 9223372036854775807)"},
 		{"repeat", "SELECT length(repeat('x', 100000000))"},
+		{"insert-select", "INSERT INTO sink SELECT g FROM " + big + " g"},
+		{"subquery", "SELECT 1 WHERE 5 IN (SELECT g FROM " + big + " g WHERE g % 2 = 0)"},
 		{"lpad", "SELECT length(lpad('x', 100000000, 'ab'))"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
