@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"sluice/exec/eval"
-	"sluice/exec/limit"
 	"sluice/exec/job"
+	"sluice/exec/limit"
 	"sluice/planner"
 	"sluice/server/pgwire"
 	"sluice/sql/types"
