@@ -257,10 +257,11 @@ func TestLimitsStatementMem(t *testing.T) {
 	}
 	peak := peakRSS(t, pid)
 	t.Logf("server peak RSS: %d MiB before, %d MiB after the runaways (statement_mem 64MB)", base>>20, peak>>20)
-	// The Go heap may reach 4× the live data (GOGC 300, see the README);
+	// The Go heap may reach 4× the live data (GOGC 300, see the README),
+	// so the bound is 1.5 GiB: far below the machine these runaways fill;
 	// a race build's shadow memory multiplies it again, so it is only
 	// logged there.
-	if peak-base > 1<<30 && !strings.Contains(os.Getenv("SLUICE_BUILD_FLAGS"), "-race") {
+	if peak-base > 3<<29 && !strings.Contains(os.Getenv("SLUICE_BUILD_FLAGS"), "-race") {
 		t.Errorf("peak RSS grew by %d MiB under a 64MB statement budget", (peak-base)>>20)
 	}
 	// A statement within the budget still runs, and the session goes on.
