@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"sluice/exec/limit"
+	"sluice/server/pgwire"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 )
@@ -235,6 +236,13 @@ func (s *session) limitValue(name string) int64 {
 func (s *session) Timeouts() (statement, idleInTx, idleSession time.Duration) {
 	ms := func(name string) time.Duration { return time.Duration(s.limitValue(name)) * time.Millisecond }
 	return ms("statement_timeout"), ms("idle_in_transaction_session_timeout"), ms("idle_session_timeout")
+}
+
+// errTooManyCursors is DECLARE past the cap on a session's cursors (the
+// same as the protocol-level portals they are in PostgreSQL).
+func errTooManyCursors() error {
+	return pgerror.New(pgcode.ConfigurationLimitExceeded, "too many cursors: a session may hold at most %d", pgwire.MaxPortals).
+		WithHint("CLOSE cursors you no longer need, or end the transaction.")
 }
 
 // statementMem returns the memory budget of the session's statements, in

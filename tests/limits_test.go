@@ -437,4 +437,50 @@ func TestLimitsPreparedStatementAndPortalCaps(t *testing.T) {
 	}
 	got := rc.exchange(t, &pgproto3.Query{String: "ROLLBACK"})
 	t.Logf("after the portal cap, ROLLBACK: %q", got)
+
+	// SQL cursors (portals in PostgreSQL) have the same cap, in one
+	// simple-protocol string per thousand.
+	rc.exchange(t, &pgproto3.Query{String: "BEGIN"})
+	for i := 0; i < limit; i += 1000 {
+		var b strings.Builder
+		for j := i; j < i+1000; j++ {
+			fmt.Fprintf(&b, "DECLARE c%d CURSOR FOR SELECT 1;", j)
+		}
+		for _, m := range rc.exchange(t, &pgproto3.Query{String: b.String()}) {
+			if strings.HasPrefix(m, "Error ") {
+				t.Fatalf("DECLARE %d..%d: %s", i, i+999, m)
+			}
+		}
+	}
+	_, err = conn.Exec(ctx, "SELECT 1") // the other session is unaffected
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = rc.exchangeToEOFOrReady(t, &pgproto3.Query{String: "DECLARE one_too_many CURSOR FOR SELECT 1"})
+	if len(got) == 0 || !strings.HasPrefix(got[0], "ERROR 53400 too many cursors") {
+		t.Fatalf("cursor %d: %q, want 53400", limit+1, got)
+	}
+}
+
+// exchangeToEOFOrReady sends msgs and returns the server's errors and
+// message types up to ReadyForQuery.
+func (rc *rawClient) exchangeToEOFOrReady(t *testing.T, msgs ...pgproto3.FrontendMessage) []string {
+	t.Helper()
+	for _, m := range msgs {
+		rc.fe.Send(m)
+	}
+	if err := rc.fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for {
+		switch m := rc.receive(t).(type) {
+		case *pgproto3.ErrorResponse:
+			out = append(out, m.Severity+" "+m.Code+" "+m.Message)
+		case *pgproto3.ReadyForQuery:
+			return out
+		default:
+			out = append(out, strings.TrimPrefix(fmt.Sprintf("%T", m), "*pgproto3."))
+		}
+	}
 }
