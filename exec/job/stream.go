@@ -82,12 +82,17 @@ const chunkRows = 1024
 // unsupported node, a bad table-function argument) are returned here;
 // runtime errors come from Next.
 func Open(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context, sh Shape) (*Result, error) {
+	if ectx != nil && ectx.Guard == nil {
+		// One memory account for the whole statement: the collected
+		// result here and every run's operators (start derives their
+		// guards from this one).
+		c := *ectx
+		c.Guard = limit.New(context.Background(), c.MemLimit)
+		ectx = &c
+	}
 	r := &Result{plan: plan, snap: snap, ectx: ectx, base: context.WithoutCancel(parent), shape: sh, stream: chainPlan(plan)}
 	if ectx != nil {
 		r.guard = ectx.Guard
-		if r.guard == nil && ectx.MemLimit > 0 {
-			r.guard = limit.New(context.Background(), ectx.MemLimit)
-		}
 	}
 	if sh.Limit == 0 {
 		r.done = true // LIMIT 0: nothing to read
