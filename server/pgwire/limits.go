@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"sluice/sql/pgcode"
@@ -59,36 +60,33 @@ func (c *conn) statementContext() (ctx context.Context, cancel context.CancelCau
 	if d, _, _ := c.timeouts(); d > 0 {
 		t = time.AfterFunc(d, func() { cancel(errStatementTimeout) })
 	}
-	done := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		tick := time.NewTicker(clientCheckInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				closed, ok := peerClosed(c.nc)
-				if !ok {
-					return
-				}
-				if closed {
-					cancel(errClientGone)
-					return
-				}
-			}
+	// The watcher is a timer that re-arms itself: a statement shorter
+	// than one interval costs no goroutine.
+	var mu sync.Mutex
+	stopped := false
+	var check *time.Timer
+	mu.Lock() // check is read by its own callback
+	defer mu.Unlock()
+	check = time.AfterFunc(clientCheckInterval, func() {
+		closed, ok := peerClosed(c.nc)
+		if closed {
+			cancel(errClientGone)
+			return
 		}
-	}()
+		mu.Lock()
+		defer mu.Unlock()
+		if ok && !stopped && ctx.Err() == nil {
+			check.Reset(clientCheckInterval)
+		}
+	})
 	stop = func() {
 		if t != nil {
 			t.Stop()
 		}
-		close(done)
-		<-watched
+		mu.Lock()
+		stopped = true
+		check.Stop()
+		mu.Unlock()
 		cancel(nil)
 	}
 	return ctx, cancel, stop
