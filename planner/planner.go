@@ -775,14 +775,19 @@ func conjuncts(e spec.Expr) []spec.Expr {
 	if e == nil {
 		return nil
 	}
+	return appendConjuncts(nil, e)
+}
+
+// appendConjuncts appends e's conjuncts to out: one slice for the whole
+// chain (a chain of 10,000 ANDs copied at every level was quadratic).
+func appendConjuncts(out []spec.Expr, e spec.Expr) []spec.Expr {
 	if f, ok := e.(*spec.Func); ok && f.Name == "and" {
-		var out []spec.Expr
 		for _, a := range f.Args {
-			out = append(out, conjuncts(a)...)
+			out = appendConjuncts(out, a)
 		}
 		return out
 	}
-	return []spec.Expr{e}
+	return append(out, e)
 }
 
 func andAll(es []spec.Expr) spec.Expr {

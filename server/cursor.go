@@ -176,6 +176,9 @@ func (s *session) declareCursor(ctx context.Context, x *parser.DeclareCursor, pa
 	if s.cursors[x.Name] != nil {
 		return pgerror.New(codeDuplicateCursor, "cursor \"%s\" already exists", x.Name)
 	}
+	if len(s.cursors) >= pgwire.MaxPortals {
+		return errTooManyCursors()
+	}
 	p := s.plannerWith(ptypes)
 	p.Nulls = x.Query.Nulls
 	p.TableFuncs = x.Query.TableFuncs

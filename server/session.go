@@ -213,7 +213,7 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}, Priv: sessionPrivs{s}}
+	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}, Priv: sessionPrivs{s}, MemLimit: s.statementMem()}
 	if s.tx != nil {
 		c.ReadRel = s.tx.readRel
 	}
@@ -387,6 +387,12 @@ func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 			return pgerror.Unsupported("time zone %q: Sluice sessions run in UTC", val).WithHint("SET TIME ZONE 'UTC'")
 		}
 		val = "UTC"
+	}
+	if ok, err := s.setLimit(name, val, x.Default); ok {
+		if err != nil {
+			return err
+		}
+		return w.Complete("SET")
 	}
 	if val == "" || strings.EqualFold(val, "default") {
 		val = defaultSettings[name]

@@ -5,6 +5,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/job"
+	"sluice/exec/limit"
 	"sluice/planner"
 	"sluice/server/pgwire"
 	"sluice/sql/types"
@@ -57,7 +58,19 @@ func (e *Engine) openQuery(ctx context.Context, q *planner.Query, ectx *eval.Con
 
 // selectRows runs a planned query to its end and returns its rows (for
 // INSERT … SELECT, which needs them all).
+//
+// The rows are charged to the statement's memory budget (statement_mem):
+// INSERT … SELECT from a runaway query ends with 53200.
 func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	if ectx != nil && ectx.Guard == nil {
+		c := *ectx
+		c.Guard = limit.New(ctx, c.MemLimit)
+		ectx = &c
+	}
+	var g *limit.Guard
+	if ectx != nil {
+		g = ectx.Guard
+	}
 	qr, err := e.openQuery(ctx, q, ectx, snap)
 	if err != nil {
 		return nil, err
@@ -71,6 +84,13 @@ func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Co
 		}
 		if chunk == nil {
 			return rows, nil
+		}
+		var n int64
+		for _, r := range chunk {
+			n += limit.RowBytes(r)
+		}
+		if err := g.Grow(n); err != nil {
+			return nil, err
 		}
 		rows = append(rows, chunk...)
 	}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"sluice/exec/limit"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -39,6 +40,12 @@ type Context struct {
 	// Priv answers has_table_privilege and has_schema_privilege (nil:
 	// refused).
 	Priv Privileges
+	// Guard is the running statement's limits (cancellation, memory
+	// budget); nil outside a statement. Long loops check it.
+	Guard *limit.Guard
+	// MemLimit is the statement's memory budget in bytes (statement_mem;
+	// <= 0: none), from which the batch runner makes the Guard.
+	MemLimit int64
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made
@@ -184,6 +191,19 @@ func (c *compiler) compile(e spec.Expr) (arg, error) {
 	return arg{}, pgerror.New(pgcode.Internal, "unsupported expression %T", e)
 }
 
+// flattenLogic appends to out the operands of the and/or named name in
+// exprs, descending into operands that are the same operator.
+func flattenLogic(name string, exprs []spec.Expr, out []spec.Expr) []spec.Expr {
+	for _, e := range exprs {
+		if f, ok := e.(*spec.Func); ok && len(f.Args) > 1 && normName(f.Name) == name {
+			out = flattenLogic(name, f.Args, out)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // exprCost ranks an expression's evaluation cost: regular expressions and
 // subqueries are expensive, the rest is cheap.
 func exprCost(e spec.Expr) int {
@@ -210,8 +230,15 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 		// AND and OR stop at the first deciding argument and their
 		// result does not depend on the order: evaluate cheap arguments
 		// first, so that a regular expression runs only when needed.
-		exprs = append([]spec.Expr(nil), exprs...)
-		sort.SliceStable(exprs, func(i, j int) bool { return exprCost(exprs[i]) < exprCost(exprs[j]) })
+		// Nested ANDs (ORs) are flattened into one list first (both are
+		// associative): a chain of 10,000 binary ANDs would otherwise cost
+		// each level a walk of everything below it, quadratic (seconds).
+		exprs = flattenLogic(name, exprs, nil)
+		costs := make(map[spec.Expr]int, len(exprs))
+		for _, e := range exprs {
+			costs[e] = exprCost(e)
+		}
+		sort.SliceStable(exprs, func(i, j int) bool { return costs[exprs[i]] < costs[exprs[j]] })
 	}
 	args := make([]arg, len(exprs))
 	for i, e := range exprs {

@@ -495,25 +495,12 @@ func numericPowerInt(base types.Datum, e int64) (types.Datum, error) {
 	if ae < 0 {
 		ae = -ae
 	}
-	// Exact rational power when its size stays moderate, else through
-	// logarithms at the precision the result needs.
-	if int64(decDigits(base)+int(base.X)+1)*ae <= 200000 {
-		num := new(big.Rat).SetFrac(types.DecCoef(base), pow10Int(int64(base.X)))
-		res := new(big.Rat).SetInt64(1)
-		p := new(big.Rat).Set(num)
-		for n := ae; n > 0; {
-			if n&1 == 1 {
-				res.Mul(res, p)
-			}
-			n >>= 1
-			if n > 0 {
-				p.Mul(p, p)
-			}
-		}
-		if e < 0 {
-			res.Inv(res)
-		}
-		return decFromRat(res, rscale)
+	// Exact integer power of the coefficient when its size stays moderate
+	// (10::numeric ^ 100000 is a 100,001-digit integer: math/big makes it
+	// in milliseconds), else through logarithms at the precision the
+	// result needs.
+	if int64(decDigits(base)+1)*ae <= 4_000_000 {
+		return decPowExact(base, e, rscale)
 	}
 	absBase, _ := types.DecAbs(base)
 	prec := precFor(maxInt(int(f), 0) + rscale + 32)
@@ -523,6 +510,42 @@ func numericPowerInt(base types.Datum, e int64) (types.Datum, error) {
 		v.Neg(v)
 	}
 	return decFromBig(v, rscale)
+}
+
+// decPowExact is base^e for a finite, nonzero base, computed exactly on
+// the coefficient (coef^|e| at scale X*|e|) and rounded half away from
+// zero to rscale digits.
+func decPowExact(base types.Datum, e int64, rscale int) (types.Datum, error) {
+	ae := e
+	if ae < 0 {
+		ae = -ae
+	}
+	coef := types.DecCoef(base)
+	neg := coef.Sign() < 0 && ae%2 == 1
+	pow := new(big.Int).Exp(new(big.Int).Abs(coef), big.NewInt(ae), nil)
+	scale := int64(base.X) * ae // value = pow / 10^scale
+	var q *big.Int
+	switch {
+	case e > 0 && scale <= int64(rscale):
+		q = pow.Mul(pow, pow10Int(int64(rscale)-scale))
+	case e > 0:
+		q = divRound(pow, pow10Int(scale-int64(rscale)))
+	default: // 10^scale / pow, at rscale digits
+		q = divRound(pow10Int(scale+int64(rscale)), pow)
+	}
+	if neg {
+		q.Neg(q)
+	}
+	return types.DecFromBig(q, rscale)
+}
+
+// divRound returns n/d for positive n and d, rounded half away from zero.
+func divRound(n, d *big.Int) *big.Int {
+	q, m := new(big.Int).QuoRem(n, d, new(big.Int))
+	if m.Lsh(m, 1).Cmp(d) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q
 }
 
 // decIntegral reports whether d is a whole number and returns it.

@@ -220,6 +220,33 @@ func reverse(s string) string {
 	return string(r)
 }
 
+// budgeted2 and budgeted3 build string builders (repeat, lpad, rpad) that
+// first check the result's size against the statement's memory budget
+// (53200), so that one call cannot allocate past statement_mem.
+func budgeted2(size func(a, c types.Datum) int64, f func(a, c types.Datum) (types.Datum, error)) builder {
+	return func(b *bctx) (Fn, error) {
+		g := b.ctx.Guard
+		return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
+			if err := g.Fits(size(a, c)); err != nil {
+				return types.Null, err
+			}
+			return f(a, c)
+		}), nil
+	}
+}
+
+func budgeted3(size func(a, b, c types.Datum) int64, f func(a, b, c types.Datum) (types.Datum, error)) builder {
+	return func(b *bctx) (Fn, error) {
+		g := b.ctx.Guard
+		return build3(func(x, y, z types.Datum) (types.Datum, error) {
+			if err := g.Fits(size(x, y, z)); err != nil {
+				return types.Null, err
+			}
+			return f(x, y, z)
+		})(b)
+	}
+}
+
 func repeat(s string, n int64) (types.Datum, error) {
 	if n <= 0 || s == "" {
 		return str(""), nil
@@ -542,10 +569,10 @@ func init() {
 		reg(n, fams(T), tt, build1(func(a types.Datum) (types.Datum, error) { return str(trim(a.S, " ")), nil }))
 		reg(n, fams(T, T), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(trim(a.S, c.S)), nil }))
 	}
-	reg("lpad", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", true) }))
-	reg("lpad", fams(T, I4, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, true) }))
-	reg("rpad", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", false) }))
-	reg("rpad", fams(T, I4, T), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, false) }))
+	reg("lpad", fams(T, I4), tt, budgeted2(func(a, c types.Datum) int64 { return c.I }, func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", true) }))
+	reg("lpad", fams(T, I4, T), tt, budgeted3(func(v0, v1, v2 types.Datum) int64 { return v1.I }, func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, true) }))
+	reg("rpad", fams(T, I4), tt, budgeted2(func(a, c types.Datum) int64 { return c.I }, func(a, c types.Datum) (types.Datum, error) { return pad(a.S, c.I, " ", false) }))
+	reg("rpad", fams(T, I4, T), tt, budgeted3(func(v0, v1, v2 types.Datum) int64 { return v1.I }, func(v0, v1, v2 types.Datum) (types.Datum, error) { return pad(v0.S, v1.I, v2.S, false) }))
 	reg("left", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(leftN(a.S, c.I)), nil }))
 	reg("right", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return str(rightN(a.S, c.I)), nil }))
 	reg("split_part", fams(T, T, I4), tt, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
@@ -555,7 +582,7 @@ func init() {
 		return boolD(strings.HasPrefix(a.S, c.S)), nil
 	}))
 	reg("reverse", fams(T), tt, str1(reverse))
-	reg("repeat", fams(T, I4), tt, build2(func(a, c types.Datum) (types.Datum, error) { return repeat(a.S, c.I) }))
+	reg("repeat", fams(T, I4), tt, budgeted2(func(a, c types.Datum) int64 { return int64(len(a.S)) * max(c.I, 0) }, func(a, c types.Datum) (types.Datum, error) { return repeat(a.S, c.I) }))
 	md5fn := build1(func(a types.Datum) (types.Datum, error) {
 		sum := md5.Sum([]byte(a.S))
 		return str(hex.EncodeToString(sum[:])), nil

@@ -159,7 +159,7 @@ func TestTableFuncs(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		rows, err := RunTableFunc(name, args, casts)
+		rows, err := RunTableFunc(nil /* guard */, name, args, casts)
 		if err != nil {
 			return "", err
 		}

@@ -3,6 +3,7 @@ package eval
 import (
 	"strings"
 
+	"sluice/exec/limit"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -16,6 +17,10 @@ type tableFunc struct {
 	params []types.Family
 	cols   []types.Column
 	run    func(args []types.Datum) ([]types.Row, error)
+	// stream, when set, yields the rows one by one instead (functions
+	// whose output is not bounded by their input: generate_series);
+	// it checks g between rows.
+	stream func(g *limit.Guard, args []types.Datum, emit func(types.Row) error) error
 }
 
 var tableFuncs = map[string][]tableFunc{}
@@ -28,8 +33,8 @@ func init() {
 	}{{I4, types.TInt4}, {I8, types.TInt8}} {
 		cols := []types.Column{{Name: "generate_series", Type: f.t}}
 		tableFuncs["generate_series"] = append(tableFuncs["generate_series"],
-			tableFunc{params: fams(f.fam, f.fam), cols: cols, run: generateSeries},
-			tableFunc{params: fams(f.fam, f.fam, f.fam), cols: cols, run: generateSeries})
+			tableFunc{params: fams(f.fam, f.fam), cols: cols, stream: generateSeries},
+			tableFunc{params: fams(f.fam, f.fam, f.fam), cols: cols, stream: generateSeries})
 	}
 	tableFuncs["unnest"] = []tableFunc{{params: fams(TA), cols: []types.Column{{Name: "unnest", Type: types.TText}},
 		run: func(args []types.Datum) ([]types.Row, error) {
@@ -73,10 +78,10 @@ func init() {
 }
 
 // generateSeries is generate_series(start, stop[, step]) over integers.
-func generateSeries(args []types.Datum) ([]types.Row, error) {
+func generateSeries(g *limit.Guard, args []types.Datum, emit func(types.Row) error) error {
 	for _, a := range args {
 		if a.K == types.KNull {
-			return nil, nil
+			return nil
 		}
 	}
 	start, stop, step := args[0].I, args[1].I, int64(1)
@@ -84,16 +89,23 @@ func generateSeries(args []types.Datum) ([]types.Row, error) {
 		step = args[2].I
 	}
 	if step == 0 {
-		return nil, pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
+		return pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
 	}
-	var out []types.Row
+	n := 0
 	for v := start; (step > 0 && v <= stop) || (step < 0 && v >= stop); v += step {
-		out = append(out, types.Row{types.NewInt(v)})
+		if n++; n%limit.CheckEvery == 0 {
+			if err := g.Err(); err != nil {
+				return err
+			}
+		}
+		if err := emit(types.Row{types.NewInt(v)}); err != nil {
+			return err
+		}
 		if (step > 0 && v > stop-step) || (step < 0 && v < stop-step) {
 			break // the next value would pass stop (or overflow)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // ResolveTableFunc chooses the overload of the set-returning function name
@@ -129,11 +141,66 @@ func ResolveTableFunc(name string, args []types.T) (cols []types.Column, argCast
 	return ovs[ci].cols, casts, nil
 }
 
+// rowBytes is what one generated row is counted as against the
+// statement's memory budget when a function's rows are collected.
+const rowBytes = 64
+
 // RunTableFunc evaluates the set-returning function name over argument
-// values already cast as ResolveTableFunc asked.
-func RunTableFunc(name string, args []types.Datum, argTypes []types.T) ([]types.Row, error) {
+// values already cast as ResolveTableFunc asked, and collects its rows:
+// past the statement's memory budget (g) that is 53200.
+func RunTableFunc(g *limit.Guard, name string, args []types.Datum, argTypes []types.T) ([]types.Row, error) {
+	ov, err := findTableFunc(name, args, argTypes)
+	if err != nil {
+		return nil, err
+	}
+	if ov.stream == nil {
+		return ov.run(args)
+	}
+	var out []types.Row
+	err = ov.stream(g, args, func(r types.Row) error {
+		if len(out)%limit.CheckEvery == 0 {
+			if err := g.Fits(int64(len(out)+limit.CheckEvery) * rowBytes); err != nil {
+				return err
+			}
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// StreamTableFunc evaluates the set-returning function name as
+// RunTableFunc does, handing its rows to emit as they are made; it stops
+// at emit's first error, or when g is cancelled.
+func StreamTableFunc(g *limit.Guard, name string, args []types.Datum, argTypes []types.T, emit func(types.Row) error) error {
+	ov, err := findTableFunc(name, args, argTypes)
+	if err != nil {
+		return err
+	}
+	if ov.stream != nil {
+		return ov.stream(g, args, emit)
+	}
+	rows, err := ov.run(args)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if i%limit.CheckEvery == limit.CheckEvery-1 {
+			if err := g.Err(); err != nil {
+				return err
+			}
+		}
+		if err := emit(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func findTableFunc(name string, args []types.Datum, argTypes []types.T) (*tableFunc, error) {
 	name = normName(name)
-	for _, ov := range tableFuncs[name] {
+	ovs := tableFuncs[name]
+	for i, ov := range ovs {
 		if len(ov.params) != len(args) {
 			continue
 		}
@@ -145,7 +212,7 @@ func RunTableFunc(name string, args []types.Datum, argTypes []types.T) ([]types.
 			}
 		}
 		if match {
-			return ov.run(args)
+			return &ovs[i], nil
 		}
 	}
 	return nil, notFound(name, argTypes)
@@ -168,39 +235,41 @@ func init() {
 		}
 		tableFuncs["generate_series"] = append(tableFuncs["generate_series"], tableFunc{
 			params: fams(f, f, types.Interval), cols: cols,
-			run: func(args []types.Datum) ([]types.Row, error) { return generateTimeSeries(args, kind) },
+			stream: func(g *limit.Guard, args []types.Datum, emit func(types.Row) error) error {
+				return generateTimeSeries(g, args, kind, emit)
+			},
 		})
 	}
 }
 
-// maxSeriesRows bounds a generated series (a SELECT holds its rows in
-// memory): a longer one is refused rather than exhausting the server.
-const maxSeriesRows = 50_000_000
-
 // generateTimeSeries is generate_series(start, stop, step) over
 // timestamps, stepping by an interval as timestamp + interval does.
-func generateTimeSeries(args []types.Datum, kind types.Kind) ([]types.Row, error) {
+func generateTimeSeries(g *limit.Guard, args []types.Datum, kind types.Kind, emit func(types.Row) error) error {
 	for _, a := range args {
 		if a.K == types.KNull {
-			return nil, nil
+			return nil
 		}
 	}
 	start, stop, step := args[0].I, args[1].I, args[2]
 	dir := types.Compare(step, types.NewInterval(0, 0, 0))
 	if dir == 0 {
-		return nil, pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
+		return pgerror.New(pgcode.InvalidParameterValue, "step size cannot equal zero")
 	}
-	var out []types.Row
+	n := 0
 	for v := start; (dir > 0 && v <= stop) || (dir < 0 && v >= stop); {
-		if len(out) >= maxSeriesRows {
-			return nil, pgerror.New(pgcode.ProgramLimitExceeded, "generate_series would return more than %d rows", maxSeriesRows)
+		if n++; n%limit.CheckEvery == 0 {
+			if err := g.Err(); err != nil {
+				return err
+			}
 		}
-		out = append(out, types.Row{types.Datum{K: kind, I: v}})
+		if err := emit(types.Row{types.Datum{K: kind, I: v}}); err != nil {
+			return err
+		}
 		next, err := tsPlusInterval(v, step.M, step.X, step.I)
 		if err != nil || next == v {
 			break
 		}
 		v = next
 	}
-	return out, nil
+	return nil
 }

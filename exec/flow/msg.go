@@ -84,6 +84,11 @@ func (o *Output) Send(ctx context.Context, m Msg) error {
 	o.mu.Lock()
 	chans := o.chans
 	o.mu.Unlock()
+	// A cancelled run stops here even when its consumer keeps up (select
+	// picks at random among ready cases).
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for _, c := range chans {
 		select {
 		case c <- m:

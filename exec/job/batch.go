@@ -5,6 +5,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/ops"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
@@ -30,6 +31,15 @@ func RunBatch(ctx context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx
 		}
 		if chunk == nil {
 			return rows, nil
+		}
+		if ectx != nil { // a subquery's rows count against the statement's budget
+			var n int64
+			for _, r := range chunk {
+				n += limit.RowBytes(r)
+			}
+			if err := ectx.Guard.Grow(n); err != nil {
+				return nil, err
+			}
 		}
 		rows = append(rows, chunk...)
 	}

@@ -483,7 +483,7 @@ func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eva
 		op, err = ops.NewProject(n.Exprs, ectx, errs)
 	case spec.Agg:
 		if db == nil {
-			op, err = newAggOp(n)
+			op, err = newAggOp(n, ectx.Guard)
 		} else {
 			op, err = ops.NewAgg(n, opID, db)
 		}

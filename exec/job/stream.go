@@ -3,11 +3,14 @@ package job
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/ops"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
@@ -47,6 +50,10 @@ type Result struct {
 	stream bool // rows pass through as they arrive
 
 	run *run
+	// guard is the statement's limits: it accounts the rows a collected
+	// result holds (held is their total, given back at Close).
+	guard *limit.Guard
+	held  int64
 
 	rows         []types.Row // collected result, sorted and cut
 	at           int         // next row of rows
@@ -75,7 +82,18 @@ const chunkRows = 1024
 // unsupported node, a bad table-function argument) are returned here;
 // runtime errors come from Next.
 func Open(parent context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context, sh Shape) (*Result, error) {
+	if ectx != nil && ectx.Guard == nil {
+		// One memory account for the whole statement: the collected
+		// result here and every run's operators (start derives their
+		// guards from this one).
+		c := *ectx
+		c.Guard = limit.New(context.Background(), c.MemLimit)
+		ectx = &c
+	}
 	r := &Result{plan: plan, snap: snap, ectx: ectx, base: context.WithoutCancel(parent), shape: sh, stream: chainPlan(plan)}
+	if ectx != nil {
+		r.guard = ectx.Guard
+	}
 	if sh.Limit == 0 {
 		r.done = true // LIMIT 0: nothing to read
 		return r, nil
@@ -125,6 +143,7 @@ func (r *Result) start() error {
 	plan := r.plan
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
+	spans := seriesSpans(plan, ectx)
 	for idx, n := range plan.Nodes {
 		inputs := make([]chan flow.Msg, len(n.Inputs))
 		for i, in := range n.Inputs {
@@ -164,13 +183,17 @@ func (r *Result) start() error {
 				break
 			}
 			inputs = []chan flow.Msg{closedChan()}
-			op, err = tableFuncOp(n, ectx)
+			sp, narrowed := spans[idx]
+			op, err = tableFuncOp(n, ectx, sp, narrowed)
 		case spec.TopN:
 			op = ops.NewTopN(n)
 		default:
 			var ok bool
 			if op, ok, err = newOp(plan, n, 0, nil, ectx, errs); !ok && err == nil {
 				err = pgerror.Unsupported("%s in a query", n.Kind)
+			}
+			if err == nil && (n.Kind == spec.Join || n.Kind == spec.Window) {
+				op = &heldInputs{op: op, guard: ectx.Guard}
 			}
 		}
 		if err != nil {
@@ -342,7 +365,9 @@ func (r *Result) materialize(ctx context.Context) error {
 		return err
 	}
 	if len(r.shape.Order) > 0 {
-		ops.SortRows(rows, r.shape.Order)
+		if err := sortRows(ctx, rows, r.shape.Order); err != nil {
+			return err
+		}
 	}
 	if off := r.shape.Offset; off > 0 {
 		if off >= int64(len(rows)) {
@@ -379,6 +404,9 @@ func (r *Result) consolidate(ctx context.Context) ([]types.Row, error) {
 			kbuf = types.EncodeRow(kbuf[:0], row)
 			e := acc[string(kbuf)]
 			if e == nil {
+				if err := r.hold(limit.RowBytes(row) + int64(2*len(kbuf)) + 64); err != nil {
+					return nil, err
+				}
 				e = &rowCount{row: row}
 				acc[string(kbuf)] = e
 				order = append(order, string(kbuf))
@@ -390,6 +418,11 @@ func (r *Result) consolidate(ctx context.Context) ([]types.Row, error) {
 	for _, k := range order {
 		e := acc[k]
 		for i := int64(0); i < e.n; i++ {
+			if len(rows)%limit.CheckEvery == limit.CheckEvery-1 {
+				if err := r.hold(limit.CheckEvery * 24); err != nil {
+					return nil, err
+				}
+			}
 			rows = append(rows, e.row)
 		}
 	}
@@ -406,6 +439,9 @@ func (r *Result) collect(ctx context.Context) ([]types.Row, error) {
 			return rows, err
 		}
 		for i, row := range b.Rows {
+			if err := r.hold(limit.RowBytes(row) * max(b.Diffs[i], 0)); err != nil {
+				return nil, err
+			}
 			for d := b.Diffs[i]; d > 0; d-- {
 				rows = append(rows, row)
 			}
@@ -430,6 +466,9 @@ func (r *Result) topK(ctx context.Context, k int64) ([]types.Row, error) {
 			for d := b.Diffs[i]; d > 0; d-- {
 				switch {
 				case int64(len(h.rows)) < k:
+					if err := r.hold(limit.RowBytes(row)); err != nil {
+						return nil, err
+					}
 					heap.Push(h, row)
 				case ops.CompareOrder(row, h.rows[0], h.order) < 0:
 					h.rows[0] = row
@@ -488,4 +527,45 @@ func (r *Result) Close() {
 	}
 	r.done = true
 	r.rows = nil
+	r.guard.Shrink(r.held)
+	r.held = 0
 }
+
+// hold accounts n bytes of collected rows to the statement's budget.
+func (r *Result) hold(n int64) error {
+	if err := r.guard.Grow(n); err != nil {
+		return err
+	}
+	r.held += n
+	return nil
+}
+
+// sortRows sorts rows in ORDER BY order (stable, as ops.SortRows). A
+// cancelled ctx is noticed between comparisons: the sort is abandoned
+// (by a panic caught here, the one way out of slices.SortStableFunc) and
+// the rows are left in some order.
+func sortRows(ctx context.Context, rows []types.Row, order []spec.OrderItem) (err error) {
+	done := ctx.Done()
+	n := 0
+	defer func() {
+		if p := recover(); p != nil {
+			if p != errSortCanceled {
+				panic(p)
+			}
+			err = limit.ErrCanceled
+		}
+	}()
+	slices.SortStableFunc(rows, func(a, b types.Row) int {
+		if n++; n%limit.CheckEvery == 0 {
+			select {
+			case <-done:
+				panic(errSortCanceled)
+			default:
+			}
+		}
+		return ops.CompareOrder(a, b, order)
+	})
+	return nil
+}
+
+var errSortCanceled = errors.New("sort canceled")

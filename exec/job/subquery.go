@@ -7,6 +7,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/ops"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
@@ -27,6 +28,13 @@ func withSubqueries(ctx context.Context, snap *storage.Snapshot, ectx *eval.Cont
 	if ectx != nil {
 		*c = *ectx
 	}
+	// The run's guard stops with ctx (Close, or the run's failure) and
+	// shares the statement's memory budget with its subqueries.
+	if c.Guard != nil {
+		c.Guard = c.Guard.With(ctx)
+	} else {
+		c.Guard = limit.New(ctx, c.MemLimit)
+	}
 	c.RunPlan = func(plan *spec.Plan, outer []types.Datum) ([]types.Row, error) {
 		inner := *c
 		inner.Outer = outer
@@ -37,7 +45,9 @@ func withSubqueries(ctx context.Context, snap *storage.Snapshot, ectx *eval.Cont
 
 // tableFuncOp evaluates the arguments of a TableFunc node and emits the
 // function's rows.
-func tableFuncOp(n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
+// When narrowed, sp is the range of values the consuming filter admits
+// (an integer generate_series only; seriesbounds.go).
+func tableFuncOp(n *spec.Node, ectx *eval.Context, sp span, narrowed bool) (flow.Operator, error) {
 	fns := make([]eval.Fn, len(n.Exprs))
 	ts := make([]types.T, len(n.Exprs))
 	for i, e := range n.Exprs {
@@ -56,16 +66,13 @@ func tableFuncOp(n *spec.Node, ectx *eval.Context) (flow.Operator, error) {
 			}
 			args[i] = d
 		}
-		rows, err := eval.RunTableFunc(n.Func, args, ts)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if err := emit(r, 1); err != nil {
-				return err
+		if narrowed {
+			var any bool
+			if args, any = clip(args, sp); !any {
+				return nil
 			}
 		}
-		return nil
+		return eval.StreamTableFunc(ectx.Guard, n.Func, args, ts, func(r types.Row) error { return emit(r, 1) })
 	}}, nil
 }
 
@@ -80,7 +87,7 @@ func batchOnlyAgg(f string) bool {
 
 // newAggOp returns the aggregation operator of a batch plan's Agg node:
 // ops.Agg, wrapped by a batchAgg when the node has batch-only aggregates.
-func newAggOp(n *spec.Node) (flow.Operator, error) {
+func newAggOp(n *spec.Node, g *limit.Guard) (flow.Operator, error) {
 	var extra []int
 	for i, a := range n.Aggs {
 		if batchOnlyAgg(a.Func) {
@@ -88,7 +95,11 @@ func newAggOp(n *spec.Node) (flow.Operator, error) {
 		}
 	}
 	if len(extra) == 0 {
-		return ops.NewAgg(n, 0, nil)
+		a, err := ops.NewAgg(n, 0, nil)
+		if err == nil {
+			a.Guard = g
+		}
+		return a, err
 	}
 	// The inner aggregation computes the other aggregates; it counts rows
 	// in the batch-only ones' places, which Finish overwrites.
@@ -101,7 +112,8 @@ func newAggOp(n *spec.Node) (flow.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &batchAgg{inner: inner, node: n, extra: extra, groups: map[string][][]aggValue{}, out: map[string]*rowCount{}}
+	inner.Guard = g
+	a := &batchAgg{inner: inner, node: n, extra: extra, groups: map[string][][]aggValue{}, out: map[string]*rowCount{}, guard: g}
 	a.emit = flow.NewEmitter(func(b *types.Batch) error {
 		for i, r := range b.Rows {
 			k := string(types.EncodeRow(nil, r))
@@ -136,6 +148,7 @@ type batchAgg struct {
 	emit   *flow.Emitter           // collects the inner aggregation's output
 	out    map[string]*rowCount
 	order  []string
+	guard  *limit.Guard // charged for every input kept
 }
 
 // Process implements flow.Operator.
@@ -162,6 +175,9 @@ func (a *batchAgg) Process(in int, b *types.Batch, out *flow.Emitter) error {
 			args := []types.Datum{r[call.Arg]}
 			for _, x := range call.Extra {
 				args = append(args, r[x])
+			}
+			if err := a.guard.Grow(limit.RowBytes(args) + 32); err != nil {
+				return err
 			}
 			g[j] = append(g[j], aggValue{args: args, n: b.Diffs[i]})
 		}
@@ -197,7 +213,7 @@ func (a *batchAgg) Finish(out *flow.Emitter) error {
 			if g != nil {
 				vals = g[j]
 			}
-			d, err := batchAggResult(&a.node.Aggs[ai], vals)
+			d, err := batchAggResult(a.guard, &a.node.Aggs[ai], vals)
 			if err != nil {
 				return err
 			}
@@ -211,10 +227,18 @@ func (a *batchAgg) Finish(out *flow.Emitter) error {
 }
 
 // batchAggResult computes one batch-only aggregate over its inputs.
-func batchAggResult(call *spec.AggCall, vals []aggValue) (types.Datum, error) {
+func batchAggResult(g *limit.Guard, call *spec.AggCall, vals []aggValue) (types.Datum, error) {
 	// Expand multiplicities (retractions cancel earlier equal inputs).
 	var in [][]types.Datum
 	for _, v := range vals {
+		if err := g.Err(); err != nil {
+			return types.Null, err
+		}
+		if v.n > 1 {
+			if err := g.Grow(24 * v.n); err != nil {
+				return types.Null, err
+			}
+		}
 		for i := int64(0); i < v.n; i++ {
 			in = append(in, v.args)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -56,6 +57,8 @@ type Agg struct {
 	kb         []byte // update's key buffer
 	ekBuf      []byte // Checkpoint's set entry key buffer
 	evBuf      []byte // encodeEntry's buffer
+	// Guard, when set (a batch query), is charged for each new group.
+	Guard *limit.Guard
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -225,6 +228,12 @@ func (a *Agg) newGroup(key types.Row) *group {
 	return g
 }
 
+// groupBytes estimates the memory of one group: its key (row and
+// encoded), its accumulators and the map entry.
+func groupBytes(key types.Row, keyLen, naggs int) int64 {
+	return limit.RowBytes(key) + 2*int64(keyLen) + int64(naggs)*96 + 160
+}
+
 // Process implements flow.Operator.
 func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 	var kbuf []byte
@@ -240,6 +249,9 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			key := make(types.Row, len(a.groupBy))
 			for j, c := range a.groupBy {
 				key[j] = r[c]
+			}
+			if err := a.Guard.Grow(groupBytes(key, len(kbuf), len(a.aggs))); err != nil {
+				return err
 			}
 			g = a.newGroup(key)
 			g.k = string(kbuf)

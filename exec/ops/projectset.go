@@ -3,6 +3,7 @@ package ops
 import (
 	"sluice/exec/eval"
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/spec"
 	"sluice/sql/types"
 )
@@ -17,8 +18,9 @@ import (
 // (a non-array given to jsonb_array_elements) fails a SELECT; in a view it
 // drops the input row and is counted, as in Filter.
 type ProjectSet struct {
-	fns  []setFn
-	errs *ErrorSink
+	fns   []setFn
+	errs  *ErrorSink
+	guard *limit.Guard // the statement's limits (nil in views)
 }
 
 type setFn struct {
@@ -32,6 +34,9 @@ type setFn struct {
 // input.
 func NewProjectSet(n *spec.Node, ctx *eval.Context, errs *ErrorSink) (*ProjectSet, error) {
 	p := &ProjectSet{errs: errs}
+	if ctx != nil {
+		p.guard = ctx.Guard
+	}
 	for _, f := range n.SetFuncs {
 		sf := setFn{name: f.Name, cols: f.Cols}
 		for _, e := range f.Args {
@@ -95,7 +100,7 @@ func (p *ProjectSet) run(r types.Row, results [][]types.Row) (int, error) {
 			}
 			args[j] = d
 		}
-		rows, err := eval.RunTableFunc(f.name, args, f.ts)
+		rows, err := eval.RunTableFunc(p.guard, f.name, args, f.ts)
 		if err != nil {
 			return 0, err
 		}

@@ -5,6 +5,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
+	"sluice/exec/limit"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -30,8 +31,21 @@ func (s *ErrorSink) handle(err error) error {
 
 // Filter passes the rows for which Pred is true.
 type Filter struct {
-	pred func(types.Row) (bool, error)
-	errs *ErrorSink
+	pred  func(types.Row) (bool, error)
+	errs  *ErrorSink
+	guard *limit.Guard // the statement's, polled between rows (nil in views)
+}
+
+// rowsPerCheck is how many rows Filter and Project evaluate between two
+// polls of the statement's cancellation: few enough that an expensive
+// expression (numeric power, a big repeat) stops promptly.
+const rowsPerCheck = 64
+
+func guardOf(ctx *eval.Context) *limit.Guard {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Guard
 }
 
 // NewFilter compiles a filter.
@@ -40,12 +54,17 @@ func NewFilter(pred spec.Expr, ctx *eval.Context, errs *ErrorSink) (*Filter, err
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{pred: p, errs: errs}, nil
+	return &Filter{pred: p, errs: errs, guard: guardOf(ctx)}, nil
 }
 
 // Process implements flow.Operator.
 func (f *Filter) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 	for i, r := range b.Rows {
+		if i%rowsPerCheck == rowsPerCheck-1 {
+			if err := f.guard.Err(); err != nil {
+				return err
+			}
+		}
 		ok, err := f.pred(r)
 		if err != nil {
 			if err := f.errs.handle(err); err != nil {
@@ -83,11 +102,12 @@ type Project struct {
 	// prefix: the output is the input's first len(fns) columns as they
 	// are, so each output row is a slice of its input row (no copy).
 	prefix bool
+	guard  *limit.Guard // the statement's, polled between rows (nil in views)
 }
 
 // NewProject compiles a projection.
 func NewProject(exprs []spec.Expr, ctx *eval.Context, errs *ErrorSink) (*Project, error) {
-	p := &Project{errs: errs, passed: map[int][]int{}, prefix: true}
+	p := &Project{errs: errs, passed: map[int][]int{}, prefix: true, guard: guardOf(ctx)}
 	for i, e := range exprs {
 		if r, ok := e.(*spec.ColRef); !ok || r.Idx != i {
 			p.prefix = false
@@ -132,6 +152,11 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		return nil
 	}
 	for i, r := range b.Rows {
+		if i%rowsPerCheck == rowsPerCheck-1 {
+			if err := p.guard.Err(); err != nil {
+				return err
+			}
+		}
 		nr := make(types.Row, len(p.fns))
 		for j, fn := range p.fns {
 			if c := p.cols[j]; c >= 0 && c < len(r) {

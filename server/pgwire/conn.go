@@ -60,7 +60,8 @@ type conn struct {
 	slot        bool   // holds a session slot (limits.go)
 
 	mu         sync.Mutex
-	cancelStmt context.CancelFunc // cancels the running statement; nil between statements
+	cancelStmt context.CancelCauseFunc // cancels the running statement; nil between statements
+	idle       bool                    // ReadyForQuery sent, no message read since (limits.go)
 
 	sess           Session
 	txs            interface{ TxStatus() byte } // sess, if it reports transaction status
@@ -473,6 +474,7 @@ func (c *conn) readyForQuery() error {
 	if err := c.send(&pgproto3.ReadyForQuery{TxStatus: status}); err != nil {
 		return err
 	}
+	c.idle = true
 	return c.flush()
 }
 
@@ -666,9 +668,16 @@ func parseStartupParams(b []byte) (params map[string]string, unrec []string, err
 // the connection fails.
 func (c *conn) loop() {
 	for c.werr == nil {
+		idleErr := c.awaitClient()
 		typ, body, err := c.readMessage()
+		if idleErr != nil {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		c.idle = false
 		if err != nil {
 			switch {
+			case idleErr != nil && c.idleExpired(err):
+				c.trySendFatal(idleErr)
 			case isFatal(err):
 				c.trySendFatal(err)
 			case c.ctx.Err() != nil:
@@ -740,7 +749,7 @@ var errShutdown = fatalf(pgcode.AdminShutdown, "terminating connection due to ad
 
 // run runs one Session call as a cancellable statement.
 func (c *conn) run(f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel, stop := c.statementContext()
 	c.mu.Lock()
 	c.cancelStmt = cancel
 	c.mu.Unlock()
@@ -748,7 +757,8 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 	c.mu.Lock()
 	c.cancelStmt = nil
 	c.mu.Unlock()
-	cancel()
+	err = cancelCause(ctx, err)
+	stop()
 	if err != nil && c.ctx.Err() != nil {
 		return errShutdown
 	}
@@ -759,7 +769,7 @@ func (c *conn) run(f func(ctx context.Context) error) error {
 func (c *conn) cancelStatement() {
 	c.mu.Lock()
 	if c.cancelStmt != nil {
-		c.cancelStmt()
+		c.cancelStmt(errUserCancel)
 	}
 	c.mu.Unlock()
 }

@@ -143,6 +143,9 @@ func (c *conn) parse(name, query string, oids []uint32) error {
 	if _, ok := c.stmts[name]; ok && name != "" {
 		return pgerror.New(pgcode.DuplicatePreparedStatement, "prepared statement \"%s\" already exists", name)
 	}
+	if _, ok := c.stmts[name]; !ok && len(c.stmts) >= MaxPreparedStatements {
+		return errTooManyStatements()
+	}
 	st := &statement{}
 	if isEmptyQuery(query) {
 		st.empty = true
@@ -176,6 +179,9 @@ func (c *conn) bind(name, stmtName string, paramFmts []int16, raw [][]byte, resu
 		c.dropPortal("") // as Postgres: Bind replaces the unnamed portal even if it fails
 	} else if _, ok := c.portals[name]; ok {
 		return pgerror.New("42P03", "portal \"%s\" already exists", name)
+	}
+	if len(c.portals) >= MaxPortals {
+		return errTooManyPortals()
 	}
 	st, err := c.statement(stmtName)
 	if err != nil {
