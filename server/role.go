@@ -335,11 +335,11 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 		}
 		r := &roleEntry{Name: name, Login: x.User}
 		s.applyRoleOptions(r, opts)
-		r.OID = rc.allocOID()
-		if err := rc.write(r, ""); err != nil {
+		if err := s.checkLockout(r); err != nil {
 			return err
 		}
-		if err := s.warnLockout(w, r); err != nil {
+		r.OID = rc.allocOID()
+		if err := rc.write(r, ""); err != nil {
 			return err
 		}
 		return w.Complete(tag)
@@ -400,10 +400,10 @@ func (s *session) roleStmt(ctx context.Context, x *parser.RoleStmt, w pgwire.Res
 			return pgerror.New(pgcode.InsufficientPrivilege, "permission denied to alter role").
 				WithDetail("The bootstrap superuser must have the SUPERUSER attribute.")
 		}
-		if err := rc.write(&r, ""); err != nil {
+		if err := s.checkLockout(&r); err != nil {
 			return err
 		}
-		if err := s.warnLockout(w, &r); err != nil {
+		if err := rc.write(&r, ""); err != nil {
 			return err
 		}
 		return w.Complete(tag)
@@ -480,16 +480,36 @@ func (s *session) applyRoleOptions(r *roleEntry, opts map[string]parser.RoleOpti
 	}
 }
 
-// warnLockout warns when a password was just set for r while the
-// bootstrap superuser has none: from now on every connection
-// authenticates, and the superuser cannot log in until it has one.
-func (s *session) warnLockout(w pgwire.ResultWriter, r *roleEntry) error {
-	b := s.e.roles.mu.m[s.e.roles.bootstrap]
-	if r.Password == "" || b == nil || b.Password != "" {
+// checkLockout refuses a password change that would lock the bootstrap
+// superuser out: the first password configured ends trust mode (every
+// connection must then authenticate), so no other role may get one while
+// the superuser has none, and the superuser's cannot be cleared while
+// another role has one. rc.mu must be held.
+func (s *session) checkLockout(r *roleEntry) error {
+	rc := s.e.roles
+	b := rc.mu.m[rc.bootstrap]
+	if b == nil {
 		return nil
 	}
-	return w.Notice(fmt.Sprintf("passwords are now configured: every connection must authenticate, and superuser %q has no password "+
-		"(set one with ALTER ROLE or --superuser-password-file)", b.Name))
+	if r.Name == rc.bootstrap {
+		if r.Password != "" {
+			return nil
+		}
+		for _, o := range rc.mu.m {
+			if o.Name != rc.bootstrap && o.Password != "" {
+				return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "cannot clear the password of superuser %q while role %q has one", b.Name, o.Name).
+					WithDetail("With a password configured every connection must authenticate: %q could no longer log in.", b.Name).
+					WithHint("Clear the other roles' passwords first (ALTER ROLE … PASSWORD NULL).")
+			}
+		}
+		return nil
+	}
+	if r.Password == "" || b.Password != "" {
+		return nil
+	}
+	return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "cannot set a password for role %q while superuser %q has none", r.Name, b.Name).
+		WithDetail("The first password ends trust mode: every connection, local ones included, must then authenticate, and %q could no longer log in.", b.Name).
+		WithHint("Give the superuser a password first: ALTER ROLE %s PASSWORD '…', or start Sluice with --superuser-password-file.", b.Name)
 }
 
 // checkRoleName refuses the names PostgreSQL reserves.
