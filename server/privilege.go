@@ -28,7 +28,7 @@ import (
 //   - GRANT and REVOKE: privilege_grant.go.
 //
 // The roles themselves (who exists, who is a superuser) come from a
-// roleDirectory (privilege_roles_stub.go).
+// roleDirectory, which the role catalog answers (privilege_roles.go).
 
 // bootstrapRole is the superuser that owns what has no recorded owner.
 const bootstrapRole = "sluice"
