@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"sluice/storage"
+
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 )
@@ -88,4 +90,13 @@ func (e *Engine) checkRoleUnused(role, verb string) error {
 	return pgerror.New(pgcode.FeatureNotSupported, "role %q cannot be renamed while objects depend on it", role).
 		WithDetail("%s", strings.Join(deps, "\n")).
 		WithHint("Sluice records owners and grantees by name: drop those objects, change their owner or revoke the privileges first.")
+}
+
+// ownsOrSuper reports whether the session's role owns ent or is a
+// superuser: only they see an object's errors (SHOW SINKS' and SHOW
+// MATERIALIZED VIEWS' Last Error), which may name hosts, users and
+// paths of its connections.
+func (s *session) ownsOrSuper(ent *storage.CatalogEntry) bool {
+	role := s.role()
+	return s.e.superuser(role) || entryOwner(ent) == role
 }

@@ -87,7 +87,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 				continue
 			}
 			if kind == kindSink {
-				rows = append(rows, s.e.showSinkRow(ent))
+				rows = append(rows, s.e.showSinkRow(ent, s.ownsOrSuper(ent)))
 				continue
 			}
 			if kind == kindMView {
@@ -105,7 +105,11 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 						last = f.Error()
 					}
 				}
-				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(s.e.redactText(last))})
+				lastCell := types.NewString(s.e.redactText(last))
+				if !s.ownsOrSuper(ent) {
+					lastCell = types.Null
+				}
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), lastCell})
 				continue
 			}
 			rows = append(rows, textRow(ent.Name))

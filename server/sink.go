@@ -246,8 +246,9 @@ func showSinksCols() []types.Column {
 	}
 }
 
-// showSinkRow is one row of SHOW SINKS.
-func (e *Engine) showSinkRow(ent *storage.CatalogEntry) types.Row {
+// showSinkRow is one row of SHOW SINKS; showErr is false when the
+// session may not see the sink's last error (ownsOrSuper).
+func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row {
 	r := types.Row{types.NewString(ent.Name), types.NewString(ent.Connector)}
 	var sp *sinkPlan
 	if st, err := parser.ParseOne(ent.SQL); err == nil {
@@ -284,5 +285,9 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry) types.Row {
 	// After a restart the writer has logged nothing yet: what was
 	// delivered was logged before.
 	logged = max(logged, delivered)
-	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(e.redactText(lastErr)))
+	errCell := types.NewString(e.redactText(lastErr))
+	if !showErr {
+		errCell = types.Null
+	}
+	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), errCell)
 }

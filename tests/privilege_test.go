@@ -374,6 +374,43 @@ func TestPrivileges(t *testing.T) {
 		denied(t, bob, `DROP SOURCE g`, "must be owner of source g")
 	})
 
+	t.Run("connection errors to the owner only", func(t *testing.T) {
+		// A sink whose PostgreSQL is unreachable: its owner (and any
+		// superuser) sees why in SHOW SINKS; another role sees NULL.
+		allowed(t, su, `CREATE SINK down FROM u WITH (connector = 'postgres', url = 'postgres://nobody@127.0.0.1:1/x', table = 'x', primary_key = 'id')`)
+		lastErr := func(conn *pgx.Conn) *string {
+			var e *string
+			rows, err := conn.Query(ctx, `SHOW SINKS`, pgx.QueryExecModeSimpleProtocol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				vals, err := rows.Values()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if vals[0] == "down" {
+					if v, ok := vals[len(vals)-1].(string); ok {
+						e = &v
+					}
+				}
+			}
+			return e
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for e := lastErr(su); e == nil || *e == ""; e = lastErr(su) {
+			if time.Now().After(deadline) {
+				t.Fatal("the unreachable sink reported no error to its owner in 30 s")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if e := lastErr(alice); e != nil {
+			t.Fatalf("alice (not the owner) sees the sink's error: %q", *e)
+		}
+		allowed(t, su, `DROP SINK down`)
+	})
+
 	t.Run("unsupported forms", func(t *testing.T) {
 		for _, sql := range []string{
 			`GRANT SELECT (id) ON t TO alice`,
