@@ -241,7 +241,7 @@ func TestPgcliCompletionQueries(t *testing.T) {
 		`(?m)^views -> \[\('public', 'cheap'\)\]$`,
 		`(?m)^table_columns -> \[\('public', 'items', 'id', 'integer'\), \('public', 'items', 'name', 'text'\)\]$`,
 		`(?m)^view_columns -> \[\('public', 'cheap', 'id', 'integer'\)\]$`,
-		`(?m)^databases -> \['sluice'\]$`,
+		`(?m)^databases -> \['postgres', 'sluice'\]$`,
 		`(?m)^foreignkeys -> \[\]$`,
 		`\('pg_catalog', 'jsonb_each', None, \('jsonb',\), 'record', False, True\)`,
 		`\('pg_catalog', 'lower', None, \('text',\), 'text', False, False\)`,
