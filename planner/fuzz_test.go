@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -121,6 +122,31 @@ func TestPlanSeeds(t *testing.T) {
 		}
 		if err := planStatement(st); err != nil {
 			t.Errorf("%q: %v", s, err)
+		}
+	}
+}
+
+// TestCastChain plans long chains of casts: naming the output column took
+// time exponential in the chain's length (60 casts never finished), and a
+// chain 10,000 long must end with 54001 like any statement that deep.
+func TestCastChain(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		code string
+	}{{60, ""}, {1000, ""}, {10_000, "54001"}} {
+		st, err := parser.ParseOne("SELECT 1" + strings.Repeat("::int", c.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- planStatement(st) }()
+		select {
+		case err := <-done:
+			if got := string(pgerror.GetCode(err)); (err == nil) != (c.code == "") || (err != nil && got != c.code) {
+				t.Errorf("%d casts: got %v (%s), want SQLSTATE %q", c.n, err, got, c.code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d casts: not planned within 10 s", c.n)
 		}
 	}
 }
