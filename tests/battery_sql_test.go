@@ -153,6 +153,9 @@ var knownExtremeFailures = map[string]string{
 func (b *battery) phaseExtremes(t *testing.T) {
 	for _, proto := range []string{"extended", "simple"} {
 		c := &stmtConn{srv: b.srv, simple: proto == "simple"}
+		// The session's unnamed statement holds the last 10 MB text
+		// and its tree until the session ends (as in PostgreSQL).
+		defer c.close()
 		for i, ec := range extremeCases() {
 			if ec.long && !b.cfg.long {
 				continue
@@ -276,6 +279,8 @@ func genStatement(rng *rand.Rand) string {
 // time, without breaking the session.
 func (b *battery) phaseGenerated(t *testing.T) {
 	conns := []*stmtConn{{srv: b.srv}, {srv: b.srv, simple: true}}
+	defer conns[0].close()
+	defer conns[1].close()
 	for i := 0; i < b.cfg.statements; i++ {
 		sql := genStatement(b.rng)
 		var args []any
