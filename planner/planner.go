@@ -822,17 +822,8 @@ func exprName(e ast.ExprNode) string {
 		switch x.FnName.L {
 		case "__pg_cast":
 			if len(x.Args) == 2 {
-				// A cast of a cast is named after its own type, as
-				// PostgreSQL's FigureColname does ('int4'::regtype::oid is "oid").
-				innerCast := false
-				if f, ok := x.Args[0].(*ast.FuncCallExpr); ok && f.FnName.L == "__pg_cast" {
-					innerCast = exprName(f.Args[0]) == "?column?"
-				}
-				if inner := exprName(x.Args[0]); inner != "?column?" && !innerCast {
-					return inner
-				}
-				if s, ok := stringLiteral(x.Args[1]); ok {
-					return pgTypeName(s)
+				if name, _, ok := castColname(x); ok {
+					return name
 				}
 			}
 		case "__pg_filter":
@@ -871,6 +862,29 @@ func exprName(e ast.ExprNode) string {
 		}
 	}
 	return "?column?"
+}
+
+// castColname names a cast (a __pg_cast call with two arguments) as
+// PostgreSQL's FigureColname does: after its argument when that has a name
+// of its own (strong), else after its type, so a cast of a cast is named
+// after its own type ('int4'::regtype::oid is "oid"). ok is false when the
+// cast has neither. A chain of casts is walked once: naming each level by
+// calling exprName on both the inner cast and its argument took time
+// exponential in the chain's length (SELECT 1::int::int… hung the server).
+func castColname(x *ast.FuncCallExpr) (name string, strong, ok bool) {
+	if f, isCast := x.Args[0].(*ast.FuncCallExpr); isCast && f.FnName.L == "__pg_cast" && len(f.Args) == 2 {
+		name, strong, _ = castColname(f)
+	} else {
+		name = exprName(x.Args[0])
+		strong = name != "?column?"
+	}
+	if strong {
+		return name, true, true
+	}
+	if s, isLit := stringLiteral(x.Args[1]); isLit {
+		return pgTypeName(s), false, true
+	}
+	return "", false, false
 }
 
 // pgTypeName is the column name Postgres gives a bare cast: the type's

@@ -17,6 +17,10 @@ import (
 
 const maxStringLen = 1 << 30
 
+// MaxStringLen is the longest string a function or an aggregate may build
+// (PostgreSQL's 1 GB limit); beyond it they end with 54000.
+const MaxStringLen = maxStringLen
+
 func str(s string) types.Datum { return types.Datum{K: types.KString, S: s} }
 
 func intD(i int64) types.Datum { return types.Datum{K: types.KInt, I: i} }

@@ -290,9 +290,16 @@ func batchAggResult(g *limit.Guard, call *spec.AggCall, vals []aggValue) (types.
 			if args[0].K == types.KNull {
 				continue
 			}
+			sep := ""
 			if any && len(args) > 1 && args[1].K != types.KNull {
-				b.WriteString(args[1].S)
+				sep = args[1].S
 			}
+			if b.Len()+len(sep)+len(args[0].S) > eval.MaxStringLen {
+				// As PostgreSQL's enlargeStringInfo.
+				return types.Null, pgerror.New(pgcode.ProgramLimitExceeded, "out of memory").WithDetail(
+					"Cannot enlarge string buffer containing %d bytes by %d more bytes.", b.Len(), len(sep)+len(args[0].S))
+			}
+			b.WriteString(sep)
 			b.WriteString(args[0].S)
 			any = true
 		}
