@@ -226,12 +226,17 @@ func reverse(s string) string {
 
 // budgeted2 and budgeted3 build string builders (repeat, lpad, rpad) that
 // first check the result's size against the statement's memory budget
-// (53200), so that one call cannot allocate past statement_mem.
+// (53200), so that one call cannot allocate past statement_mem. A result
+// past PostgreSQL's 1 GB limit is 54000 first, as there.
 func budgeted2(size func(a, c types.Datum) int64, f func(a, c types.Datum) (types.Datum, error)) builder {
 	return func(b *bctx) (Fn, error) {
 		g := b.ctx.Guard
 		return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
-			if err := g.Fits(size(a, c)); err != nil {
+			sz := size(a, c)
+			if sz > maxStringLen {
+				return types.Null, pgerror.New(pgcode.ProgramLimitExceeded, "requested length too large")
+			}
+			if err := g.Fits(sz); err != nil {
 				return types.Null, err
 			}
 			return f(a, c)
@@ -243,7 +248,11 @@ func budgeted3(size func(a, b, c types.Datum) int64, f func(a, b, c types.Datum)
 	return func(b *bctx) (Fn, error) {
 		g := b.ctx.Guard
 		return build3(func(x, y, z types.Datum) (types.Datum, error) {
-			if err := g.Fits(size(x, y, z)); err != nil {
+			sz := size(x, y, z)
+			if sz > maxStringLen {
+				return types.Null, pgerror.New(pgcode.ProgramLimitExceeded, "requested length too large")
+			}
+			if err := g.Fits(sz); err != nil {
 				return types.Null, err
 			}
 			return f(x, y, z)
