@@ -453,6 +453,15 @@ func (r *rewriter) primary() expr {
 			// TiDB's lexer misreads "5. AS x"; keep the literal in parentheses.
 			return prim(frag{syn("(", t.pos), exact(t, r.src), syn(")", t.pos)})
 		}
+		if strings.ContainsAny(t.val, "eE") {
+			mant, _, _ := strings.Cut(strings.ToLower(t.val), "e")
+			if f, err := strconv.ParseFloat(t.val, 64); err != nil || f == 0 && strings.ContainsAny(mant, "123456789") {
+				// Past float8's range (1e400, 1e-400): TiDB's lexer cannot
+				// read it, but in PostgreSQL it is a numeric constant,
+				// 22003 only when it overflows numeric itself.
+				return call("__pg_cast", t.pos, frag{syn(strLit(t.val), t.pos)}, frag{syn(strLit("numeric"), t.pos)})
+			}
+		}
 		return prim(frag{exact(t, r.src)})
 	case tkString:
 		r.i++
