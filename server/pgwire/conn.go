@@ -792,12 +792,17 @@ func isEmptyQuery(q string) bool {
 // here; it returns only errors that end the connection.
 func (c *conn) handleQuery(body []byte) error {
 	var m pgproto3.Query
-	if err := decode(&m, body); err != nil {
-		return err
+	nul := queryHasNUL(body)
+	if !nul {
+		if err := decode(&m, body); err != nil {
+			return err
+		}
 	}
 	delete(c.stmts, "") // as Postgres: a simple query drops the unnamed statement
 	var err error
 	switch {
+	case nul:
+		err = errEmbeddedNUL
 	case checkText(m.String) != nil:
 		err = checkText(m.String)
 	case isEmptyQuery(m.String):
@@ -829,6 +834,9 @@ func (c *conn) handleQuery(body []byte) error {
 func (c *conn) handleParse(body []byte) error {
 	var m pgproto3.Parse
 	if err := decode(&m, body); err != nil {
+		if parseHasNUL(body) {
+			return errEmbeddedNUL
+		}
 		return err
 	}
 	if err := checkText(m.Name); err != nil {

@@ -352,6 +352,20 @@ func TestRawGarbage(t *testing.T) {
 		})
 	}
 
+	// A NUL inside a query string: ERROR, as PostgreSQL (the message is
+	// framed correctly), and the session goes on; in the extended protocol
+	// after the next Sync.
+	t.Run("NUL in query", func(t *testing.T) {
+		c, _ := startRaw(t, ts)
+		c.write([]byte("Q\x00\x00\x00\x11SELECT 'a\x00b'\x00"))
+		c.expect("ErrorResponse ERROR 08P01 invalid message format", "ReadyForQuery I")
+		c.write([]byte("P\x00\x00\x00\x14\x00SELECT 'a\x00b'\x00\x00\x00"))
+		c.send(&pgproto3.Sync{})
+		c.expect("ErrorResponse ERROR 08P01 invalid message format", "ReadyForQuery I")
+		c.send(&pgproto3.Query{String: "SELECT 1"})
+		c.expect("RowDescription ?column?:23:4:-1:0", `DataRow "1"`, "CommandComplete SELECT 1", "ReadyForQuery I")
+	})
+
 	// The server still serves.
 	conn, err := pgx.Connect(testCtx(t), ts.connString("db"))
 	if err != nil {
