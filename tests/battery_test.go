@@ -105,7 +105,8 @@ func TestBattery(t *testing.T) {
 	// phase measures what the server still holds.
 	// The storms hold thousands of connections: far past the default
 	// max_connections (100), which TestConnectionLimits covers.
-	srv := StartServer(t, Options{Env: []string{"GOMEMLIMIT=" + batteryMemLimit}, ExtraArgs: []string{"--max-connections", "12000"}})
+	// A plain build: the battery measures the server's RSS.
+	srv := StartServer(t, Options{Env: []string{"GOMEMLIMIT=" + batteryMemLimit}, ExtraArgs: []string{"--max-connections", "12000"}, PlainBuild: true})
 	b := &battery{t: t, srv: srv, cfg: cfg, rng: rand.New(rand.NewSource(cfg.seed)), codes: map[string]int{}}
 	b.pid = srv.pid()
 	ctx := context.Background()

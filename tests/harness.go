@@ -176,6 +176,10 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// PlainBuild runs a sluice built without SLUICE_BUILD_FLAGS (see
+	// Tool), for tests that measure the server's memory: a race build's
+	// shadow memory doubles RSS and is never given back.
+	PlainBuild bool
 	// Env is added to the test's environment for every start, e.g.
 	// "SLUICE_CRASHPOINT=sink-before-commit:2"; SetEnv changes it between
 	// restarts.
@@ -249,6 +253,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 		bin, args = opts.Command[0], opts.Command[1:]
 	} else {
 		bin = Binary(t)
+		if opts.PlainBuild {
+			bin = Tool(t, "./cmd/sluice")
+		}
 		if opts.DataDir == "" {
 			opts.DataDir = filepath.Join(t.TempDir(), "data")
 		}
