@@ -20,38 +20,20 @@ type Privileges interface {
 func init() {
 	T := types.Text
 	privFn := func(kind string, withRole bool) builder {
-		return func(b *bctx) (Fn, error) {
-			ctx := b.ctx
-			var args []Fn
-			for i := range b.args {
-				args = append(args, b.fn(i))
+		return strictCall(func(ctx *Context, vals []types.Datum) (types.Datum, error) {
+			if ctx == nil || ctx.Priv == nil {
+				return types.Null, pgerror.New(pgcode.FeatureNotSupported, "has_%s_privilege() cannot be called here", kind)
 			}
-			return func(row types.Row) (types.Datum, error) {
-				vals := make([]types.Datum, len(args))
-				for i, a := range args {
-					d, err := a(row)
-					if err != nil {
-						return types.Null, err
-					}
-					if d.IsNull() {
-						return types.Null, nil
-					}
-					vals[i] = d
-				}
-				if ctx == nil || ctx.Priv == nil {
-					return types.Null, pgerror.New(pgcode.FeatureNotSupported, "has_%s_privilege() cannot be called here", kind)
-				}
-				role := ""
-				if withRole {
-					role, vals = vals[0].S, vals[1:]
-				}
-				ok, err := ctx.Priv.HasPrivilege(kind, role, vals[0], vals[1].S)
-				if err != nil {
-					return types.Null, err
-				}
-				return types.NewBool(ok), nil
-			}, nil
-		}
+			role := ""
+			if withRole {
+				role, vals = vals[0].S, vals[1:]
+			}
+			ok, err := ctx.Priv.HasPrivilege(kind, role, vals[0], vals[1].S)
+			if err != nil {
+				return types.Null, err
+			}
+			return types.NewBool(ok), nil
+		})
 	}
 	reg("pg_get_userbyid", fams(types.Oid), types.TName, func(b *bctx) (Fn, error) {
 		ctx, arg := b.ctx, b.fn(0)

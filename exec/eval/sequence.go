@@ -24,34 +24,16 @@ func noSequences(fn string) error {
 func init() {
 	T, I8, B := types.Text, types.Int8, types.Bool
 	seqFn := func(fn string, f func(s Sequences, args []types.Datum) (int64, error)) builder {
-		return func(b *bctx) (Fn, error) {
-			ctx := b.ctx
-			var args []Fn
-			for i := range b.args {
-				args = append(args, b.fn(i))
+		return strictCall(func(ctx *Context, vals []types.Datum) (types.Datum, error) {
+			if ctx == nil || ctx.Seq == nil {
+				return types.Null, noSequences(fn)
 			}
-			return func(row types.Row) (types.Datum, error) {
-				vals := make([]types.Datum, len(args))
-				for i, a := range args {
-					d, err := a(row)
-					if err != nil {
-						return types.Null, err
-					}
-					if d.IsNull() {
-						return types.Null, nil
-					}
-					vals[i] = d
-				}
-				if ctx == nil || ctx.Seq == nil {
-					return types.Null, noSequences(fn)
-				}
-				v, err := f(ctx.Seq, vals)
-				if err != nil {
-					return types.Null, err
-				}
-				return intD(v), nil
-			}, nil
-		}
+			v, err := f(ctx.Seq, vals)
+			if err != nil {
+				return types.Null, err
+			}
+			return intD(v), nil
+		})
 	}
 	reg("nextval", fams(T), types.TInt8, seqFn("nextval", func(s Sequences, a []types.Datum) (int64, error) {
 		return s.Nextval(a[0].S)
@@ -68,4 +50,31 @@ func init() {
 	reg("lastval", nil, types.TInt8, seqFn("lastval", func(s Sequences, _ []types.Datum) (int64, error) {
 		return s.Lastval()
 	})).volatile = true
+}
+
+// strictCall builds a function of the session (sequences, privileges)
+// over its evaluated arguments: NULL when any argument is NULL, else f
+// with the statement's Context (nil outside a statement).
+func strictCall(f func(ctx *Context, vals []types.Datum) (types.Datum, error)) builder {
+	return func(b *bctx) (Fn, error) {
+		ctx := b.ctx
+		args := make([]Fn, len(b.args))
+		for i := range b.args {
+			args[i] = b.fn(i)
+		}
+		return func(row types.Row) (types.Datum, error) {
+			vals := make([]types.Datum, len(args))
+			for i, a := range args {
+				d, err := a(row)
+				if err != nil {
+					return types.Null, err
+				}
+				if d.IsNull() {
+					return types.Null, nil
+				}
+				vals[i] = d
+			}
+			return f(ctx, vals)
+		}, nil
+	}
 }
