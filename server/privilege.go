@@ -278,6 +278,10 @@ func (s *session) authorize(st parser.Statement) error {
 		}
 		return pgerror.New(pgcode.InsufficientPrivilege, "permission denied for database %s", db).
 			WithHint("A superuser creates schemas (and may GRANT CREATE on them).")
+	case *parser.CreateSecret:
+		return errSecretsSuperuser("create")
+	case *parser.AlterSecret:
+		return errSecretsSuperuser("alter")
 	case *parser.CreateIndex:
 		return ownerIfExists(x.Table)
 	case *parser.AlterTable:
@@ -320,6 +324,8 @@ func (s *session) authorize(st parser.Statement) error {
 func (s *session) authorizeDrop(role string, x *parser.Drop) error {
 	e := s.e
 	switch strings.ToUpper(x.Kind) {
+	case "SECRET":
+		return errSecretsSuperuser("drop")
 	case "INDEX":
 		for _, n := range x.Names {
 			if t, _, _ := e.indexOwner(n); t != nil && !e.superuser(role) && entryOwner(t) != role {
@@ -368,4 +374,12 @@ func (s *session) requireSequence(ent *storage.CatalogEntry, anyOf acl.Privilege
 		}
 	}
 	return permissionDenied(ent)
+}
+
+// errSecretsSuperuser refuses a secret statement to a non-superuser:
+// secrets feed only the connectors that touch the network or the file
+// system, which superusers alone may create.
+func errSecretsSuperuser(verb string) error {
+	return pgerror.New(pgcode.InsufficientPrivilege, "must be superuser to %s secrets", verb).
+		WithHint("Secrets hold credentials for sources and sinks, which only superusers create.")
 }
