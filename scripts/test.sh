@@ -67,7 +67,7 @@ go test -race -count=1 -timeout 25m "$@" $(go list ./... | grep -v '^sluice/test
 # show; the full log is printed if anything fails.
 log=$(mktemp)
 if go test -race -count=1 -timeout 25m -v "$@" ./tests/ >"$log" 2>&1; then
-  grep -E '^(--- |ok|PASS|FAIL)|kills=|pipeline=|differing=|nexmark:' "$log" | grep -v '^    --- PASS' || true
+  grep -E '^(--- |ok|PASS|FAIL)|kills=|pipeline=|differing=|nexmark:|battery: seed=.*statements=' "$log" | grep -v '^    --- PASS' || true
   rm -f "$log"
 else
   cat "$log"
