@@ -118,7 +118,7 @@ func extremeCases() []extremeCase {
 		{name: "lpad-2G", sql: "SELECT length(lpad('x', 2000000000))", codes: []string{"54000"}},
 		{name: "rpad-2G", sql: "SELECT length(rpad('x', 2000000000, 'yz'))", codes: []string{"54000"}},
 		{name: "repeat-negative", sql: "SELECT repeat('x', -5)", codes: []string{""}, want: ""},
-		{name: "string-agg-repeat", sql: "SELECT length(string_agg(repeat('x', 100000000), '')) FROM generate_series(1, 20)", codes: []string{"54000"}, long: true},
+		{name: "string-agg-repeat", sql: "SELECT length(string_agg(repeat('x', 100000000), '')) FROM generate_series(1, 20)", codes: []string{"54000", "53200"}, long: true}, // 53200: statement_mem (below 1 GB here) ends it first
 		{name: "array-repeat", sql: "SELECT array_length(array_agg(g), 1) FROM generate_series(1, 1000000) g", codes: []string{""}, want: "1000000"},
 		{name: "generate-series-step0", sql: "SELECT count(*) FROM generate_series(1, 10, 0)", codes: []string{"22023"}},
 		{name: "generate-series-max", sql: "SELECT count(*) FROM generate_series(9223372036854775806, 9223372036854775807)", codes: []string{""}, want: "2"},
