@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,6 +236,7 @@ func (e *Engine) connect(p pgwire.StartupInfo) (pgwire.Session, error) {
 	if err := s.initLimits(); err != nil { // limits.go: timeouts and statement_mem from the startup packet
 		return nil, err
 	}
+	s.initial = maps.Clone(s.settings)
 	return s, nil
 }
 

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,9 @@ type session struct {
 	info     pgwire.StartupInfo
 	settings map[string]string
 	changed  map[string]string
+	// initial is settings as the session started (the startup packet's
+	// values included): what RESET ALL returns to, as PostgreSQL.
+	initial map[string]string
 	// tx is the open transaction block, nil outside one.
 	tx *txn
 	// lastWrite is the epoch holding the session's last committed write:
@@ -359,6 +364,9 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 	name := strings.ToLower(x.Name)
 	val := x.Value
+	if name == "all" && x.Default {
+		return s.resetAll(w)
+	}
 	if err := checkSet(name, val); err != nil { // role.go
 		return err
 	}
@@ -406,6 +414,34 @@ func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 		s.changed[reportName(name)] = val
 	}
 	return w.Complete("SET")
+}
+
+// resetAll is RESET ALL: every setting changed since the session started
+// goes back to its value then, through SET (so that limits and reported
+// parameters follow); settings made since are reset to their defaults.
+func (s *session) resetAll(w pgwire.ResultWriter) error {
+	initial := s.initial
+	if initial == nil {
+		initial = defaultSettings
+	}
+	quiet := &discardWriter{}
+	for _, k := range slices.Sorted(maps.Keys(s.settings)) {
+		if serverSettings[k] || k == "transaction_isolation" {
+			continue
+		}
+		v, had := initial[k]
+		if had && s.settings[k] == v {
+			continue
+		}
+		x := &parser.Set{Name: k, Value: v, Default: !had}
+		if err := s.set(x, quiet); err != nil {
+			return err
+		}
+		if !had {
+			delete(s.settings, k)
+		}
+	}
+	return w.Complete("RESET")
 }
 
 func reportName(n string) string {
