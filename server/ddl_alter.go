@@ -158,21 +158,10 @@ func copyEntry(ent *storage.CatalogEntry) *storage.CatalogEntry {
 // the table's writer takes the new name and constraints. The caller runs
 // inside the DDL pause.
 func (e *Engine) replaceTable(nt *storage.CatalogEntry) error {
-	cons, err := e.buildConstraints(nt)
-	if err != nil {
-		return err
-	}
-	nt.SQL = tableSQL(nt)
-	tw, err := e.tableWriter(nt.ID)
-	if err != nil {
-		return err
-	}
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	return e.installTable(tw, nt, cons)
+	return e.validateAndReplace(nt, nil)
 }
 
-// validateAndReplace runs check over the table's rows and, if it passes,
+// validateAndReplace runs check (if any) over the table's rows and, if it passes,
 // installs nt, holding the writer's lock throughout so that no write
 // slips in between. The caller runs inside the DDL pause.
 func (e *Engine) validateAndReplace(nt *storage.CatalogEntry, check func(types.Row) error) error {
@@ -187,8 +176,10 @@ func (e *Engine) validateAndReplace(nt *storage.CatalogEntry, check func(types.R
 	}
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	if err := e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error { return check(r) }); err != nil {
-		return err
+	if check != nil {
+		if err := e.scanMatching(tw, nil, nil, func(_ []byte, r types.Row) error { return check(r) }); err != nil {
+			return err
+		}
 	}
 	return e.installTable(tw, nt, cons)
 }

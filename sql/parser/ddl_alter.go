@@ -86,36 +86,14 @@ func (r *rewriter) alterTable() Statement {
 		if r.tok().isWord("constraint") {
 			r.i++
 			a.Action = "drop constraint"
-			if r.tok().isWord("if") && r.peek(1).isWord("exists") {
-				r.i += 2
-				a.ColIfExists = true
-			}
-			a.Constraint = r.name()
-			switch {
-			case r.tok().isWord("cascade"):
-				r.i++
-				a.Cascade = true
-			case r.tok().isWord("restrict"):
-				r.i++
-			}
+			a.Constraint = r.dropTarget(a)
 			break
 		}
 		if r.tok().isWord("column") {
 			r.i++
 		}
 		a.Action = "drop column"
-		if r.tok().isWord("if") && r.peek(1).isWord("exists") {
-			r.i += 2
-			a.ColIfExists = true
-		}
-		a.Column = r.name()
-		switch {
-		case r.tok().isWord("cascade"):
-			r.i++
-			a.Cascade = true
-		case r.tok().isWord("restrict"):
-			r.i++
-		}
+		a.Column = r.dropTarget(a)
 	case t.isWord("rename"):
 		r.i++
 		switch {
@@ -389,4 +367,22 @@ func (r *rewriter) createSchema() Statement {
 		r.fail(pgerror.Unsupported("CREATE SCHEMA with elements is not supported").WithHint("create the objects with their own statements").WithPosition(charPos(r.src, r.tok().pos)))
 	}
 	return cs
+}
+
+// dropTarget parses the rest of DROP [CONSTRAINT|COLUMN]: [IF EXISTS]
+// name [CASCADE|RESTRICT], setting a's flags, and returns the name.
+func (r *rewriter) dropTarget(a *AlterTable) string {
+	if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+		r.i += 2
+		a.ColIfExists = true
+	}
+	name := r.name()
+	switch {
+	case r.tok().isWord("cascade"):
+		r.i++
+		a.Cascade = true
+	case r.tok().isWord("restrict"):
+		r.i++
+	}
+	return name
 }
