@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -265,6 +266,17 @@ func (f guardFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, f.check(err)
 }
 
+// maxPreallocate caps how much of a WAL or MANIFEST Pebble reserves ahead
+// of its writes. Pebble v1.1 preallocates 110% of the memtable size for
+// each WAL (70 MiB with Sluice's 64 MiB memtables), which made an empty
+// server's data directory 71 MB; with the cap it is about 4 MB. The cost
+// is an fallocate call every 4 MiB of WAL instead of every 70 MiB.
+const maxPreallocate = 4 << 20
+
+func (f guardFile) Preallocate(off, n int64) error {
+	return f.check(f.File.Preallocate(off, min(n, maxPreallocate)))
+}
+
 func (f guardFile) Sync() error { return f.check(f.File.Sync()) }
 
 func (f guardFile) SyncData() error { return f.check(f.File.SyncData()) }
@@ -272,4 +284,32 @@ func (f guardFile) SyncData() error { return f.check(f.File.SyncData()) }
 func (f guardFile) SyncTo(length int64) (bool, error) {
 	full, err := f.File.SyncTo(length)
 	return full, f.check(err)
+}
+
+// DiskUsage returns the bytes the files under dir occupy on disk (their
+// allocated blocks, preallocation included, as du counts them).
+func DiskUsage(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed under us (a compaction)
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
 }

@@ -60,6 +60,13 @@ type DB struct {
 	lastEpochBytes atomic.Int64
 	cache          StateCache
 	space          *spaceGuard
+
+	// commitMu is held while an epoch commits and while a backup links
+	// the store's files (backup.go): a backup sits at an epoch boundary.
+	commitMu sync.Mutex
+	// reclaim runs the compactions that return dropped objects' space
+	// (reclaim.go).
+	reclaim reclaimer
 }
 
 // OpenOptions are how Open treats a damaged store.
@@ -225,6 +232,7 @@ func open(dir string, rs *recoverState, g *spaceGuard) (*DB, error) {
 
 // Close closes the store.
 func (db *DB) Close() error {
+	db.reclaim.stop()
 	db.mu.Lock()
 	if db.mu.snap != nil {
 		db.mu.snap.release()
@@ -325,8 +333,10 @@ func (db *DB) Commit(w *EpochWriter, e uint64) error {
 // for the epoch and the reserve (space.go): a checkpoint stalls on a full
 // disk and resumes when space returns.
 func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
 	w.mu.Lock()
-	b, runs := w.b, w.runs
+	b, runs, reclaim := w.b, w.runs, w.reclaim
 	w.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("epoch %d committed twice", e)
@@ -339,7 +349,7 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 		return err
 	}
 	w.mu.Lock()
-	w.b, w.runs = nil, nil
+	w.b, w.runs, w.reclaim = nil, nil, nil
 	w.mu.Unlock()
 	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
 	db.lastEpochBytes.Store(int64(b.Len()))
@@ -378,6 +388,9 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	db.mu.Unlock()
 	if old != nil {
 		old.release()
+	}
+	if len(reclaim) > 0 {
+		db.reclaim.compact(db, reclaim)
 	}
 	return nil
 }
@@ -441,10 +454,11 @@ func (db *DB) Snapshot() *Snapshot {
 // EpochWriter collects the writes of one epoch from many operators; it is
 // safe for concurrent use.
 type EpochWriter struct {
-	db   *DB
-	mu   sync.Mutex
-	b    *pebble.Batch
-	runs []*Run
+	db      *DB
+	mu      sync.Mutex
+	b       *pebble.Batch
+	runs    []*Run
+	reclaim []keyRange // Reclaim's ranges, compacted after the commit
 }
 
 // Set records key=value.
