@@ -392,6 +392,9 @@ func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 		e.tablesMu.Lock()
 		delete(e.tables, ent.ID)
 		e.tablesMu.Unlock()
+		if ent.Kind == kindSink {
+			e.db.ForgetSink(ent.ID) // a sink paused after a restore (backup.go)
+		}
 	}
 	e.cat.remove(ent)
 	id := ent.ID

@@ -277,6 +277,9 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 			if st.Failures > 0 {
 				lastErr = st.LastError
 			}
+			if st.Paused != "" {
+				lastErr = st.Paused // after a restore (exec/sink/restore.go)
+			}
 		}
 		if f := j.Failure(); f != nil {
 			lastErr = f.Error()

@@ -385,7 +385,8 @@ func backfillFrom(snap *storage.Snapshot, rel uint64) func(func(types.Row, int64
 }
 
 // StopJob stops relation id's job and schedules the deletion of its state
-// with the next epoch. The graph must be paused.
+// with the next epoch, and the return of its disk space after it. The
+// graph must be paused.
 func (r *Runtime) StopJob(id uint64, nodes int) {
 	r.mu.Lock()
 	j := r.mu.jobs[id]
@@ -405,15 +406,17 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	r.coord.AddCollectors(-1)
 	j.cancel()
 	j.wg.Wait()
+	// Reclaim: the ranges are compacted once the epoch commits, so that
+	// the object's space returns to the file system (storage/reclaim.go).
 	r.coord.OnNextEpoch(func(w *storage.EpochWriter) {
-		w.DeleteRange(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, -1)))
-		w.DeleteRange(storage.Key(storage.SpacePosition, id), storage.Key(storage.SpacePosition, id+1))
-		w.DeleteRange(storage.Key(storage.SpacePosition, OpID(id, 0)), storage.Key(storage.SpacePosition, OpID(id+1, -1)))
-		w.DeleteRange(storage.Key(storage.SpaceRelation, id), storage.Key(storage.SpaceRelation, id+1))
-		w.DeleteRange(storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id+1))
-		w.DeleteRange(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
-		w.DeleteRange(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
-		w.DeleteRange(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpacePosition, id), storage.Key(storage.SpacePosition, id+1))
+		w.Reclaim(storage.Key(storage.SpacePosition, OpID(id, 0)), storage.Key(storage.SpacePosition, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpaceRelation, id), storage.Key(storage.SpaceRelation, id+1))
+		w.Reclaim(storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id+1))
+		w.Reclaim(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
+		w.Reclaim(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
+		w.Reclaim(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, -1)))
 	})
 }
 

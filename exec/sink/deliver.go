@@ -34,6 +34,7 @@ type Deliverer struct {
 		lastErr   string
 		lastErrAt time.Time
 		written   int64 // changes confirmed since start
+		paused    error // set once delivery must wait for a person (restore.go)
 	}
 }
 
@@ -44,13 +45,20 @@ type Status struct {
 	Failures  int
 	LastError string
 	Written   int64
+	// Paused is why delivery stopped for good until the sink is reset
+	// ("" while it runs): see restore.go.
+	Paused string
 }
 
 // Status returns the current delivery status.
 func (d *Deliverer) Status() Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return Status{Delivered: d.mu.delivered, Pending: d.mu.pending, Failures: d.mu.failures, LastError: d.mu.lastErr, Written: d.mu.written}
+	st := Status{Delivered: d.mu.delivered, Pending: d.mu.pending, Failures: d.mu.failures, LastError: d.mu.lastErr, Written: d.mu.written}
+	if d.mu.paused != nil {
+		st.Paused = "SQLSTATE 55000: " + d.mu.paused.Error()
+	}
+	return st
 }
 
 func (d *Deliverer) init() {
@@ -131,6 +139,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		d.mu.delivered = binary.BigEndian.Uint64(v)
 		d.mu.Unlock()
 	}
+	if why := d.DB.SinkPaused(d.ID); why != "" {
+		return d.pause(ctx, errors.New(why), false /* already recorded */)
+	}
 	var s connector.Sink
 	defer func() {
 		if s != nil {
@@ -140,6 +151,10 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if s == nil {
 			s, err = d.open(ctx)
+			var pe *pausedError
+			if errors.As(err, &pe) {
+				return d.pause(ctx, pe, true)
+			}
 			if err != nil {
 				d.countPending()
 				d.fail(err)
@@ -185,6 +200,10 @@ func (d *Deliverer) open(ctx context.Context) (connector.Sink, error) {
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("reading progress: %w", err)
+		}
+		if err := d.checkProgress(last); err != nil {
+			s.Close()
+			return nil, err
 		}
 		d.mu.Lock()
 		if last > d.mu.delivered {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,13 +226,62 @@ func TestDelivererSkipsEpochsTheSinkConfirmed(t *testing.T) {
 		_ = w.Process(0, batch([]types.Row{row(int64(e), "v")}, []int64{1}), nil)
 		checkpoint(t, db, w, e)
 	}
-	ms := &memSink{progress: 2}
+	// Epoch 1 was committed outside and not recorded here: it is the
+	// oldest epoch in the log (epochs are delivered in order).
+	ms := &memSink{progress: 1}
 	d := &Deliverer{ID: 12, Name: "s", Factory: progressSink{ms}, DB: db, MinBackoff: time.Millisecond}
 	stop := run(t, d)
 	waitFor(t, "delivery of epoch 3", func() bool { return d.Status().Delivered == 3 })
 	stop()
-	if !reflect.DeepEqual(ms.epochs, []uint64{3}) {
-		t.Fatalf("wrote epochs %v, want only 3", ms.epochs)
+	if !reflect.DeepEqual(ms.epochs, []uint64{2, 3}) {
+		t.Fatalf("wrote epochs %v, want only 2 and 3", ms.epochs)
+	}
+}
+
+// TestDelivererPausesWhenTheSinkIsAhead: an external system that has
+// confirmed epochs this data directory did not deliver (a restored backup)
+// pauses the sink with 55000, and it stays paused across restarts even
+// once the directory's epochs pass the external one.
+func TestDelivererPausesWhenTheSinkIsAhead(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		progress uint64
+	}{
+		{"beyond the committed epoch", 5},
+		{"not the oldest logged epoch", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openDB(t)
+			w := NewWriter(14, nil, false)
+			for e := uint64(1); e <= 3; e++ {
+				_ = w.Process(0, batch([]types.Row{row(int64(e), "v")}, []int64{1}), nil)
+				checkpoint(t, db, w, e)
+			}
+			ms := &memSink{progress: c.progress}
+			d := &Deliverer{ID: 14, Name: "s", Factory: progressSink{ms}, DB: db, MinBackoff: time.Millisecond}
+			stop := run(t, d)
+			waitFor(t, "the pause", func() bool { return d.Status().Paused != "" })
+			stop()
+			if st := d.Status(); !strings.HasPrefix(st.Paused, "SQLSTATE 55000: sink s is paused") || st.Delivered != 0 {
+				t.Fatalf("status %+v", st)
+			}
+			for e := uint64(4); e <= 7; e++ {
+				_ = w.Process(0, batch([]types.Row{row(int64(e), "v")}, []int64{1}), nil)
+				checkpoint(t, db, w, e)
+			}
+			d2 := &Deliverer{ID: 14, Name: "s", Factory: progressSink{ms}, DB: db, MinBackoff: time.Millisecond}
+			stop = run(t, d2)
+			waitFor(t, "the pause after a restart", func() bool { return d2.Status().Paused != "" })
+			stop()
+			if len(ms.epochs) != 0 {
+				t.Fatalf("a paused sink wrote epochs %v", ms.epochs)
+			}
+			n := 0
+			_ = db.Scan(LogPrefix(14), func(_, _ []byte) error { n++; return nil })
+			if n != 7 {
+				t.Fatalf("the sink log holds %d epochs, want all 7 kept", n)
+			}
+		})
 	}
 }
 
