@@ -85,4 +85,3 @@ func (d *Deliverer) pause(ctx context.Context, err error, record bool) error {
 	<-ctx.Done()
 	return nil
 }
-
