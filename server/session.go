@@ -307,6 +307,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 			return err
 		}
 		return w.Complete("FLUSH")
+	case *parser.Backup:
+		return s.backup(ctx, x, w)
 	case *parser.Begin:
 		return s.begin(x, w)
 	case *parser.Commit:

@@ -3,6 +3,7 @@
 // store and runs materialized views as checkpointed dataflows.
 //
 //	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--state-cache-mb 512]
+//	sluice backup --data-dir ./sluice-data --to /abs/dir (backup.go)
 //	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
 
@@ -55,6 +56,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		if err := runBench(os.Args[2:]); err != nil {
 			fmt.Fprintf(os.Stderr, "sluice bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		if err := runBackup(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "sluice backup: %v\n", err)
+			if e := pgerror.Flatten(err); e.Hint != "" {
+				fmt.Fprintf(os.Stderr, "hint: %s\n", e.Hint)
+			}
 			os.Exit(1)
 		}
 		return
@@ -117,6 +128,9 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	if err != nil {
 		eng.Close()
 		return err
+	}
+	if err := writeAddr(dataDir, ln.Addr()); err != nil {
+		logger.Printf("warning: recording the address for `sluice backup`: %v", err)
 	}
 	uln, err := listenUnix(sec.unixSocketDir, ln.Addr())
 	if err != nil {

@@ -178,6 +178,19 @@ func (r *rewriter) statement() Statement {
 		r.i++
 		r.expectEOF()
 		return &Flush{}
+	case "backup":
+		r.i++
+		if !r.tok().isWord("to") {
+			r.syntaxErr(r.tok())
+		}
+		r.i++
+		d := r.tok()
+		if d.kind != tkString {
+			r.syntaxErr(d)
+		}
+		r.i++
+		r.expectEOF()
+		return &Backup{Dir: d.val}
 	case "begin", "start":
 		return r.begin()
 	case "commit", "end":

@@ -283,6 +283,12 @@ type Explain struct {
 // Flush is FLUSH.
 type Flush struct{ stmtText }
 
+// Backup is BACKUP TO 'dir': a consistent copy of the data directory.
+type Backup struct {
+	stmtText
+	Dir string
+}
+
 // Begin is BEGIN [TRANSACTION | WORK] ... or START TRANSACTION ....
 type Begin struct {
 	stmtText

@@ -94,6 +94,7 @@ func TestStatementKinds(t *testing.T) {
 		{`DESCRIBE t`, &Describe{Name: "t"}},
 		{`DESC public.T`, &Describe{Name: "public.t"}},
 		{`FLUSH`, &Flush{}},
+		{`BACKUP TO '/var/backups/s1'`, &Backup{Dir: "/var/backups/s1"}},
 		{`BEGIN`, &Begin{}},
 		{`BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ`, &Begin{Isolation: "repeatable read"}},
 		{`BEGIN WORK READ ONLY`, &Begin{ReadOnly: true}},
