@@ -58,8 +58,8 @@ func TestClientSQLAlchemy(t *testing.T) { runClientCase(t, sqlalchemyCase) }
 func TestClientPgcli(t *testing.T) { runClientCase(t, pgcliCase) }
 
 var pgjdbcCase = clientCase{
-	name:  "pgjdbc",
-	steps: withSteps("binary", "metadata", "setobject"),
+	name:    "pgjdbc",
+	steps:   withSteps("binary", "metadata", "setobject"),
 	pending: map[string]string{},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		javac := mustHave(t, "javac", "default-jdk-headless")
