@@ -150,6 +150,8 @@ func (b *binder) bindExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) 
 			return x, nil
 		case opcode.Not, opcode.Not2:
 			return b.call("not", []spec.Expr{x})
+		case opcode.BitNeg:
+			return b.call("~", []spec.Expr{x})
 		}
 		return nil, pgerror.Unsupported("unary operator %s is not supported", n.Op)
 	case *ast.IsNullExpr:
@@ -279,6 +281,8 @@ var binaryOps = map[opcode.Op]string{
 	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.IntDiv: "/", opcode.Mod: "%",
 	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
 	opcode.LogicAnd: "and", opcode.LogicOr: "or",
+	// The bitwise operators (the dialect layer turns Postgres' # into ^).
+	opcode.And: "&", opcode.Or: "|", opcode.Xor: "#", opcode.LeftShift: "<<", opcode.RightShift: ">>",
 }
 
 func (b *binder) bindCase(n *ast.CaseExpr, sc *scope, h hook) (spec.Expr, error) {

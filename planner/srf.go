@@ -57,12 +57,12 @@ func restore(e ast.Node) string {
 // calls zipped in lockstep as in PostgreSQL (the shorter padded with
 // NULLs); the items then read those columns. Items naming the same call
 // (`(f(x)).a, (f(x)).b`) share it.
-func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []ast.ExprNode) (int, map[int]*spec.ColRef, error) {
+func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []ast.ExprNode) (int, map[int]spec.Expr, error) {
 	type callCols struct {
 		base int
 		cols []types.Column
 	}
-	var out map[int]*spec.ColRef
+	var out map[int]spec.Expr
 	var funcs []spec.SetFunc
 	calls := map[string]callCols{}
 	inCols := p.plan.Nodes[in].Cols
@@ -99,24 +99,28 @@ func (p *Planner) planSelectSRF(b *binder, in int, sc *scope, h hook, exprs []as
 			funcs = append(funcs, spec.SetFunc{Name: call.FnName.L, Args: args, Cols: len(cols)})
 		}
 		if out == nil {
-			out = map[int]*spec.ColRef{}
+			out = map[int]spec.Expr{}
+		}
+		if field == "" && len(cc.cols) > 1 {
+			// The whole row: a record of the function's columns.
+			fields := make([]spec.Expr, len(cc.cols))
+			for j, c := range cc.cols {
+				fields[j] = &spec.ColRef{Idx: cc.base + j, T: c.Type, Name: c.Name}
+			}
+			out[i] = &spec.Func{Name: "__pg_record", Args: fields, T: types.RecordType(cc.cols)}
+			continue
 		}
 		col := -1
-		switch {
-		case field == "" && len(cc.cols) == 1:
+		if field == "" {
 			col = 0
-		case field == "":
-			return 0, nil, pgerror.Unsupported("set-returning function %s returning a record in a select list", call.FnName.L).
-				WithHint("call it in FROM: SELECT * FROM %s(...), or name a field: (%s(...)).%s", call.FnName.L, call.FnName.L, cc.cols[0].Name)
-		default:
-			for j, c := range cc.cols {
-				if c.Name == field {
-					col = j
-				}
+		}
+		for j, c := range cc.cols {
+			if field != "" && c.Name == field {
+				col = j
 			}
-			if col < 0 {
-				return 0, nil, pgerror.New(pgcode.UndefinedColumn, "column \"%s\" not found in data type record", field)
-			}
+		}
+		if col < 0 {
+			return 0, nil, pgerror.New(pgcode.UndefinedColumn, "column \"%s\" not found in data type record", field)
 		}
 		out[i] = &spec.ColRef{Idx: cc.base + col, T: cc.cols[col].Type, Name: cc.cols[col].Name}
 	}
@@ -162,7 +166,11 @@ func (p *Planner) planGroupedSRF(b *binder, in int, sc *scope, gb *ast.GroupByCl
 	for j := before; j < len(cols); j++ {
 		sc.cols = append(sc.cols, scopeCol{name: "?" + cols[j].Name + "?", t: cols[j].Type})
 	}
-	for i, r := range refs {
+	for i, x := range refs {
+		r, ok := x.(*spec.ColRef)
+		if !ok {
+			return 0, pgerror.Unsupported("grouping by a record").WithHint("group by its fields: (%s).field", names[i])
+		}
 		sc.cols[r.Idx].name = names[i]
 		exprs[i] = &ast.ColumnNameExpr{Name: &ast.ColumnName{Name: ast.NewCIStr(names[i])}}
 	}
@@ -170,8 +178,8 @@ func (p *Planner) planGroupedSRF(b *binder, in int, sc *scope, gb *ast.GroupByCl
 }
 
 // bindField binds (expr).field outside the select-list forms planSelectSRF
-// takes: a field of ROW(…) (f1, f2, … as PostgreSQL names them); Sluice has
-// no other composite values.
+// takes: a field of ROW(…) (f1, f2, … as PostgreSQL names them) or of a
+// record a set-returning function made (planSelectSRF).
 func (b *binder) bindField(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, error) {
 	field, ok := stringLiteral(n.Args[1])
 	if !ok {
@@ -200,6 +208,14 @@ func (b *binder) bindField(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, e
 	x, err := b.bind(e, sc, h)
 	if err != nil {
 		return nil, err
+	}
+	if t := x.Type(); t.Fam == types.Record {
+		for i, c := range t.RecordFields() {
+			if c.Name == field {
+				return &spec.Func{Name: "__pg_record_field", Args: []spec.Expr{x, &spec.Const{D: types.NewInt(int64(i)), T: types.TInt4}}, T: c.Type}, nil
+			}
+		}
+		return nil, pgerror.New(pgcode.UndefinedColumn, "could not identify column \"%s\" in record data type", field)
 	}
 	return nil, pgerror.New(pgcode.WrongObjectType, "column notation .%s applied to type %s, which is not a composite type", field, x.Type())
 }
@@ -252,7 +268,7 @@ func (p *Planner) planNestedSRF(b *binder, in int, sc *scope, h hook, exprs []as
 	for j := before; j < len(cols); j++ {
 		sc.cols = append(sc.cols, scopeCol{name: "?" + cols[j].Name + "?", t: cols[j].Type})
 	}
-	byNode := map[ast.ExprNode]*spec.ColRef{}
+	byNode := map[ast.ExprNode]spec.Expr{}
 	for i, c := range calls {
 		byNode[c] = refs[i]
 	}

@@ -374,7 +374,7 @@ func constraintRows(r userRel) []types.Row {
 			continue // a unique index is not a constraint
 		}
 		out = append(out, mkRow(oid(k), u.Name, oidPublic, "u", false,
-			false, true, r.oid, 0, 0, 0, 0,
+			false, true, r.oid, 0, indexOID(r, k), 0, 0,
 			" ", " ", " ", true, 0, true,
 			attnums(u.Cols), nil, nil))
 	}

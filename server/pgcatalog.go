@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"sluice/exec/eval"
 	"sluice/sql/types"
 	"sluice/storage"
 )
@@ -67,15 +66,6 @@ func pkeyOf(r userRel) (pkey, bool) {
 		k.cols = append(k.cols, r.e.Columns[c].Name)
 	}
 	return k, true
-}
-
-// indexDef is pg_indexes.indexdef (and pg_get_indexdef) of a primary key.
-func (k pkey) indexDef(table string) string {
-	cols := make([]string, len(k.cols))
-	for i, c := range k.cols {
-		cols[i] = eval.QuoteIdent(c)
-	}
-	return "CREATE UNIQUE INDEX " + eval.QuoteIdent(k.name) + " ON public." + eval.QuoteIdent(table) + " USING btree (" + strings.Join(cols, ", ") + ")"
 }
 
 // nsOID returns the oid of a system relation's schema.
@@ -210,9 +200,9 @@ func init() {
 			ns, relname := schemaOID(env, r.e.Name)
 			rel := row(r.oid, relname, ns, r.kind, len(r.e.Columns), replident)
 			setOwnerACL(env, rel, 5, 28, r.e)
-			if k, ok := pkeyOf(r); ok {
+			for _, ix := range indexesOf(r) {
 				rel[13] = types.NewBool(true) // relhasindex
-				idx := row(k.oid, k.name, oidPublic, "i", len(k.cols), "n")
+				idx := row(ix.oid, ix.name, ns, "i", len(ix.cols), "n")
 				idx[5] = rel[5] // an index belongs to its table's owner
 				out = append(out, idx)
 			}
@@ -257,10 +247,11 @@ func init() {
 					setDefaultAttrs(row, c)
 					out = append(out, row)
 				}
-				if k, ok := pkeyOf(r); ok {
-					for i, c := range r.e.Key {
-						cc := r.e.Columns[c]
-						out = append(out, col(k.oid, i, types.Column{Name: cc.Name, Type: cc.Type()}, false))
+				for _, ix := range indexesOf(r) {
+					for i, a := range ix.attnums {
+						n, _ := strconv.Atoi(a)
+						cc := r.e.Columns[n-1]
+						out = append(out, col(ix.oid, i, types.Column{Name: cc.Name, Type: cc.Type()}, false))
 					}
 				}
 			}
@@ -297,14 +288,14 @@ func init() {
 		"indcollation:oidvector indclass:oidvector indoption:int2vector indexprs:text indpred:text", func(env *sysEnv) []types.Row {
 		var out []types.Row
 		for _, r := range userRels(env) {
-			if k, ok := pkeyOf(r); ok {
-				zeros := make([]string, len(k.cols))
+			for _, ix := range indexesOf(r) {
+				zeros := make([]string, len(ix.cols))
 				for i := range zeros {
 					zeros[i] = "0"
 				}
-				out = append(out, mkRow(k.oid, r.oid, len(k.cols), len(k.cols), true,
-					false, true, false, true, false,
-					true, false, true, true, false, k.attnums,
+				out = append(out, mkRow(ix.oid, r.oid, len(ix.cols), len(ix.cols), ix.unique,
+					false, ix.primary, false, true, false,
+					true, false, true, true, false, ix.attnums,
 					zeros, zeros, zeros, nil, nil))
 			}
 		}
@@ -450,8 +441,7 @@ func init() {
 		}
 		for _, r := range userRels(env) {
 			if r.kind == "r" {
-				_, hasIndex := pkeyOf(r)
-				out = append(out, mkRow("public", r.e.Name, "sluice", nil, hasIndex, false, false, false))
+				out = append(out, mkRow("public", r.e.Name, "sluice", nil, len(indexesOf(r)) > 0, false, false, false))
 			}
 		}
 		return out
@@ -459,8 +449,8 @@ func init() {
 	add("pg_indexes", 0, 'v', "schemaname:name tablename:name indexname:name tablespace:name indexdef:text", func(env *sysEnv) []types.Row {
 		var out []types.Row
 		for _, r := range userRels(env) {
-			if k, ok := pkeyOf(r); ok {
-				out = append(out, mkRow("public", r.e.Name, k.name, nil, k.indexDef(r.e.Name)))
+			for _, ix := range indexesOf(r) {
+				out = append(out, mkRow("public", r.e.Name, ix.name, nil, ix.def(r.e.Name)))
 			}
 		}
 		return out

@@ -252,7 +252,7 @@ func onOffSetting(b bool) string {
 var serverSettings = map[string]bool{
 	"max_connections": true, "superuser_reserved_connections": true, "authentication_timeout": true,
 	"is_superuser": true, "server_version": true, "server_version_num": true, "server_encoding": true,
-	"lc_collate": true, "lc_ctype": true, "max_identifier_length": true, "integer_datetimes": true, "ssl": true,
+	"lc_collate": true, "lc_ctype": true, "max_identifier_length": true, "max_index_keys": true, "integer_datetimes": true, "ssl": true,
 }
 
 // checkSet validates SET name = val for the settings this file owns.

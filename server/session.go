@@ -64,6 +64,7 @@ var defaultSettings = map[string]string{
 	"extra_float_digits":            "1",
 	"statement_timeout":             "0",
 	"max_identifier_length":         "63",
+	"max_index_keys":                "32",
 	"lc_collate":                    "C",
 	"lc_ctype":                      "C",
 	"is_superuser":                  "on",

@@ -58,11 +58,9 @@ func TestClientSQLAlchemy(t *testing.T) { runClientCase(t, sqlalchemyCase) }
 func TestClientPgcli(t *testing.T) { runClientCase(t, pgcliCase) }
 
 var pgjdbcCase = clientCase{
-	name:  "pgjdbc",
-	steps: withSteps("binary", "metadata", "setobject"),
-	pending: map[string]string{
-		"metadata": "issue 14 item 6 (information_schema._pg_expandarray in getPrimaryKeys)",
-	},
+	name:    "pgjdbc",
+	steps:   withSteps("binary", "metadata", "setobject"),
+	pending: map[string]string{},
 	run: func(t *testing.T, tg clientTarget) []stepResult {
 		javac := mustHave(t, "javac", "default-jdk-headless")
 		java := mustHave(t, "java", "default-jdk-headless")

@@ -258,6 +258,8 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 			mode = castAssign
 		}
 		return castArg(args[0], f.T, mode)
+	case "__pg_record", "__pg_record_field":
+		return compileRecord(name, f, args)
 	}
 	ts := make([]types.T, len(args))
 	for i, a := range args {

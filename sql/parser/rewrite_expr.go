@@ -648,11 +648,16 @@ func (r *rewriter) nameOrCall() expr {
 	return prim(f)
 }
 
-// funcName renders a function name. pg_catalog is dropped; unquoted names
+// funcName renders a function name. pg_catalog is dropped (and
+// information_schema before an _pg_ helper); unquoted names
 // stay unquoted (TiDB parses builtins such as count() by keyword) unless
 // TiDB reserves the word.
 func funcName(parts []token) string {
 	if len(parts) > 1 && parts[0].kind == tkIdent && parts[0].val == "pg_catalog" {
+		parts = parts[1:]
+	}
+	// information_schema's helpers (_pg_expandarray) are Sluice built-ins.
+	if len(parts) == 2 && parts[0].kind == tkIdent && parts[0].val == "information_schema" && strings.HasPrefix(parts[1].val, "_pg_") {
 		parts = parts[1:]
 	}
 	var sb strings.Builder
@@ -1024,31 +1029,23 @@ func (r *rewriter) trimExpr() expr {
 			s = r.parseExpr(0).f
 		case r.tok().isPunct(","):
 			r.i++
-			second := r.parseExpr(0).f
-			r.expectPunct(")")
-			fn := "btrim"
-			switch dir {
-			case "LEADING":
-				fn = "ltrim"
-			case "TRAILING":
-				fn = "rtrim"
-			}
-			return call(fn, t.pos, first, second)
+			s, chars = first, r.parseExpr(0).f
 		default:
 			s = first
 		}
 	}
 	r.expectPunct(")")
-	f := frag{syn("trim(", t.pos)}
-	if dir != "" || chars != nil {
-		if dir != "" {
-			f = append(f, syn(dir, t.pos))
-		}
-		f = append(f, chars...)
-		f = append(f, syn("FROM", t.pos))
+	fn := "btrim"
+	switch dir {
+	case "LEADING":
+		fn = "ltrim"
+	case "TRAILING":
+		fn = "rtrim"
 	}
-	f = append(f, s...)
-	return prim(append(f, syn(")", t.pos)))
+	if chars == nil {
+		return call(fn, t.pos, s)
+	}
+	return call(fn, t.pos, s, chars)
 }
 
 // overlayExpr parses overlay(a PLACING b FROM c [FOR d]) into

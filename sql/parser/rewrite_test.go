@@ -138,7 +138,7 @@ func TestRewriteSpecialFunctions(t *testing.T) {
 		{"position", `SELECT position('a' IN s), position(x || 'b' IN s) FROM t`,
 			"SELECT __PG_POSITION('a', `s`),__PG_POSITION(__PG_CONCAT(`x`, 'b'), `s`) FROM `t`"},
 		{"trim", `SELECT trim(both 'x' FROM s), trim(leading FROM s), trim(trailing 'y' FROM s), trim(s), trim('x' FROM s), trim(s, 'x'), trim(leading s, 'x') FROM t`,
-			"SELECT TRIM(BOTH 'x' FROM `s`),TRIM(LEADING ' ' FROM `s`),TRIM(TRAILING 'y' FROM `s`),TRIM(`s`),TRIM('x' FROM `s`),BTRIM(`s`, 'x'),LTRIM(`s`, 'x') FROM `t`"},
+			"SELECT BTRIM(`s`, 'x'),LTRIM(`s`),RTRIM(`s`, 'y'),BTRIM(`s`),BTRIM(`s`, 'x'),BTRIM(`s`, 'x'),LTRIM(`s`, 'x') FROM `t`"},
 		{"overlay", `SELECT overlay(s PLACING 'x' FROM 2 FOR 3) FROM t`, "SELECT __PG_OVERLAY(`s`, 'x', 2, 3) FROM `t`"},
 		{"niladic", `SELECT now(), current_timestamp, current_date, localtimestamp, user, session_user, current_schema, current_user, current_timestamp(3)`,
 			"SELECT NOW(),CURRENT_TIMESTAMP(),CURRENT_DATE(),LOCALTIMESTAMP(),CURRENT_USER(),SESSION_USER(),CURRENT_SCHEMA(),CURRENT_USER(),CURRENT_TIMESTAMP(3)"},

@@ -65,6 +65,9 @@ func AppendText(b []byte, d Datum, t T) []byte {
 	case KInterval:
 		return appendInterval(b, d)
 	case KArray:
+		if t.Fam == Record {
+			return appendRecordText(b, d.A)
+		}
 		if IsVector(t.Fam) {
 			for i, e := range d.A {
 				if i > 0 {

@@ -34,10 +34,11 @@ const (
 	RegNamespace // ::regnamespace (an oid printed as the schema's name)
 	Int2Vector   // int2vector (catalog: pg_index.indkey), elements as text[]'s, printed "1 2", subscripts from 0
 	OidVector    // oidvector (catalog: pg_proc.proargtypes), likewise
+	Record       // record: a composite value (record.go), fields in Datum.A
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = OidVector
+const lastFamily = Record
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -147,6 +148,8 @@ func (t T) OID() uint32 {
 		return 22
 	case OidVector:
 		return 30
+	case Record:
+		return 2249
 	}
 	return 705 // unknown
 }
@@ -268,6 +271,8 @@ func (t T) String() string {
 		return "int2vector"
 	case OidVector:
 		return "oidvector"
+	case Record:
+		return "record"
 	}
 	return "unknown"
 }

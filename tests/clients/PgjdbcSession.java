@@ -422,6 +422,43 @@ public class PgjdbcSession {
             while (rs.next()) got.add(row(rs.getString("COLUMN_NAME"), rs.getInt("KEY_SEQ"), rs.getString("PK_NAME")));
         }
         expect(got, List.of(row("id", 1, "items_pkey")), "getPrimaryKeys(items)");
+        // Indexes of every kind (on Sluice a plain index is recorded, not
+        // built: a NOTICE says so), and no foreign keys.
+        exec("CREATE TABLE tags (id int, a text, b int, c int, PRIMARY KEY (b, id), UNIQUE (a, c))");
+        exec("CREATE UNIQUE INDEX tags_c_key ON tags (c)");
+        exec("CREATE INDEX tags_a_b_idx ON tags (a, b)");
+        got.clear();
+        try (ResultSet rs = md.getPrimaryKeys(null, "public", "tags")) {
+            while (rs.next()) got.add(row(rs.getString("COLUMN_NAME"), rs.getInt("KEY_SEQ"), rs.getString("PK_NAME")));
+        }
+        expect(got, List.of(row("b", 1, "tags_pkey"), row("id", 2, "tags_pkey")), "getPrimaryKeys(tags)");
+        got.clear();
+        try (ResultSet rs = md.getIndexInfo(null, "public", "tags", false, false)) {
+            while (rs.next()) {
+                got.add(row(rs.getString("TABLE_NAME"), rs.getBoolean("NON_UNIQUE"), rs.getString("INDEX_NAME"),
+                        rs.getInt("TYPE"), rs.getInt("ORDINAL_POSITION"), rs.getString("COLUMN_NAME"), rs.getString("ASC_OR_DESC")));
+            }
+        }
+        expect(got, List.of(
+                row("tags", false, "tags_a_c_key", 3, 1, "a", "A"), row("tags", false, "tags_a_c_key", 3, 2, "c", "A"),
+                row("tags", false, "tags_c_key", 3, 1, "c", "A"),
+                row("tags", false, "tags_pkey", 3, 1, "b", "A"), row("tags", false, "tags_pkey", 3, 2, "id", "A"),
+                row("tags", true, "tags_a_b_idx", 3, 1, "a", "A"), row("tags", true, "tags_a_b_idx", 3, 2, "b", "A")),
+                "getIndexInfo(tags)");
+        got.clear();
+        try (ResultSet rs = md.getIndexInfo(null, "public", "tags", true, false)) {
+            while (rs.next()) got.add(row(rs.getString("INDEX_NAME"), rs.getString("COLUMN_NAME")));
+        }
+        expect(got, List.of(row("tags_a_c_key", "a"), row("tags_a_c_key", "c"), row("tags_c_key", "c"),
+                row("tags_pkey", "b"), row("tags_pkey", "id")), "getIndexInfo(tags, unique)");
+        for (String table : new String[] {"items", "tags"}) {
+            try (ResultSet rs = md.getImportedKeys(null, "public", table)) {
+                if (rs.next()) throw new StepFailed("getImportedKeys(" + table + "): a foreign key " + rs.getString("FK_NAME"));
+            }
+            try (ResultSet rs = md.getExportedKeys(null, "public", table)) {
+                if (rs.next()) throw new StepFailed("getExportedKeys(" + table + "): a foreign key " + rs.getString("FK_NAME"));
+            }
+        }
     }
 
     static void setObject() throws Exception {
