@@ -19,7 +19,9 @@ import (
 const badCopyFormat pgcode.Code = "22P04"
 
 // copyFrom runs COPY t (cols) FROM STDIN: it reads and parses the whole
-// stream, then inserts the rows as one statement.
+// stream (text and CSV on the decode pipeline, copypipe.go), then inserts
+// the rows as one statement: outside a transaction block of at least
+// bulkMin rows on the bulk path (bulkinsert.go), else on the row path.
 func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, cols []types.Column, opts *copyOpts, cp pgwire.Copier, w pgwire.ResultWriter) error {
 	format := int16(0)
 	if opts.format == copyBinary {
@@ -33,11 +35,32 @@ func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, co
 		ctx: ctx, in: &chunkReader{src: cr}, opts: opts, rel: rel.Name,
 		cols: cols, idx: idx, width: len(rel.Columns),
 	}
-	rows, err := d.decode()
+	tw, err := s.e.tableWriter(rel.ID)
 	if err != nil {
 		return err
 	}
-	n, err := s.insertRows(ctx, rel.ID, rows)
+	var n int
+	if opts.format == copyBinary || s.tx != nil {
+		var rows []types.Row
+		if rows, err = d.decode(); err != nil {
+			return err
+		}
+		n, err = s.insertRows(ctx, rel.ID, rows)
+	} else {
+		// Outside a transaction block the workers encode the rows for the
+		// bulk insert as they decode them.
+		b := s.e.newBulkLoad(tw)
+		if err := d.pipeline(tw, func(c *copyChunk) { b.add(c.enc) }); err != nil {
+			b.wb.Discard()
+			return err
+		}
+		if b.rows >= bulkMin {
+			n, err = s.bulkInsert(ctx, b)
+		} else {
+			b.wb.Discard()
+			n, err = s.insertInto(ctx, tw, b.allRows())
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -215,62 +238,49 @@ func (d *copyDecoder) newRow() types.Row {
 	return r
 }
 
-func (d *copyDecoder) decode() ([]types.Row, error) {
-	if d.opts.format == copyBinary {
-		return d.decodeBinary()
-	}
-	var rows []types.Row
+// lines calls f for every data line of a text or CSV stream, in order,
+// with d.line and d.lineno set: it skips (or with HEADER MATCH checks) the
+// header and stops at the end-of-data marker.
+func (d *copyDecoder) lines(f func() error) error {
 	first := true
-	for {
-		if len(rows)&1023 == 0 {
+	for n := 0; ; n++ {
+		if n&1023 == 0 {
 			if err := d.ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		ok, err := d.readLine()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return rows, nil
+		if err != nil || !ok {
+			return err
 		}
 		if first {
 			first = false
 			if d.opts.header {
 				if d.opts.match {
 					if err := d.matchHeader(); err != nil {
-						return nil, err
+						return err
 					}
 				}
 				continue
 			}
 		}
 		if d.opts.format == copyCSV && len(d.line) == 2 && d.line[0] == '\\' && d.line[1] == '.' {
-			return rows, d.in.drain()
+			return d.in.drain()
 		}
 		end := false
 		if d.opts.format == copyText {
-			var err error
 			if end, err = d.textEndMarker(); err != nil {
-				return nil, err
+				return err
 			}
 			if end && len(d.line) == 0 {
-				return rows, d.in.drain()
+				return d.in.drain()
 			}
 		}
-		if err := d.splitFields(); err != nil {
-			return nil, err
-		}
-		r, err := d.rowOf()
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
-		if err := d.checkSize(len(rows)); err != nil {
-			return nil, err
+		if err := f(); err != nil {
+			return err
 		}
 		if end {
-			return rows, d.in.drain()
+			return d.in.drain()
 		}
 	}
 }

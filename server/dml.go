@@ -346,6 +346,9 @@ func (s *session) insertRows(ctx context.Context, tableID uint64, rows []types.R
 	if err != nil {
 		return 0, err
 	}
+	if s.tx == nil && len(rows) >= bulkMin {
+		return s.bulkInsertRows(ctx, tw, rows)
+	}
 	return s.insertInto(ctx, tw, rows)
 }
 

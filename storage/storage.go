@@ -405,12 +405,50 @@ func (w *WriteBatch) Set(k, v []byte) { w.b.Set(k, v, nil) }
 // Delete records the deletion of key.
 func (w *WriteBatch) Delete(k []byte) { w.b.Delete(k, nil) }
 
+// Discard drops a batch that will not be written.
+func (w *WriteBatch) Discard() { w.b.Close() }
+
 // DeleteRange records the deletion of keys in [start, end).
 func (w *WriteBatch) DeleteRange(start, end []byte) { w.b.DeleteRange(start, end, nil) }
 
 // ScanRange calls f for every key in [lo, hi) in the latest state.
 func (db *DB) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
 	return scanRange(db.pdb, lo, hi, f)
+}
+
+// Existing calls found(i) for every keys[i] present in the latest state;
+// keys must be sorted ascending. It seeks from key to key, so checking a
+// bulk load against a table costs one seek per key, and nothing more once
+// the keys pass the table's last key.
+func (db *DB) Existing(keys [][]byte, found func(i int)) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: append(bytes.Clone(keys[len(keys)-1]), 0)})
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	valid := it.First()
+	for i, k := range keys {
+		if !valid {
+			break
+		}
+		c := bytes.Compare(it.Key(), k)
+		if c < 0 {
+			valid = it.SeekGE(k)
+			if !valid {
+				break
+			}
+			c = bytes.Compare(it.Key(), k)
+		}
+		if c == 0 {
+			found(i)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	return nil
 }
 
 // NewWriteBatch returns an empty write batch.

@@ -92,6 +92,14 @@ func AppendValue(buf []byte, d Datum) []byte {
 	return append(buf, valNull)
 }
 
+// AppendBytesValue appends the value encoding of a BYTEA datum holding b:
+// AppendValue(buf, NewBytes(string(b))) without the conversion (a table
+// log entry embeds encoded rows this way).
+func AppendBytesValue(buf, b []byte) []byte {
+	buf = binary.AppendUvarint(append(buf, valBytes), uint64(len(b)))
+	return append(buf, b...)
+}
+
 func appendValueBytes(buf []byte, s string) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(s)))
 	return append(buf, s...)
