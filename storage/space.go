@@ -273,6 +273,21 @@ func (f guardFile) WriteAt(p []byte, off int64) (int, error) {
 // is an fallocate call every 4 MiB of WAL instead of every 70 MiB.
 const maxPreallocate = 4 << 20
 
+// noRecycleCleaner deletes obsolete files as pebble.DeleteCleaner does,
+// and keeps Pebble from recycling WAL files: Pebble v1.1 keeps up to three
+// obsolete WALs to write over later, each as large as the largest epoch
+// batch it held (a 100 MB view's backfill left a 100 MB WAL behind after
+// the view was dropped), and has no option against it but this: it does
+// not recycle when the cleaner needs the files' contents, a marker that
+// only pebble.ArchiveCleaner carries. Embedded one level deeper than
+// DeleteCleaner, ArchiveCleaner lends the marker and nothing else.
+type noRecycleCleaner struct {
+	pebble.DeleteCleaner
+	archiveMarker
+}
+
+type archiveMarker struct{ pebble.ArchiveCleaner }
+
 func (f guardFile) Preallocate(off, n int64) error {
 	return f.check(f.File.Preallocate(off, min(n, maxPreallocate)))
 }
