@@ -225,4 +225,3 @@ func TestBackupIsAStore(t *testing.T) {
 		}
 	}
 }
-
