@@ -26,7 +26,8 @@ import (
 // free space of the data directory's file system (statfs, about a
 // microsecond) and is refused with 53100 when what would remain is below a
 // reserve, kept for the store's own work — flushing the memtables (2 x 64
-// MiB), preallocating the next WAL (70 MiB), compactions and the MANIFEST.
+// MiB), the WAL growing to a memtable's size (70 MiB), compactions and the
+// MANIFEST.
 // Reads never touch the reserve. A refused DML statement fails; an epoch
 // commit (a checkpoint) waits for space, logging once, and carries on by
 // itself when space returns: nothing is lost and nothing restarts.
