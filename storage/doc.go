@@ -28,5 +28,9 @@
 // sstables, recover.go moves damage aside); writes keep a free-space
 // reserve so that Pebble never meets a full disk (space.go).
 //
+// Backups are Pebble checkpoints taken between two epoch commits, with a
+// BACKUP_MANIFEST (backup.go); a dropped object's ranges are deleted and
+// then compacted so that its space returns (reclaim.go).
+//
 // storage imports Pebble, sql/pgcode and sql/pgerror only.
 package storage

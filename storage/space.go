@@ -26,7 +26,8 @@ import (
 // free space of the data directory's file system (statfs, about a
 // microsecond) and is refused with 53100 when what would remain is below a
 // reserve, kept for the store's own work — flushing the memtables (2 x 64
-// MiB), preallocating the next WAL (70 MiB), compactions and the MANIFEST.
+// MiB), the WAL growing to a memtable's size (70 MiB), compactions and the
+// MANIFEST.
 // Reads never touch the reserve. A refused DML statement fails; an epoch
 // commit (a checkpoint) waits for space, logging once, and carries on by
 // itself when space returns: nothing is lost and nothing restarts.
@@ -272,6 +273,21 @@ func (f guardFile) WriteAt(p []byte, off int64) (int, error) {
 // server's data directory 71 MB; with the cap it is about 4 MB. The cost
 // is an fallocate call every 4 MiB of WAL instead of every 70 MiB.
 const maxPreallocate = 4 << 20
+
+// noRecycleCleaner deletes obsolete files as pebble.DeleteCleaner does,
+// and keeps Pebble from recycling WAL files: Pebble v1.1 keeps up to three
+// obsolete WALs to write over later, each as large as the largest epoch
+// batch it held (a 100 MB view's backfill left a 100 MB WAL behind after
+// the view was dropped), and has no option against it but this: it does
+// not recycle when the cleaner needs the files' contents, a marker that
+// only pebble.ArchiveCleaner carries. Embedded one level deeper than
+// DeleteCleaner, ArchiveCleaner lends the marker and nothing else.
+type noRecycleCleaner struct {
+	pebble.DeleteCleaner
+	archiveMarker
+}
+
+type archiveMarker struct{ pebble.ArchiveCleaner }
 
 func (f guardFile) Preallocate(off, n int64) error {
 	return f.check(f.File.Preallocate(off, min(n, maxPreallocate)))

@@ -165,6 +165,7 @@ func pebbleOptions(g *spaceGuard) *pebble.Options {
 		MemTableSize: 64 << 20,
 		Merger:       countMerger,
 		Logger:       pebbleLogger{g},
+		Cleaner:      noRecycleCleaner{}, // space.go
 	}
 	g.listenWAL(opts)
 	opts.FS = vfs.Default
