@@ -318,6 +318,9 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		if call.Func == "array_agg" && x.Type().IsString() {
 			t = x.Type()
 		}
+		if call.Func == "array_agg" && x.Type().Fam == types.Bool {
+			t, ret = types.TBool, types.TBoolArray // elements made "t"/"f" (exec/job)
+		}
 		if (call.Func == "jsonb_agg" || (call.Func == "jsonb_object_agg" && i == 1)) && x.Type().Fam != types.JSONB {
 			// Values become JSON as to_jsonb makes them; NULL is JSON null.
 			if x.Type().Fam == types.Unknown {

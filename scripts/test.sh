@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # install_clients installs what the client matrix (tests/clients_*_test.go:
-# psql, psycopg2, psycopg 3, SQLAlchemy, pgcli, pgjdbc, node-postgres) needs
+# psql, psycopg2, psycopg 3, SQLAlchemy 1.4 and 2, pgcli, pgjdbc, node-postgres) needs
 # when it is missing, and does nothing (quickly) when it is all there. The
 # tests fail, never skip, if a client is still missing.
 install_clients() {
@@ -41,6 +41,10 @@ PY
     npm install --no-audit --no-fund --prefix "$node_dir" pg@8 >/dev/null ||
       echo "npm install pg@8 failed: the client tests will fail" >&2
   fi
+  # SQLAlchemy 2 (Debian 12 has 1.4), where TestClientSQLAlchemy2 looks for
+  # it; the script does nothing when it is there.
+  scripts/install-sqlalchemy2.sh "${SLUICE_CLIENT_CACHE:-$HOME/.cache/sluice-clients}/sqlalchemy2" >/dev/null ||
+    echo "installing SQLAlchemy 2 failed: TestClientSQLAlchemy2 will fail" >&2
 }
 
 command -v go >/dev/null || { echo "go is not installed" >&2; exit 1; }

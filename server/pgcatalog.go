@@ -97,6 +97,8 @@ var pgTypes = []typeInfo{
 	{types.TOid, "oid"},
 	{types.TFloat4, "float4"},
 	{types.TFloat8, "float8"},
+	{types.TBoolArray, "_bool"},
+	{types.TInt2Array, "_int2"},
 	{types.TTextArray, "_text"},
 	{types.TVarchar, "varchar"},
 	{types.TDate, "date"},
@@ -220,7 +222,7 @@ func init() {
 			col := func(rel int64, i int, c types.Column, notNull bool) types.Row {
 				t := c.Type
 				ndims := 0
-				if t.Fam == types.TextArray {
+				if t.Fam == types.TextArray || t.Fam == types.Int2Array {
 					ndims = 1
 				}
 				byval := t.Size() > 0 && t.Size() <= 8
@@ -304,7 +306,7 @@ func init() {
 	add("pg_constraint", 2606, 'r', "oid:oid conname:name connamespace:oid contype:char condeferrable:bool "+
 		"condeferred:bool convalidated:bool conrelid:oid contypid:oid conindid:oid conparentid:oid confrelid:oid "+
 		"confupdtype:char confdeltype:char confmatchtype:char conislocal:bool coninhcount:int4 connoinherit:bool "+
-		"conkey:text[] confkey:text[] conbin:text", func(env *sysEnv) []types.Row {
+		"conkey:int2[] confkey:int2[] conbin:text", func(env *sysEnv) []types.Row {
 		var out []types.Row
 		for _, r := range userRels(env) {
 			if k, ok := pkeyOf(r); ok {

@@ -383,7 +383,7 @@ func TestSystemRelationsShape(t *testing.T) {
 		types.Oid: types.KInt, types.RegProc: types.KInt, types.Int2: types.KInt, types.Int4: types.KInt, types.Int8: types.KInt,
 		types.Name: types.KString, types.Char: types.KString, types.Text: types.KString, types.Varchar: types.KString,
 		types.Bool: types.KBool, types.Float4: types.KFloat, types.TextArray: types.KArray,
-		types.Int2Vector: types.KArray, types.OidVector: types.KArray,
+		types.Int2Vector: types.KArray, types.OidVector: types.KArray, types.Int2Array: types.KArray,
 		types.TimestampTZ: types.KTimestampTZ,
 	}
 	env := &sysEnv{db: "sluice", user: "other", settings: defaultSettings, entries: e.cat.list("")}

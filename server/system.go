@@ -215,6 +215,8 @@ func colSpec(spec string) []types.Column {
 			t = types.TTimestampTZ
 		case "text[]":
 			t = types.TTextArray
+		case "int2[]":
+			t = types.TInt2Array
 		case "int2vector":
 			t = types.TInt2Vector
 		case "oidvector":

@@ -54,6 +54,50 @@ func TestClientPsycopg3(t *testing.T) { runClientCase(t, psycopg3Case) }
 // TestClientSQLAlchemy runs SQLAlchemy 1.4's session over psycopg2.
 func TestClientSQLAlchemy(t *testing.T) { runClientCase(t, sqlalchemyCase) }
 
+// sqlalchemy2Case runs the SQLAlchemy session with SQLAlchemy 2 (from
+// scripts/install-sqlalchemy2.sh) over driver: psycopg2 or psycopg (3).
+func sqlalchemy2Case(driver string) clientCase {
+	return clientCase{name: "sqlalchemy2-" + driver, steps: withSteps("reflection", "orm", "orm_savepoint"),
+		pending: map[string]string{}, run: func(t *testing.T, tg clientTarget) []stepResult {
+			site := sqlalchemy2(t)
+			return runScript(t, tg, clientDir(t), "env", "PYTHONPATH="+site, "SQLALCHEMY_DRIVER="+driver,
+				debianPython, "sqlalchemy_session.py")
+		}}
+}
+
+var (
+	sqlalchemy2Psycopg2Case = sqlalchemy2Case("psycopg2")
+	sqlalchemy2PsycopgCase  = sqlalchemy2Case("psycopg")
+)
+
+// TestClientSQLAlchemy2 runs SQLAlchemy 2's session over psycopg2 and over
+// psycopg 3.
+func TestClientSQLAlchemy2(t *testing.T) {
+	for _, c := range []clientCase{sqlalchemy2Psycopg2Case, sqlalchemy2PsycopgCase} {
+		t.Run(c.name, func(t *testing.T) { runClientCase(t, c) })
+	}
+}
+
+// sqlalchemy2 returns the directory holding SQLAlchemy 2 for PYTHONPATH,
+// running scripts/install-sqlalchemy2.sh (which does nothing when it is
+// there) into the cache directory.
+func sqlalchemy2(t *testing.T) string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "install-sqlalchemy2.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, filepath.Join(clientCacheDir(t), "sqlalchemy2")).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s: %v\n%s", script, err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // TestClientPgcli runs pgcli's completion refreshers and special commands.
 func TestClientPgcli(t *testing.T) { runClientCase(t, pgcliCase) }
 

@@ -161,8 +161,8 @@ func TestClientMatrixPostgres(t *testing.T) {
 
 // clientCases is the matrix, for TestClientMatrixPostgres.
 func clientCases() []clientCase {
-	return []clientCase{psycopg2Case, psycopg3Case, sqlalchemyCase, pgjdbcCase, nodePostgresCase,
-		libpqCase, pgxCase, psqlCase, pgcliCase}
+	return []clientCase{psycopg2Case, psycopg3Case, sqlalchemyCase, sqlalchemy2Psycopg2Case, sqlalchemy2PsycopgCase,
+		pgjdbcCase, nodePostgresCase, libpqCase, pgxCase, psqlCase, pgcliCase}
 }
 
 // checkSteps compares what a session reported with what it must report: on

@@ -76,7 +76,7 @@ func init() {
 				return out, nil
 			}}
 	}
-	v2, vo, ta := expand(types.TInt2), expand(types.TOid), expand(types.TText)
-	v2.params, vo.params, ta.params = fams(types.Int2Vector), fams(types.OidVector), fams(types.TextArray)
-	tableFuncs["_pg_expandarray"] = []tableFunc{v2, vo, ta}
+	v2, vo, a2, ta := expand(types.TInt2), expand(types.TOid), expand(types.TInt2), expand(types.TText)
+	v2.params, vo.params, a2.params, ta.params = fams(types.Int2Vector), fams(types.OidVector), fams(types.Int2Array), fams(types.TextArray)
+	tableFuncs["_pg_expandarray"] = []tableFunc{v2, vo, a2, ta}
 }

@@ -32,7 +32,7 @@ func category(f types.Family) byte {
 		return 'D'
 	case types.Interval:
 		return 'T'
-	case types.TextArray, types.Int2Vector, types.OidVector:
+	case types.TextArray, types.Int2Vector, types.OidVector, types.Int2Array, types.BoolArray:
 		return 'A'
 	case types.Char:
 		return 'Z'
@@ -69,8 +69,8 @@ func canImplicit(from, to types.Family) bool {
 	if types.IsOidFamily(from) && from != types.Oid && to == types.Oid {
 		return true
 	}
-	if types.IsVector(from) && to == types.TextArray {
-		return true // Sluice's vectors are text[] values
+	if _, typed := types.ArrayElem(from); (types.IsVector(from) || typed) && to == types.TextArray {
+		return true // Sluice's vectors, smallint[] and boolean[] are text[] values
 	}
 	switch from {
 	case types.Int2:
@@ -128,6 +128,8 @@ func sameRepr(from, to types.Family) bool {
 	case category(from) == 'S' && category(to) == 'S', from == types.Char && to == types.Text:
 		return true
 	case types.IsVector(from) && to == types.TextArray:
+		return true
+	case from == types.Int2Array && to == types.TextArray, from == types.BoolArray && to == types.TextArray:
 		return true
 	}
 	return false

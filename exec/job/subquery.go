@@ -314,6 +314,10 @@ func batchAggResult(g *limit.Guard, call *spec.AggCall, vals []aggValue) (types.
 		elems := make([]types.Datum, len(in))
 		for i, args := range in {
 			elems[i] = args[0]
+			if e := args[0]; e.K == types.KBool {
+				// boolean[] holds its elements' text (sql/types/typedarray.go).
+				elems[i] = types.NewString(types.FormatText(e, types.TBool))
+			}
 		}
 		return types.Datum{K: types.KArray, A: elems}, nil
 	case "jsonb_agg", "jsonb_object_agg":

@@ -158,6 +158,12 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 			break
 		}
 		return appendArrayBinary(buf, d.A)
+	case Int2Array, BoolArray:
+		if d.K != KArray {
+			break
+		}
+		elem, _ := ArrayElem(t.Fam)
+		return appendTypedArrayBinary(buf, d.A, elem)
 	}
 	return buf, errEncode(d, t)
 }

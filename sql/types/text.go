@@ -232,6 +232,9 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseJSON(s)
 	case TextArray:
 		return parseTextArray(s)
+	case Int2Array, BoolArray:
+		elem, _ := ArrayElem(t.Fam)
+		return parseTypedArray(s, elem)
 	case Int2Vector, OidVector:
 		elem := TInt2
 		if t.Fam == OidVector {
@@ -863,6 +866,11 @@ func Cast(d Datum, from, to T) (Datum, error) {
 	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
 			return d, nil
+		}
+	case Int2Array, BoolArray:
+		if d.K == KArray {
+			elem, _ := ArrayElem(to.Fam)
+			return checkTypedArray(d, elem)
 		}
 	}
 	return Datum{}, errCannotCast(from, to)

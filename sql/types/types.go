@@ -35,10 +35,12 @@ const (
 	Int2Vector   // int2vector (catalog: pg_index.indkey), elements as text[]'s, printed "1 2", subscripts from 0
 	OidVector    // oidvector (catalog: pg_proc.proargtypes), likewise
 	Record       // record: a composite value (record.go), fields in Datum.A
+	Int2Array    // smallint[] (catalog: pg_constraint.conkey): text[] values whose elements are int2 (typedarray.go)
+	BoolArray    // boolean[] (array_agg of booleans), likewise
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = Record
+const lastFamily = BoolArray
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -91,6 +93,8 @@ var (
 	TRegNamespace = T{Fam: RegNamespace}
 	TInt2Vector   = T{Fam: Int2Vector}
 	TOidVector    = T{Fam: OidVector}
+	TInt2Array    = T{Fam: Int2Array}
+	TBoolArray    = T{Fam: BoolArray}
 )
 
 // OID returns the Postgres type OID of t.
@@ -150,6 +154,10 @@ func (t T) OID() uint32 {
 		return 30
 	case Record:
 		return 2249
+	case Int2Array:
+		return 1005
+	case BoolArray:
+		return 1000
 	}
 	return 705 // unknown
 }
@@ -273,6 +281,10 @@ func (t T) String() string {
 		return "oidvector"
 	case Record:
 		return "record"
+	case Int2Array:
+		return "smallint[]"
+	case BoolArray:
+		return "boolean[]"
 	}
 	return "unknown"
 }
