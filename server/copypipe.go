@@ -157,9 +157,12 @@ func newCopyChunk(size int) *copyChunk {
 // the first bad line).
 func (d *copyDecoder) decodeChunk(c *copyChunk) {
 	c.rows = make([]types.Row, 0, len(c.ends))
+	all := string(c.data)
+	defer func() { d.lineStr = "" }()
 	start := 0
 	for i, end := range c.ends {
 		d.line, d.lineno = c.data[start:end], c.linenos[i]
+		d.lineStr = all[start:end]
 		start = end
 		if err := d.splitFields(); err != nil {
 			c.err = err
