@@ -140,12 +140,12 @@ type copyDecoder struct {
 	eol    byte // the text/CSV line ending: 0 unknown, '\n', '\r' or 'R' (\r\n)
 
 	line   []byte  // the current line (without its ending)
+	fields []field // its fields
 	// lineStr is line as a string when the caller has one (a slice of its
 	// chunk's string: one allocation per chunk rather than per row)
 	lineStr string
-	fields []field // its fields
-	slab   []types.Datum
-	sb     []byte
+	slab    []types.Datum
+	sb      []byte
 }
 
 // field is one parsed text/CSV field.
