@@ -129,10 +129,11 @@ func (d *copyDecoder) readChunks(ctx context.Context, order, work chan<- *copyCh
 		c.linenos = append(c.linenos, d.lineno)
 		rows++
 		if len(c.ends) == copyChunkLines {
+			size := len(c.data) // c is the worker's once sent
 			if !send(true) {
 				return ctx.Err()
 			}
-			c = newCopyChunk(len(c.data))
+			c = newCopyChunk(size)
 		}
 		return d.checkSize(rows)
 	})
