@@ -87,7 +87,7 @@ func (tw *tableWriter) encodeBulk(rows []types.Row, scratch []byte) (*bulkChunk,
 // bulkInsertRows inserts rows (full-width, in memory: INSERT's, or a
 // binary COPY's) on the bulk path.
 func (s *session) bulkInsertRows(ctx context.Context, tw *tableWriter, rows []types.Row) (int, error) {
-	b := s.e.newBulkLoad(tw)
+	b := &bulkLoad{tw: tw}
 	var scratch []byte
 	for len(rows) > 0 {
 		n := min(len(rows), bulkChunkRows)
@@ -99,29 +99,21 @@ func (s *session) bulkInsertRows(ctx context.Context, tw *tableWriter, rows []ty
 	return s.bulkInsert(ctx, b)
 }
 
-// bulkLoad is a bulk insert being assembled: its chunks, in order, and
-// for a table with a primary key the write set's rows already in the batch
-// (set as the chunks arrive, while later ones are still being decoded).
+// bulkLoad is a bulk insert being assembled: its chunks, in order. The
+// storage batch is built at commit, at its final size.
 type bulkLoad struct {
 	tw     *tableWriter
 	chunks []*bulkChunk
 	rows   int
-	wb     *storage.WriteBatch
-}
-
-func (e *Engine) newBulkLoad(tw *tableWriter) *bulkLoad {
-	return &bulkLoad{tw: tw, wb: e.db.NewWriteBatch()}
+	size   int // the bytes its storage batch will hold, about
 }
 
 // add appends a chunk.
 func (b *bulkLoad) add(c *bulkChunk) {
 	b.chunks = append(b.chunks, c)
 	b.rows += len(c.rows)
-	if b.tw.key != nil {
-		for j := range c.rows {
-			b.wb.Set(c.key(j), c.value(j))
-		}
-	}
+	// write-set keys and values, the log entry, record headers
+	b.size += len(c.keys) + 2*len(c.log) + 32*len(c.rows) + 64
 }
 
 func (c *bulkChunk) value(j int) []byte { return c.log[c.val[2*j]:c.val[2*j+1]] }
@@ -157,7 +149,6 @@ func (s *session) bulkInsert(ctx context.Context, b *bulkLoad) (int, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				b.wb.Discard()
 				return 0, pgerror.New(pgcode.QueryCanceled, "canceling statement due to user request")
 			}
 		}
@@ -247,16 +238,11 @@ func (e *Engine) keyFailure(b *bulkLoad, limit int, checkErr error) (error, chan
 // write-set rows, one log entry per chunk and the row-id counter, then the
 // chunks to the table's source under Coordinator.Atomic (one epoch, which
 // it returns). With a wait channel nothing was written (try again after
-// it closes); after an error the batch is discarded.
-func (e *Engine) bulkCommit(ctx context.Context, b *bulkLoad) (_ uint64, _ chan struct{}, err error) {
-	tw, wb := b.tw, b.wb
+// it closes).
+func (e *Engine) bulkCommit(ctx context.Context, b *bulkLoad) (uint64, chan struct{}, error) {
+	tw := b.tw
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	defer func() {
-		if err != nil {
-			wb.Discard()
-		}
-	}()
 	if cur, err := e.tableWriter(tw.id); err != nil || cur != tw {
 		return 0, nil, pgerror.New(pgcode.SerializationFailure, "table %q changed while the statement was writing it", tw.name).
 			WithHint("Retry the statement.")
@@ -269,6 +255,7 @@ func (e *Engine) bulkCommit(ctx context.Context, b *bulkLoad) (_ uint64, _ chan 
 	if err, wait := e.firstFailure(b); err != nil || wait != nil {
 		return 0, wait, err
 	}
+	wb := e.db.NewWriteBatchSize(b.size)
 	rowID := tw.rowID
 	var seqs []uint64
 	seq := tw.seq
@@ -276,10 +263,12 @@ func (e *Engine) bulkCommit(ctx context.Context, b *bulkLoad) (_ uint64, _ chan 
 		if len(c.rows) == 0 {
 			continue
 		}
-		if tw.key == nil {
-			for j := range c.rows {
+		for j := range c.rows {
+			if tw.key == nil {
 				rowID++
 				wb.Set(storage.Key(storage.SpaceWrite, tw.id, flow.EncodeSeq(rowID)), c.value(j))
+			} else {
+				wb.Set(c.key(j), c.value(j))
 			}
 		}
 		seq++

@@ -31,6 +31,7 @@ func (w *rowsWriter) Row(r types.Row) error {
 
 func (w *rowsWriter) Complete(tag string) error { w.tag = tag; return nil }
 
+// openTest opens an engine in a temporary directory and a session on it.
 func openTest(t *testing.T) (*Engine, pgwire.Session) {
 	t.Helper()
 	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: 50 * time.Millisecond})

@@ -49,15 +49,13 @@ func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, co
 	} else {
 		// Outside a transaction block the workers encode the rows for the
 		// bulk insert as they decode them.
-		b := s.e.newBulkLoad(tw)
+		b := &bulkLoad{tw: tw}
 		if err := d.pipeline(tw, func(c *copyChunk) { b.add(c.enc) }); err != nil {
-			b.wb.Discard()
 			return err
 		}
 		if b.rows >= bulkMin {
 			n, err = s.bulkInsert(ctx, b)
 		} else {
-			b.wb.Discard()
 			n, err = s.insertInto(ctx, tw, b.allRows())
 		}
 	}
@@ -143,8 +141,11 @@ type copyDecoder struct {
 
 	line   []byte  // the current line (without its ending)
 	fields []field // its fields
-	slab   []types.Datum
-	sb     []byte
+	// lineStr is line as a string when the caller has one (a slice of its
+	// chunk's string: one allocation per chunk rather than per row)
+	lineStr string
+	slab    []types.Datum
+	sb      []byte
 }
 
 // field is one parsed text/CSV field.
@@ -655,7 +656,7 @@ func (d *copyDecoder) rowOf() (types.Row, error) {
 		return nil, d.lineErr(true, "extra data after last expected column")
 	}
 	r := d.newRow()
-	line := ""
+	line := d.lineStr
 	for i := range d.cols {
 		// As PostgreSQL: values convert in column order, so a bad value
 		// before the missing one is what is reported.

@@ -129,10 +129,11 @@ func (d *copyDecoder) readChunks(ctx context.Context, order, work chan<- *copyCh
 		c.linenos = append(c.linenos, d.lineno)
 		rows++
 		if len(c.ends) == copyChunkLines {
+			size := len(c.data) // c is the worker's once sent
 			if !send(true) {
 				return ctx.Err()
 			}
-			c = newCopyChunk(len(c.data))
+			c = newCopyChunk(size)
 		}
 		return d.checkSize(rows)
 	})
@@ -157,9 +158,12 @@ func newCopyChunk(size int) *copyChunk {
 // the first bad line).
 func (d *copyDecoder) decodeChunk(c *copyChunk) {
 	c.rows = make([]types.Row, 0, len(c.ends))
+	all := string(c.data)
+	defer func() { d.lineStr = "" }()
 	start := 0
 	for i, end := range c.ends {
 		d.line, d.lineno = c.data[start:end], c.linenos[i]
+		d.lineStr = all[start:end]
 		start = end
 		if err := d.splitFields(); err != nil {
 			c.err = err

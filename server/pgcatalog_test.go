@@ -29,15 +29,7 @@ var pgcatalogSchema = []string{
 // openCatalogTest opens an engine with pgcatalogSchema and a session.
 func openCatalogTest(t *testing.T) (*Engine, pgwire.Session) {
 	t.Helper()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	s, err := e.Connect(context.Background(), pgwire.StartupInfo{User: "sluice", Database: "sluice"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, s := openTest(t)
 	for _, q := range pgcatalogSchema {
 		if _, err := query(s, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

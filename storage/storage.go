@@ -406,9 +406,6 @@ func (w *WriteBatch) Set(k, v []byte) { w.b.Set(k, v, nil) }
 // Delete records the deletion of key.
 func (w *WriteBatch) Delete(k []byte) { w.b.Delete(k, nil) }
 
-// Discard drops a batch that will not be written.
-func (w *WriteBatch) Discard() { w.b.Close() }
-
 // DeleteRange records the deletion of keys in [start, end).
 func (w *WriteBatch) DeleteRange(start, end []byte) { w.b.DeleteRange(start, end, nil) }
 
@@ -454,6 +451,13 @@ func (db *DB) Existing(keys [][]byte, found func(i int)) error {
 
 // NewWriteBatch returns an empty write batch.
 func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatch()} }
+
+// NewWriteBatchSize returns an empty write batch with room for about size
+// bytes of keys and values (a bulk load: the batch does not grow by
+// copying).
+func (db *DB) NewWriteBatchSize(size int) *WriteBatch {
+	return &WriteBatch{b: db.pdb.NewBatchWithSize(size)}
+}
 
 // WriteSync applies w atomically and durably (group-committed with
 // concurrent writers by Pebble).

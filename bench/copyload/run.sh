@@ -10,9 +10,9 @@
 # test), each into a fresh table (Sluice: a fresh server and data
 # directory). Per run it prints rows/s from the \copy's own time (psql
 # \timing: from the COPY statement to its acknowledgement, durable in
-# both), checks the row count, and the peak RSS (VmHWM) of the process
-# that loaded it (the sluice server; the PostgreSQL backend). Then the
-# medians.
+# both), checks the row count (SELECT count(*) after it), and the peak RSS
+# (VmHWM) of the process that loaded it (the sluice server, the PostgreSQL
+# backend) right after the \copy. Then the medians.
 set -euo pipefail
 ROWS=${1:-1000000}
 ROUNDS=${2:-5}
@@ -39,17 +39,17 @@ awk -v n="$ROWS" 'BEGIN {
 }' >"$CSV"
 DDL="CREATE TABLE copyload_bench (id BIGINT PRIMARY KEY, customer TEXT, amount NUMERIC(12,2), qty INT, ts TIMESTAMP, note TEXT)"
 
-# load PORT USER DB [pg]: prints the \copy's milliseconds; with pg, the
-# session also writes its backend's peak RSS (KiB) to $WORK/backend_hwm
-# before it ends.
+# load PORT USER DB [pg]: prints the \copy's milliseconds and writes the
+# peak RSS (KiB) of the loading process, read right after the \copy, to
+# $WORK/hwm: the sluice server ($PGPID), or with pg the session's backend.
 load() {
 	local port=$1 user=$2 db=$3 pg=${4:-}
-	local pid='' hwm=''
+	local pid=''
 	if [ -n "$pg" ]; then
 		pid='SELECT pg_backend_pid() AS pid \gset
 \setenv PGPID :pid'
-		hwm="\\! awk '/^VmHWM:/ {print \$2}' /proc/\$PGPID/status >$WORK/backend_hwm"
 	fi
+	local hwm="\\! awk '/^VmHWM:/ {print \$2}' /proc/\$PGPID/status >$WORK/hwm"
 	psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U "$user" -d "$db" >"$WORK/out" 2>&1 <<EOF
 $DDL;
 $pid
@@ -68,8 +68,6 @@ EOF
 	echo "$ms"
 }
 
-hwm() { awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$1/status"; }
-
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 declare -a S_RATE P_RATE S_RSS P_RSS
@@ -83,8 +81,8 @@ for r in $(seq 1 "$ROUNDS"); do
 		psql -qX -h 127.0.0.1 -p "$port" -U sluice -d sluice -c 'SELECT 1' >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	ms=$(load "$port" sluice sluice)
-	rss=$(hwm "$SLUICE_PID")
+	ms=$(PGPID=$SLUICE_PID load "$port" sluice sluice)
+	rss=$(awk '{printf "%.0f", $1/1024}' "$WORK/hwm")
 	kill "$SLUICE_PID"; wait "$SLUICE_PID" 2>/dev/null || true; SLUICE_PID=
 	rm -rf "$WORK/data"
 	S_RATE+=("$(awk -v n="$ROWS" -v ms="$ms" 'BEGIN {printf "%.0f", n / (ms / 1000)}')"); S_RSS+=("$rss")
@@ -93,7 +91,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	# PostgreSQL: a fresh table; the peak RSS of the backend that loaded it.
 	psql -qX -h 127.0.0.1 -p 5432 -d test -c "DROP TABLE IF EXISTS copyload_bench" >/dev/null
 	ms=$(load 5432 "$(id -un)" test pg)
-	rss=$(awk '{printf "%.0f", $1/1024}' "$WORK/backend_hwm")
+	rss=$(awk '{printf "%.0f", $1/1024}' "$WORK/hwm")
 	psql -qX -h 127.0.0.1 -p 5432 -d test -c "DROP TABLE copyload_bench" >/dev/null
 	P_RATE+=("$(awk -v n="$ROWS" -v ms="$ms" 'BEGIN {printf "%.0f", n / (ms / 1000)}')"); P_RSS+=("$rss")
 	echo "round $r: postgres ${P_RATE[-1]} rows/s (${ms} ms), peak RSS ${rss} MiB (backend)"
