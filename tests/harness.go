@@ -86,7 +86,7 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(build.dir, "sluice")
-		args := []string{"build", "-o", build.path}
+		args := []string{"build", "-o", build.path, "-ldflags", StampFlag(root)}
 		args = append(args, strings.Fields(os.Getenv(envBuildFlags))...)
 		args = append(args, "./cmd/sluice")
 		cmd := exec.Command(goTool, args...)
@@ -101,6 +101,24 @@ func Binary(t testing.TB) string {
 	}
 	return build.path
 }
+
+// BuildStamp names the checkout in root for `sluice --version` (GOFLAGS
+// may hold -buildvcs=false, so the stamp is passed at link time): the
+// commit, "+dirty" if the tree has changes.
+func BuildStamp(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "devel"
+	}
+	stamp := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		stamp += "+dirty"
+	}
+	return stamp
+}
+
+// StampFlag is the -ldflags value that sets the build stamp of root.
+func StampFlag(root string) string { return "-X sluice/storage.buildStamp=" + BuildStamp(root) }
 
 // Tool returns the path of a binary built (without SLUICE_BUILD_FLAGS)
 // from pkg, a main package of this module such as "./cmd/testbroker",
