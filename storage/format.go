@@ -142,6 +142,8 @@ func (db *DB) checkFormat(recovering bool, logf func(string, ...any)) error {
 		if !readable(f) {
 			return db.formatError(f)
 		}
+		b, _ := db.getRaw([]byte("m/build"))
+		logf("storage: data directory %s: formats %s, last written by build %s; this build is %s", db.dir, f, b, Build())
 	}
 	// This build writes its own formats from now on: a directory it
 	// touched is read back only by builds that read them.

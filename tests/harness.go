@@ -203,6 +203,11 @@ type Options struct {
 	// restarts.
 	Env []string
 
+	// Binary, when set, is the sluice binary to run instead of this
+	// checkout's (an earlier build, upgrade_test.go); SetBinary changes it
+	// between restarts.
+	Binary string
+
 	// Command, when set, runs instead of sluice (with exactly these
 	// arguments; Addr and DataDir must then be given and match them). Tests
 	// of the harness itself run PostgreSQL this way.
@@ -271,6 +276,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 		bin, args = opts.Command[0], opts.Command[1:]
 	} else {
 		bin = Binary(t)
+		if opts.Binary != "" {
+			bin = opts.Binary
+		}
 		if opts.PlainBuild {
 			bin = Tool(t, "./cmd/sluice")
 		}
@@ -428,6 +436,14 @@ func (s *Server) SetEnv(env ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.env = append([]string(nil), env...)
+}
+
+// SetBinary sets the sluice binary of the next start (an upgrade test
+// restarts the data directory of an earlier build with this one).
+func (s *Server) SetBinary(bin string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bin = bin
 }
 
 func envPrefix(env []string) string {
