@@ -16,7 +16,7 @@ EVENTS=${EVENTS:-1000000}
 RUNS=${RUNS:-3}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/sluice" ./cmd/sluice
+go build -ldflags "-X sluice/storage.buildStamp=$(git rev-parse --short=12 HEAD)" -o "$bin/sluice" ./cmd/sluice
 go build -o "$bin/floor" ./bench/nexmarkfloor
 
 # median CMD...: runs CMD RUNS times and prints the result line of the run

@@ -124,6 +124,9 @@ func (c *catalog) Resolve(schema, name string) (*cat.Relation, error) {
 }
 
 func relationOf(e *storage.CatalogEntry) (*cat.Relation, error) {
+	if e.Refused != "" {
+		return nil, refusedError(e)
+	}
 	r := &cat.Relation{ID: e.ID, OID: uint32(relOID(e)), Name: e.Name, Owner: entryOwner(e), Columns: e.Cols(), Key: e.Key}
 	switch e.Kind {
 	case kindTable:

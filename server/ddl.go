@@ -246,6 +246,10 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		if err != nil {
 			return err
 		}
+		stored, err := storePlan(q.Plan)
+		if err != nil {
+			return err
+		}
 		if _, err := e.rt.StartJob(id, x.Name, q.Plan, true); err != nil {
 			return err
 		}
@@ -254,7 +258,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 			cols = append(cols, storage.ColumnOf(c))
 		}
 		ent := &storage.CatalogEntry{ID: id, Kind: kindMView, Name: x.Name, SQL: x.Text(), Columns: cols, Key: q.Key, Deps: dedup(pl.Deps),
-			AppendOnly: planner.AppendOnly(q.Plan, q.Plan.Root(), e.appendOnlyRel)}
+			AppendOnly: planner.AppendOnly(q.Plan, q.Plan.Root(), e.appendOnlyRel), Plan: stored}
 		e.persist(ent)
 		return nil
 	})
@@ -388,6 +392,9 @@ func (e *Engine) allDependents(ent *storage.CatalogEntry) []*storage.CatalogEntr
 func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 	switch ent.Kind {
 	case kindTable, kindMView, kindSink:
+		if ent.Refused != "" {
+			e.rt.DropState(ent.ID) // no job ran: StopJob has nothing to stop
+		}
 		e.rt.StopJob(ent.ID, 0)
 		e.tablesMu.Lock()
 		delete(e.tables, ent.ID)

@@ -144,24 +144,8 @@ func (e *Engine) restore(ent *storage.CatalogEntry) error {
 	switch ent.Kind {
 	case kindTable:
 		return e.startTable(ent)
-	case kindMView:
-		q, err := parser.ParseOne(ent.SQL)
-		if err != nil {
-			return err
-		}
-		cmv, ok := q.(*parser.CreateMaterializedView)
-		if !ok {
-			return fmt.Errorf("catalog SQL is not CREATE MATERIALIZED VIEW")
-		}
-		pl := e.viewPlanner(cmv)
-		vq, err := pl.PlanView(cmv.Query, ent.ID, ent.Name)
-		if err != nil {
-			return err
-		}
-		_, err = e.rt.StartJob(ent.ID, ent.Name, vq.Plan, false)
-		return err
-	case kindSink:
-		return e.restoreSink(ent)
+	case kindMView, kindSink:
+		return e.restoreJob(ent)
 	}
 	return nil
 }

@@ -105,6 +105,9 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 						last = f.Error()
 					}
 				}
+				if ent.Refused != "" {
+					last = "refused: " + ent.Refused
+				}
 				lastCell := types.NewString(s.e.redactText(last))
 				if !s.ownsOrSuper(ent) {
 					lastCell = types.Null

@@ -205,6 +205,10 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 		if err != nil {
 			return err
 		}
+		stored, err := storePlan(sp.plan)
+		if err != nil {
+			return err
+		}
 		if _, err := e.rt.StartJob(id, x.Name, sp.plan, true); err != nil {
 			return err
 		}
@@ -213,28 +217,10 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 			cols = append(cols, storage.ColumnOf(c))
 		}
 		ent := &storage.CatalogEntry{ID: id, Kind: kindSink, Name: x.Name, SQL: x.Text(), Columns: cols, Key: sp.cfg.Key,
-			Deps: sp.deps, Connector: sp.cfg.Options["connector"], Options: sp.cfg.Options}
+			Deps: sp.deps, Connector: sp.cfg.Options["connector"], Options: sp.cfg.Options, Plan: stored}
 		e.persist(ent)
 		return nil
 	})
-}
-
-// restoreSink restarts a sink at startup.
-func (e *Engine) restoreSink(ent *storage.CatalogEntry) error {
-	st, err := parser.ParseOne(ent.SQL)
-	if err != nil {
-		return err
-	}
-	x, ok := st.(*parser.CreateSink)
-	if !ok {
-		return fmt.Errorf("catalog SQL is not CREATE SINK")
-	}
-	sp, err := e.planSink(x, ent.ID, "")
-	if err != nil {
-		return err
-	}
-	_, err = e.rt.StartJob(ent.ID, ent.Name, sp.plan, false)
-	return err
 }
 
 func showSinksCols() []types.Column {
@@ -284,6 +270,9 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 		if f := j.Failure(); f != nil {
 			lastErr = f.Error()
 		}
+	}
+	if ent.Refused != "" {
+		lastErr = "refused: " + ent.Refused
 	}
 	// After a restart the writer has logged nothing yet: what was
 	// delivered was logged before.

@@ -9,9 +9,10 @@ import (
 	"sluice/sql/types"
 )
 
-// CatalogEntry is one persisted catalog object. Views are re-planned from
-// SQL on start; their operator ids derive from the entry's id, so the
-// restored operators find their state.
+// CatalogEntry is one persisted catalog object. A materialized view or
+// sink restarts from its stored Plan; its operator ids derive from the
+// entry's id and each node's StateID, so the restored operators find their
+// state.
 type CatalogEntry struct {
 	ID        uint64            `json:"id"`
 	Kind      string            `json:"kind"` // table, source, materialized view, view, sink
@@ -42,6 +43,14 @@ type CatalogEntry struct {
 	// (`alice=arwdDxt/alice`); nil is the default: the owner holds every
 	// privilege.
 	ACL []string `json:"acl"` // no omitempty: [] (every privilege revoked) is not nil
+	// Plan is the stored physical plan of a materialized view's or sink's
+	// job (exec/spec's Encode, versioned): the job restarts from it, not
+	// from SQL planned again.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// Refused, not stored, is why this build did not start the object
+	// (a stored plan in a format it cannot read): SHOW shows it, reads
+	// of it fail with 55000, and DROP removes it.
+	Refused string `json:"-"`
 }
 
 // CheckEntry is a persisted CHECK constraint: its name and the SQL text

@@ -106,6 +106,12 @@ func OpenWith(dir string, o OpenOptions) (*DB, error) {
 				return nil, pgerror.Wrap(err, pgcode.DataCorrupted, "data directory %s is damaged", dir).
 					WithHint("Nothing was changed. Restore the data directory from a backup (see README, \"Storage faults\").")
 			}
+			if err == nil {
+				if err = db.checkFormat(o.Recover, o.Logf); err != nil {
+					db.Close()
+					return nil, err
+				}
+			}
 			return db, err
 		}
 		if !o.Recover {

@@ -86,7 +86,7 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(build.dir, "sluice")
-		args := []string{"build", "-o", build.path}
+		args := []string{"build", "-o", build.path, "-ldflags", StampFlag(root)}
 		args = append(args, strings.Fields(os.Getenv(envBuildFlags))...)
 		args = append(args, "./cmd/sluice")
 		cmd := exec.Command(goTool, args...)
@@ -101,6 +101,24 @@ func Binary(t testing.TB) string {
 	}
 	return build.path
 }
+
+// BuildStamp names the checkout in root for `sluice --version` (GOFLAGS
+// may hold -buildvcs=false, so the stamp is passed at link time): the
+// commit, "+dirty" if the tree has changes.
+func BuildStamp(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "devel"
+	}
+	stamp := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		stamp += "+dirty"
+	}
+	return stamp
+}
+
+// StampFlag is the -ldflags value that sets the build stamp of root.
+func StampFlag(root string) string { return "-X sluice/storage.buildStamp=" + BuildStamp(root) }
 
 // Tool returns the path of a binary built (without SLUICE_BUILD_FLAGS)
 // from pkg, a main package of this module such as "./cmd/testbroker",
@@ -185,6 +203,11 @@ type Options struct {
 	// restarts.
 	Env []string
 
+	// Binary, when set, is the sluice binary to run instead of this
+	// checkout's (an earlier build, upgrade_test.go); SetBinary changes it
+	// between restarts.
+	Binary string
+
 	// Command, when set, runs instead of sluice (with exactly these
 	// arguments; Addr and DataDir must then be given and match them). Tests
 	// of the harness itself run PostgreSQL this way.
@@ -253,6 +276,9 @@ func NewServer(t testing.TB, opts Options) *Server {
 		bin, args = opts.Command[0], opts.Command[1:]
 	} else {
 		bin = Binary(t)
+		if opts.Binary != "" {
+			bin = opts.Binary
+		}
 		if opts.PlainBuild {
 			bin = Tool(t, "./cmd/sluice")
 		}
@@ -410,6 +436,14 @@ func (s *Server) SetEnv(env ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.env = append([]string(nil), env...)
+}
+
+// SetBinary sets the sluice binary of the next start (an upgrade test
+// restarts the data directory of an earlier build with this one).
+func (s *Server) SetBinary(bin string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bin = bin
 }
 
 func envPrefix(env []string) string {

@@ -78,15 +78,31 @@ func main() {
 	sec := registerSecurityFlags() // security.go
 	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
 	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
+	version := flag.Bool("version", false, "print the build and the data directory formats it reads and writes, and exit")
 	flag.Parse()
+	if *version {
+		fmt.Print(versionText())
+		return
+	}
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
 	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, sec, logger, confine); err != nil {
 		logger.Printf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
 			logger.Printf("hint: %s", e.Hint)
 		}
+		if storage.IsFormatError(err) {
+			os.Exit(3) // a data directory this build does not read
+		}
 		os.Exit(1)
 	}
+}
+
+// versionText is what --version prints: the build, the formats it writes
+// and the oldest it reads (README, "Upgrades and formats").
+func versionText() string {
+	r := storage.ReadFormat
+	return fmt.Sprintf("sluice %s\nwrites formats: %s\nreads formats: catalog %d-%d, plan %d-%d, state %d-%d\n", storage.Build(), storage.Current,
+		r.Catalog, storage.CatalogFormat, r.Plan, storage.PlanFormat, r.State, storage.StateFormat)
 }
 
 // storeFlags are the flags about the store's faults (README, "Storage

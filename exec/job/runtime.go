@@ -101,8 +101,18 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 // Wait waits for every actor after ctx has ended.
 func (r *Runtime) Wait() { r.wg.Wait() }
 
-// OpID returns the id of node idx of job: unique across jobs.
-func OpID(job uint64, idx int) uint64 { return job<<16 | uint64(idx+1) }
+// OpID returns the operator id of state id stateID of job: unique across
+// jobs. A node's state id is its spec.Node.StateID (position+1 when it has
+// none).
+func OpID(job, stateID uint64) uint64 { return job<<16 | stateID }
+
+// nodeOpID returns the operator id of node idx of a job's plan.
+func nodeOpID(job uint64, idx int, n *spec.Node) uint64 {
+	if n.StateID != 0 {
+		return OpID(job, n.StateID)
+	}
+	return OpID(job, uint64(idx+1))
+}
 
 // Start runs every actor created so far. Until then actors are only
 // created, so that at recovery every job is attached to the streams it
@@ -248,7 +258,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	var stream *flow.Output
 	for idx, n := range plan.Nodes {
-		opID := OpID(id, idx)
+		opID := nodeOpID(id, idx, n)
 		inputs := make([]chan flow.Msg, len(n.Inputs))
 		for i, in := range n.Inputs {
 			c := flow.NewChan()
@@ -406,17 +416,26 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	r.coord.AddCollectors(-1)
 	j.cancel()
 	j.wg.Wait()
+	r.DropState(id)
+}
+
+// DropState schedules the deletion, with the next epoch, of everything
+// relation or job id keeps in the store: its operators' state, source
+// positions, rows, logs, sink log and dead letters. StopJob calls it; so
+// does dropping an object this build refused to start (its state is not
+// understood, but it can be deleted).
+func (r *Runtime) DropState(id uint64) {
 	// Reclaim: the ranges are compacted once the epoch commits, so that
 	// the object's space returns to the file system (storage/reclaim.go).
 	r.coord.OnNextEpoch(func(w *storage.EpochWriter) {
-		w.Reclaim(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, 0)))
 		w.Reclaim(storage.Key(storage.SpacePosition, id), storage.Key(storage.SpacePosition, id+1))
-		w.Reclaim(storage.Key(storage.SpacePosition, OpID(id, 0)), storage.Key(storage.SpacePosition, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpacePosition, OpID(id, 0)), storage.Key(storage.SpacePosition, OpID(id+1, 0)))
 		w.Reclaim(storage.Key(storage.SpaceRelation, id), storage.Key(storage.SpaceRelation, id+1))
 		w.Reclaim(storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id+1))
 		w.Reclaim(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
 		w.Reclaim(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
-		w.Reclaim(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, -1)))
+		w.Reclaim(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, 0)))
 	})
 }
 

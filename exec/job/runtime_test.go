@@ -287,8 +287,8 @@ func TestRuntimeRecoveryExactlyOnce(t *testing.T) {
 	defer s.Release()
 	for _, p := range [][]byte{
 		storage.Key(storage.SpaceRelation, genID),
-		storage.Key(storage.SpaceState, job.OpID(genID, 1)),
-		storage.Key(storage.SpacePosition, job.OpID(genID, 0)),
+		storage.Key(storage.SpaceState, job.OpID(genID, 2)),
+		storage.Key(storage.SpacePosition, job.OpID(genID, 1)),
 	} {
 		err := s.Scan(p, func(k, _ []byte) error {
 			t.Errorf("key %x left after StopJob", k)

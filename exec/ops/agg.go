@@ -35,8 +35,8 @@ type Agg struct {
 	// is aggregate j's class and slot in it, or -1.
 	classes []setClass
 	set     []setRef
-	plain   []int // the aggregates without a multiset
-	prefix  []byte
+	plain   []int  // the aggregates without a multiset
+	opID    uint64 // state under s/<opID> (storage.AppendStateKey)
 	groups  map[string]*group
 	dirty   map[string]struct{}
 	global  bool
@@ -137,7 +137,7 @@ func keepsSet(ag *spec.AggCall, appendOnly bool) bool {
 func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	a := &Agg{
 		groupBy: n.GroupBy, aggs: n.Aggs,
-		prefix: storage.Key(storage.SpaceState, opID),
+		opID:   opID,
 		groups: map[string]*group{}, dirty: map[string]struct{}{},
 		global: len(n.GroupBy) == 0, eowc: n.EOWC, appendOnly: n.InputAppendOnly,
 		windows: map[int]*valueIndex{},
@@ -159,27 +159,29 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		a.classes[c].slots = append(a.classes[c].slots, j)
 	}
 	if db != nil {
-		err := db.Scan(a.prefix, func(k, v []byte) error {
-			rest := k[len(a.prefix):]
-			if len(rest) == 0 {
+		err := db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
+			gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+			if !ok || len(rest) == 0 {
 				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
 			}
 			switch rest[0] {
 			case 'h':
+				if len(rest) != 1 {
+					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+				}
 				g, err := a.decodeGroup(v)
 				if err != nil {
 					return err
 				}
-				g.k = string(rest[1:])
+				g.k = string(gkb)
 				a.groups[g.k] = g
 			case 's':
-				n, m := binary.Uvarint(rest[1:])
-				if m <= 0 || 1+m+int(n)+1 > len(rest) {
+				if len(rest) < 2 {
 					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
 				}
-				gk := string(rest[1+m : 1+m+int(n)])
-				ci := int(rest[1+m+int(n)])
-				vk := string(rest[1+m+int(n)+1:])
+				gk := string(gkb)
+				ci := int(rest[1])
+				vk := string(rest[2:])
 				g := a.groups[gk]
 				if g == nil || ci >= len(g.sets) {
 					return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
@@ -781,21 +783,20 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	return nil
 }
 
-// State layout: h<group key> holds a group's header (key, count, the
-// accumulators' scalars and the small multisets); s<len><group key><class>
-// <value key> holds one entry of a large multiset, so that a checkpoint
-// writes only the entries that changed, not whole sets.
+// State layout: under the group's key (storage.AppendStateKeyLen, so
+// that a group's entries share its vnode), h holds the group's header
+// (key, count, the accumulators' scalars and the small multisets);
+// s<class><value key> holds one entry of a large multiset, so that a
+// checkpoint writes only the entries that changed, not whole sets.
 func (a *Agg) headerKey(k string) []byte {
-	return append(append(append([]byte(nil), a.prefix...), 'h'), k...)
+	return append(storage.AppendStateKeyLen(nil, a.opID, k), 'h')
 }
 
 func (a *Agg) setPrefix(k string) []byte { return a.appendSetPrefix(nil, k) }
 
 // appendSetPrefix appends the prefix of group k's set entries to buf.
 func (a *Agg) appendSetPrefix(buf []byte, k string) []byte {
-	buf = append(append(buf, a.prefix...), 's')
-	buf = binary.AppendUvarint(buf, uint64(len(k)))
-	return append(buf, k...)
+	return append(storage.AppendStateKeyLen(buf, a.opID, k), 's')
 }
 
 // setEntryKeyInto appends the prefix of class c's set entries of group k

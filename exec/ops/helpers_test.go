@@ -283,7 +283,7 @@ func stateCounts(t *testing.T, db *storage.DB, opID uint64) map[string]int64 {
 	got := map[string]int64{}
 	err := db.Scan(prefix, func(k, v []byte) error {
 		c, _ := binary.Varint(v)
-		got[string(k[len(prefix):])] = c
+		got[string(storage.StateUserKey(k))] = c
 		return nil
 	})
 	if err != nil {

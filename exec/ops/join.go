@@ -38,7 +38,7 @@ type Join struct {
 	out      []int
 	cond     func(types.Row) (bool, error)
 	errs     *ErrorSink
-	prefix   []byte
+	opID     uint64 // state under s/<opID> (storage.AppendStateKey)
 	s        [2]joinSide
 	preserve [2]bool
 	scratch  types.Row
@@ -271,7 +271,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 	j := &Join{
 		kind: n.JoinKind, keys: [2][]int{n.LeftKeys, n.RightKeys}, widths: [2]int{lw, rw},
 		out:  n.JoinOut,
-		errs: errs, prefix: storage.Key(storage.SpaceState, opID), lookup: n.Temporal, db: db,
+		errs: errs, opID: opID, lookup: n.Temporal, db: db,
 	}
 	for s := 0; s < 2; s++ {
 		j.s[s] = joinSide{
@@ -308,7 +308,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 	var cur *bucket
 	var curSide int
 	var curKey string
-	err := db.Scan(j.prefix, func(k, v []byte) error {
+	err := db.Scan(storage.StatePrefix(j.opID), func(k, v []byte) error {
 		side, jk, rk, err := j.splitKey(k)
 		if err != nil {
 			return err
@@ -358,25 +358,17 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 
 // splitKey splits a state key into side, join key and row key.
 func (j *Join) splitKey(k []byte) (int, []byte, []byte, error) {
-	rest := k[len(j.prefix):]
-	if len(rest) < 1 || rest[0] > 1 {
+	jk, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+	if !ok || len(rest) < 1 || rest[0] > 1 {
 		return 0, nil, nil, pgerror.New(pgcode.DataCorrupted, "corrupt join state")
 	}
-	side := int(rest[0])
-	rest = rest[1:]
-	kl, m := binary.Uvarint(rest)
-	if m <= 0 || uint64(len(rest)-m) < kl {
-		return 0, nil, nil, pgerror.New(pgcode.DataCorrupted, "corrupt join state")
-	}
-	return side, rest[m : m+int(kl)], rest[m+int(kl):], nil
+	return int(rest[0]), jk, rest[1:], nil
 }
 
-// bucketKey appends the store prefix of side's bucket jk to buf.
+// bucketKey appends the store prefix of side's bucket jk to buf: the join
+// key (its vnode's) then the side, so both sides of a key share a vnode.
 func (j *Join) bucketKey(buf []byte, side int, jk string) []byte {
-	buf = append(buf, j.prefix...)
-	buf = append(buf, byte(side))
-	buf = binary.AppendUvarint(buf, uint64(len(jk)))
-	return append(buf, jk...)
+	return append(storage.AppendStateKeyLen(buf, j.opID, jk), byte(side))
 }
 
 // report brings the cache's count of this join's bytes up to date.
@@ -970,6 +962,7 @@ func sortKeys(n int, key func(i int) string, lenFirst bool, buf, tmp []sortKey) 
 type keySorter struct {
 	buf, tmp []sortKey
 	bs       []*bucket
+	vn       []uint16
 }
 
 // strings sorts ks in byte order.
@@ -985,16 +978,30 @@ func (ks *keySorter) strings(keys []string) {
 	ks.buf = ks.buf[:0]
 }
 
-// buckets sorts bs by store key (the join key's length, then the key),
-// stably: of two buckets of one key, the later one's writes must come last.
+// buckets sorts bs by store key (the join key's vnode, its length, then
+// the key), stably: of two buckets of one key, the later one's writes must
+// come last.
 func (ks *keySorter) buckets(bs []*bucket) {
 	if len(bs) < 2 {
 		return
 	}
 	ks.buf, ks.tmp = sortKeys(len(bs), func(i int) string { return bs[i].jk }, true, ks.buf, ks.tmp)
+	// Then by vnode, a counting sort (stable).
+	var at [storage.VNodes + 1]int
+	ks.vn = ks.vn[:0]
+	for k := range ks.buf {
+		v := storage.VNodeLen(bs[ks.buf[k].i].jk)
+		ks.vn = append(ks.vn, v)
+		at[v+1]++
+	}
+	for v := 1; v <= storage.VNodes; v++ {
+		at[v] += at[v-1]
+	}
 	ks.bs = append(ks.bs[:0], bs...)
 	for k := range ks.buf {
-		bs[k] = ks.bs[ks.buf[k].i]
+		v := ks.vn[k]
+		bs[at[v]] = ks.bs[ks.buf[k].i]
+		at[v]++
 	}
 	clear(ks.buf)
 	ks.buf = ks.buf[:0]

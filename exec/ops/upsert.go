@@ -12,23 +12,23 @@ import (
 // retraction of the row it replaces. The current row per key is its
 // state, saved under s/<op>/<key> at each checkpoint.
 type UpsertKey struct {
-	key    []int
-	prefix []byte
-	rows   map[string]types.Row
-	dirty  map[string]struct{}
-	kbuf   []byte
+	key   []int
+	opID  uint64 // state under s/<opID> (storage.AppendStateKey)
+	rows  map[string]types.Row
+	dirty map[string]struct{}
+	kbuf  []byte
 }
 
 // NewUpsertKey creates the operator with id opID, restoring its state.
 func NewUpsertKey(key []int, opID uint64, db *storage.DB) (*UpsertKey, error) {
-	u := &UpsertKey{key: key, prefix: storage.Key(storage.SpaceState, opID), rows: map[string]types.Row{}, dirty: map[string]struct{}{}}
+	u := &UpsertKey{key: key, opID: opID, rows: map[string]types.Row{}, dirty: map[string]struct{}{}}
 	if db != nil {
-		err := db.Scan(u.prefix, func(k, v []byte) error {
+		err := db.Scan(storage.StatePrefix(u.opID), func(k, v []byte) error {
 			r, err := types.DecodeRow(v)
 			if err != nil {
 				return err
 			}
-			u.rows[string(k[len(u.prefix):])] = r
+			u.rows[string(storage.StateUserKey(k))] = r
 			return nil
 		})
 		if err != nil {
@@ -65,7 +65,7 @@ func (u *UpsertKey) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 // Checkpoint implements flow.Operator.
 func (u *UpsertKey) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	for k := range u.dirty {
-		key := append(append([]byte(nil), u.prefix...), k...)
+		key := storage.AppendStateKey(nil, u.opID, []byte(k))
 		if r, ok := u.rows[k]; ok {
 			b.W.Set(key, types.EncodeRow(nil, r))
 		} else {

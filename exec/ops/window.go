@@ -30,7 +30,7 @@ type Window struct {
 	n          *spec.Node
 	appendOnly bool
 	inCols     int
-	prefix     []byte
+	opID       uint64 // state under s/<opID> (storage.AppendStateKey)
 	parts      map[string]*wpart
 	touched    map[string]struct{}
 	kbuf       []byte
@@ -92,7 +92,7 @@ type wpart struct {
 // NewWindow creates the operator of node n with id opID; appendOnly says
 // its input never retracts. db nil: a batch query.
 func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *storage.DB) (*Window, error) {
-	w := &Window{n: n, appendOnly: appendOnly, inCols: inCols, prefix: storage.Key(storage.SpaceState, opID),
+	w := &Window{n: n, appendOnly: appendOnly, inCols: inCols, opID: opID,
 		parts: map[string]*wpart{}, touched: map[string]struct{}{},
 		stateful: db != nil, added: map[*types.Datum]addedRow{}, decKeys: map[string]struct{}{}, positional: true}
 	for _, f := range n.WinFuncs {
@@ -104,10 +104,9 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 	if db == nil {
 		return w, nil
 	}
-	err := db.Scan(w.prefix, func(k, v []byte) error {
-		rest := k[len(w.prefix):]
-		kl, m := binary.Uvarint(rest)
-		if m <= 0 || uint64(len(rest)-m) < kl {
+	err := db.Scan(storage.StatePrefix(w.opID), func(k, v []byte) error {
+		pk, rowb, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+		if !ok {
 			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
 		}
 		cnt, m2 := binary.Varint(v)
@@ -117,8 +116,7 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 		if cnt == 0 { // a row that went (see storage's countMerger)
 			return nil
 		}
-		pk := rest[m : m+int(kl)]
-		row, err := types.DecodeRow(rest[m+int(kl):])
+		row, err := types.DecodeRow(rowb)
 		if err != nil {
 			return err
 		}
@@ -223,10 +221,7 @@ func (w *Window) dropClosedSessions() {
 
 // rowKey returns the state key of row r of partition pk.
 func (w *Window) rowKey(pk string, r types.Row) []byte {
-	key := append([]byte(nil), w.prefix...)
-	key = binary.AppendUvarint(key, uint64(len(pk)))
-	key = append(key, pk...)
-	return types.EncodeRow(key, r)
+	return types.EncodeRow(storage.AppendStateKeyLen(nil, w.opID, pk), r)
 }
 
 // inserted notes that row r joined partition pk.

@@ -146,6 +146,12 @@ type Node struct {
 	Kind   Kind
 	Inputs []int // indexes of input nodes in Plan.Nodes
 	Cols   []types.Column
+	// StateID names the node's state within its job (the operator id is
+	// job<<16 | StateID): given once when the job is created
+	// (Plan.AssignStateIDs) and stored with the plan, so that the state
+	// stays the node's whatever its position in a later plan. 0: not
+	// given (batch queries; the runtime uses position+1).
+	StateID uint64
 
 	Rel uint64 // Subscribe, Materialize
 	// Lookup, on a Subscribe in a batch plan, pins the relation's unique
