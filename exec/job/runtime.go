@@ -36,12 +36,18 @@ type Runtime struct {
 		streams map[uint64]*flow.Output // relation id -> its change stream
 		tables  map[uint64]*flow.TableSource
 		jobs    map[uint64]*Job
+		// holds keeps a table's log from a failed (or catching up)
+		// subscriber's committed position: {job, table} -> sequence.
+		holds map[[2]uint64]uint64
+		// tableDone is each table's position its own job committed.
+		tableDone map[uint64]uint64
 	}
 }
 
 // Job is one running dataflow (a table's materialization or a view).
 type Job struct {
 	ID     uint64
+	Name   string
 	Errors ops.ErrorSink
 	Mat    *ops.Materialize
 	// Sink and Deliverer are set for a sink's job.
@@ -56,8 +62,17 @@ type Job struct {
 	subs    []sub
 	failure struct {
 		sync.Mutex
-		err error
+		err      error
+		halted   bool   // its shares are being discarded
+		haltedAt uint64 // the last epoch it completed
 	}
+	shares shares
+	// absorbed is the last epoch whose share was committed (guarded by
+	// Runtime.mu).
+	absorbed  uint64
+	tableSubs []tableSub
+	viewSubs  []uint64          // the views (not tables) it subscribes to
+	subPos    map[uint64]uint64 // table -> committed log position
 }
 
 type sub struct {
@@ -74,10 +89,24 @@ func (j *Job) Failure() error {
 
 func (j *Job) fail(err error) {
 	j.failure.Lock()
-	if j.failure.err == nil {
+	first := j.failure.err == nil
+	if first {
 		j.failure.err = err
 	}
 	j.failure.Unlock()
+	if first {
+		for _, rs := range j.Readers {
+			rs.Halt.Store(true)
+		}
+	}
+}
+
+// newJob returns a job with no actors yet.
+func (r *Runtime) newJob(id uint64, name string) *Job {
+	j := &Job{ID: id, Name: name, subPos: map[uint64]uint64{}}
+	j.shares.db = r.db
+	j.absorbed = r.db.CommittedEpoch()
+	return j
 }
 
 // NewRuntime returns a runtime whose actors live until ctx ends.
@@ -86,6 +115,9 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.streams = map[uint64]*flow.Output{}
 	r.mu.tables = map[uint64]*flow.TableSource{}
 	r.mu.jobs = map[uint64]*Job{}
+	r.mu.holds = map[[2]uint64]uint64{}
+	r.mu.tableDone = map[uint64]uint64{}
+	coord.BeforeCommit(r.beforeCommit)
 	coord.OnCommit(func(uint64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -196,14 +228,17 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{ID: id, Mat: mat}
+	j := r.newJob(id, name)
+	j.Mat = mat
 	ctx, cancel := context.WithCancel(r.ctx)
 	j.cancel = cancel
 	in := flow.NewChan()
 	ts.Out.Attach(in)
 	ts.OnError = j.fail
+	ts.Share = j.shares.share
+	ts.KeepLog = true
 	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
-		OnCollect: r.coord.Collect, OnError: j.fail}
+		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name)}
 	j.sources = []flow.SourceActor{ts}
 	r.coord.AddSource(ts)
 	r.coord.AddCollectors(1)
@@ -211,6 +246,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.streams[id] = ts.Out
 	r.mu.tables[id] = ts
 	r.mu.jobs[id] = j
+	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
@@ -224,7 +260,32 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 // running.
 func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill bool) (*Job, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	j := &Job{ID: id, cancel: cancel}
+	j := r.newJob(id, name)
+	j.cancel = cancel
+	resumed := false // started from a committed epoch recorded by this build
+	if !backfill {
+		v, err := r.db.Get(epochKey(id))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if v != nil {
+			e, err := decodeU64(v)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			// 0: created but never completed an epoch: build it again.
+			if e == 0 {
+				backfill = true
+			} else {
+				resumed, j.absorbed = true, e
+			}
+		}
+	}
+	if backfill {
+		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(epochKey(id), encodeU64(0)) })
+	}
 	ectx := &eval.Context{}
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
@@ -244,6 +305,11 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		for _, rd := range readers {
 			rd.Close()
 		}
+		r.mu.Lock()
+		for _, ts := range j.tableSubs {
+			delete(r.mu.holds, [2]uint64{id, ts.rel})
+		}
+		r.mu.Unlock()
 		return nil, err
 	}
 	var stream *flow.Output
@@ -278,6 +344,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 				return fail(err)
 			}
 			rs.OnError = j.fail
+			rs.Share = j.shares.share
 			rs.SourceID, rs.SourceName = n.Source.SourceID, n.Source.Name
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
@@ -299,11 +366,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			up.Attach(c)
 			j.subs = append(j.subs, sub{out: up, ch: c})
 			inputs = []chan flow.Msg{c}
-			s := &ops.Subscribe{}
-			if backfill {
-				s.Backfill = backfillFrom(snap, n.Rel)
-			}
-			op = s
+			op = &ops.Subscribe{}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			op, err = m, err2
@@ -327,7 +390,13 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		if err != nil {
 			return fail(err)
 		}
-		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail}
+		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
+			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
+		if s, ok := op.(*ops.Subscribe); ok {
+			if err := r.subscribe(j, a, s, idx, n.Rel, n.RelName, backfill, snap); err != nil {
+				return fail(err)
+			}
+		}
 		if n.Kind == spec.Materialize || n.Kind == spec.Sink {
 			a.OnCollect = r.coord.Collect
 		}
@@ -338,6 +407,12 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		return fail(fmt.Errorf("plan of %s has no Materialize or Sink root", name))
 	}
 	j.Readers = readers
+	if resumed {
+		if err := r.catchUp(j); err != nil {
+			r.logf("%s: %v", name, err)
+			j.fail(err)
+		}
+	}
 	for _, rs := range readers {
 		j.sources = append(j.sources, rs)
 		r.coord.AddSource(rs)
@@ -392,19 +467,17 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	delete(r.mu.jobs, id)
 	delete(r.mu.streams, id)
 	delete(r.mu.tables, id)
+	delete(r.mu.tableDone, id)
+	for k := range r.mu.holds {
+		if k[0] == id || k[1] == id {
+			delete(r.mu.holds, k)
+		}
+	}
 	r.mu.Unlock()
 	if j == nil {
 		return
 	}
-	for _, s := range j.subs {
-		s.out.Detach(s.ch)
-	}
-	for _, s := range j.sources {
-		r.coord.RemoveSource(s)
-	}
-	r.coord.AddCollectors(-1)
-	j.cancel()
-	j.wg.Wait()
+	r.stop(j)
 	r.coord.OnNextEpoch(func(w *storage.EpochWriter) {
 		w.DeleteRange(storage.Key(storage.SpaceState, OpID(id, 0)), storage.Key(storage.SpaceState, OpID(id+1, -1)))
 		w.DeleteRange(storage.Key(storage.SpacePosition, id), storage.Key(storage.SpacePosition, id+1))
@@ -415,6 +488,21 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 		w.DeleteRange(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
 		w.DeleteRange(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, -1)))
 	})
+}
+
+// stop ends job j's actors (unregistered already; the graph paused) and
+// drops the shares it left.
+func (r *Runtime) stop(j *Job) {
+	for _, s := range j.subs {
+		s.out.Detach(s.ch)
+	}
+	for _, s := range j.sources {
+		r.coord.RemoveSource(s)
+	}
+	r.coord.AddCollectors(-1)
+	j.cancel()
+	j.wg.Wait()
+	j.shares.discardAll()
 }
 
 // SinkConfig returns the connector configuration of a Sink node, its
