@@ -1,0 +1,185 @@
+// Tests of failed jobs inside one process: a view over a table whose
+// aggregation fails stops at its last completed epoch (its relation, its
+// position in the table's log), a view over it fails with it, the other
+// jobs go on committing, the table's log is kept from the failed view's
+// position, and ResumeSet / Halt / StartJob (what ALTER … RESUME runs)
+// bring both views to what a recomputation gives; a restart does the same.
+package job_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"sluice/exec/flow"
+	"sluice/exec/job"
+	"sluice/exec/spec"
+	"sluice/storage"
+)
+
+const overID = 4
+
+// overPlan is SELECT * FROM v (a view over the view).
+func overPlan() *spec.Plan {
+	cols := viewPlan().Nodes[1].Cols
+	return &spec.Plan{Nodes: []*spec.Node{
+		{Kind: spec.Subscribe, Rel: viewID, RelName: "v", Cols: cols},
+		{Kind: spec.Materialize, Inputs: []int{0}, Rel: overID, Key: []int{0}},
+	}}
+}
+
+func bootOver(t *testing.T, dir string, restore bool) *engine {
+	t.Helper()
+	db, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine{t: t, db: db, coord: flow.NewCoordinator(db, time.Hour, t.Logf), done: make(chan error, 1)}
+	var ctx context.Context
+	ctx, e.cancel = context.WithCancel(context.Background())
+	e.rt = job.NewRuntime(ctx, db, e.coord, t.Logf)
+	if e.ts, err = e.rt.StartTable(tableID, "t", []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	e.seq = e.ts.LastSeq()
+	for _, j := range []struct {
+		id   uint64
+		name string
+		plan *spec.Plan
+	}{{viewID, "v", viewPlan()}, {genID, "g", genPlan()}, {overID, "over", overPlan()}} {
+		if _, err := e.rt.StartJob(j.id, j.name, j.plan, !restore); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.rt.Start()
+	go func() { e.done <- e.coord.Run(ctx) }()
+	return e
+}
+
+func (e *engine) status(id uint64) string {
+	if j := e.rt.Job(id); j != nil {
+		return j.Status()
+	}
+	return "none"
+}
+
+// logEntries counts the table's log entries left.
+func (e *engine) logEntries() int {
+	n := 0
+	if err := e.db.Scan(storage.Key(storage.SpaceLog, tableID), func(_, _ []byte) error { n++; return nil }); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func TestRuntimeFailedJobHaltsAndResumes(t *testing.T) {
+	job.SetFailpoint("op:HashAgg:3:v")
+	defer job.SetFailpoint("")
+	dir := t.TempDir()
+	genLimit.Store(20)
+	e := bootOver(t, dir, false)
+	e.write(1, trow(1, "a", 10), 1, trow(2, "a", 20))
+	e.flush()
+	const two = "('a',2,n30)"
+	e.flushUntil(overID, two)
+	// The aggregation fails on its 4th row: v and the view over it stop.
+	e.write(1, trow(3, "b", 5), 1, trow(4, "b", 7))
+	e.flush()
+	e.flush()
+	if v, o, g := e.status(viewID), e.status(overID), e.status(genID); v != "failed" || o != "failed" || g != "running" {
+		t.Fatalf("status v=%s over=%s g=%s", v, o, g)
+	}
+	if err := e.rt.Job(viewID).Failure(); !strings.Contains(err.Error(), "failpoint: HashAgg of v after 3 rows") {
+		t.Fatalf("failure: %v", err)
+	}
+	// More changes while it is failed; the other jobs keep committing.
+	e.write(-1, trow(1, "a", 10), 1, trow(1, "c", 1))
+	genLimit.Store(60)
+	e.flushUntil(genID, "(60,1770)")
+	e.write(1, trow(5, "c", 2))
+	e.flush()
+	if got, want := e.rel(tableID), "(1,'c',1) (2,'a',20) (3,'b',5) (4,'b',7) (5,'c',2)"; got != want {
+		t.Fatalf("table = %s, want %s", got, want)
+	}
+	if got := e.rel(viewID); got != two {
+		t.Fatalf("failed view = %s, want its contents at the failure %s", got, two)
+	}
+	if got := e.rel(overID); got != two {
+		t.Fatalf("view over the failed view = %s, want %s", got, two)
+	}
+	if n := e.logEntries(); n != 3 {
+		t.Fatalf("%d table log entries kept, want the 3 after v's position", n)
+	}
+	if _, err := e.rt.ResumeSet(genID, "g"); err == nil || !strings.Contains(err.Error(), "g has not failed") {
+		t.Fatalf("ResumeSet of a running job = %v", err)
+	}
+
+	// A restart starts v again from its committed state (the failpoint
+	// has fired in this process: it stays quiet).
+	e.stop()
+	e = bootOver(t, dir, true)
+	const all = "('a',1,n20) ('b',2,n12) ('c',2,n3)"
+	e.flushUntil(viewID, all)
+	e.flushUntil(overID, all)
+	if n := e.logEntries(); n != 0 {
+		t.Fatalf("%d table log entries left once v caught up", n)
+	}
+
+	// A failure again, then what ALTER … RESUME runs.
+	job.SetFailpoint("op:HashAgg:0:v")
+	ctx := context.Background()
+	if err := e.coord.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.rt.Halt(viewID)
+	e.rt.Halt(overID)
+	for _, j := range []struct {
+		id   uint64
+		name string
+		plan *spec.Plan
+	}{{viewID, "v", viewPlan()}, {overID, "over", overPlan()}} {
+		if _, err := e.rt.StartJob(j.id, j.name, j.plan, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.coord.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.write(1, trow(6, "d", 1))
+	e.flush()
+	e.flush()
+	if v, o := e.status(viewID), e.status(overID); v != "failed" || o != "failed" {
+		t.Fatalf("status v=%s over=%s", v, o)
+	}
+	e.write(-1, trow(2, "a", 20), 1, trow(7, "d", 3))
+	e.flush()
+	if err := e.coord.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	set, err := e.rt.ResumeSet(viewID, "v")
+	if err != nil || len(set) != 2 || set[0] != viewID || set[1] != overID {
+		t.Fatalf("ResumeSet = %v, %v", set, err)
+	}
+	e.rt.Halt(overID)
+	e.rt.Halt(viewID)
+	for _, j := range []struct {
+		id   uint64
+		name string
+		plan *spec.Plan
+	}{{viewID, "v", viewPlan()}, {overID, "over", overPlan()}} {
+		if _, err := e.rt.StartJob(j.id, j.name, j.plan, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.coord.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const last = "('b',2,n12) ('c',2,n3) ('d',2,n4)"
+	e.flushUntil(viewID, last)
+	e.flushUntil(overID, last)
+	if v, o := e.status(viewID), e.status(overID); v != "running" || o != "running" {
+		t.Fatalf("after resume: v=%s over=%s", v, o)
+	}
+	e.stop()
+}
