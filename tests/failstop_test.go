@@ -9,6 +9,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -77,8 +78,9 @@ func execCode(conn *pgx.Conn, sql string) string {
 
 func TestFailedJobNeverSkipsData(t *testing.T) {
 	const rows = 30000
+	pgURL := FreshPostgresDB(t, "sluice_failstop")
 	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
-		Env: []string{"SLUICE_FAILPOINT=op:HashAgg:4000:fails"}})
+		Env: []string{"SLUICE_FAILPOINT=op:HashAgg:4000:fails,op:Sink:6000:eo"}})
 	conn, notices := noticeConn(t, srv)
 	ExecAll(t, conn,
 		fmt.Sprintf(`CREATE SOURCE g (id BIGINT, v BIGINT) WITH (connector = 'datagen',
@@ -87,7 +89,11 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 			datagen.rows.per.second = '5000')`, rows),
 		`CREATE MATERIALIZED VIEW fails AS SELECT v, count(*) AS n, sum(id) AS s FROM g GROUP BY v`,
 		`CREATE MATERIALIZED VIEW ok AS SELECT v, count(*) AS n, sum(id) AS s FROM g GROUP BY v`,
-		`CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM g`)
+		`CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM g`,
+		// An EXACTLY_ONCE sink that fails itself, and one over the view
+		// that fails (it stops and resumes with the view).
+		`CREATE SINK eo FROM g WITH (connector = 'postgres', url = '`+pgURL+`', table = 'eo_plain', write_mode = 'transactional', delivery = 'EXACTLY_ONCE')`,
+		`CREATE SINK eo_agg FROM fails WITH (connector = 'postgres', url = '`+pgURL+`', table = 'eo_agg', write_mode = 'upsert', primary_key = 'v', delivery = 'EXACTLY_ONCE')`)
 	waitFor(t, 30*time.Second, func() bool { st, _ := viewStatus(t, conn, "fails"); return st == "failed" }, "fails to fail")
 	st, lastErr := viewStatus(t, conn, "fails")
 	if !strings.Contains(lastErr, "failpoint: HashAgg of fails after 4000 rows") {
@@ -106,6 +112,10 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 	frozen := queryLines(t, conn, `SELECT v, n, s FROM fails`)
 	if n := len(notices()); n == 0 {
 		t.Errorf("SELECT of a failed view sent no NOTICE")
+	}
+	waitFor(t, 30*time.Second, func() bool { return sinkStatus(t, conn, "eo") == "failed" }, "eo to fail")
+	if st := sinkStatus(t, conn, "eo_agg"); st != "failed" {
+		t.Errorf("eo_agg, a sink of the failed view: %s, want failed", st)
 	}
 	// The other views keep committing while fails stays where it stopped.
 	at := total()
@@ -130,9 +140,17 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 			t.Errorf("%s: %s, want %s", sql, got, want)
 		}
 	}
-	ExecAll(t, conn, `ALTER MATERIALIZED VIEW fails RESUME`)
+	if got := execCode(conn, `ALTER SINK eo_agg RESUME`); got != "55000" {
+		t.Errorf("RESUME of the sink of a failed view: %s, want 55000", got)
+	}
+	ExecAll(t, conn, `ALTER MATERIALIZED VIEW fails RESUME`, `ALTER SINK eo RESUME`)
 	if st, _ := viewStatus(t, conn, "fails"); st != "running" {
 		t.Fatalf("fails after RESUME: %s", st)
+	}
+	for _, s := range []string{"eo", "eo_agg"} {
+		if st := sinkStatus(t, conn, s); st != "running" {
+			t.Fatalf("%s after RESUME: %s", s, st)
+		}
 	}
 	// Once the source is read to its end, fails equals its recomputation.
 	want := queryLines(t, conn, `SELECT v, n, s FROM ok`)
@@ -151,6 +169,47 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 	if st, _ := viewStatus(t, conn, "fails"); st != "running" {
 		t.Errorf("fails: %s", st)
 	}
+	// The sinks: every row delivered once, the aggregate as the view.
+	pg := MustConnect(t, pgURL)
+	waitFor(t, 60*time.Second, func() bool {
+		var n, d, s int64
+		if err := pg.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT id), coalesce(sum(id), 0) FROM eo_plain`).Scan(&n, &d, &s); err != nil {
+			t.Fatal(err)
+		}
+		if n > rows || n != d {
+			t.Fatalf("eo_plain: %d rows, %d distinct ids: rows written twice", n, d)
+		}
+		return n == rows && s == rows*(rows+1)/2
+	}, "eo_plain to hold every row once")
+	waitFor(t, 60*time.Second, func() bool {
+		res, err := QueryText(context.Background(), pg, `SELECT v, n, s FROM eo_agg`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Lines()
+		sort.Strings(got)
+		return equalLines(got, want)
+	}, "eo_agg to equal the view")
+}
+
+// sinkStatus returns the Status of sink name in SHOW SINKS.
+func sinkStatus(t *testing.T, conn *pgx.Conn, name string) string {
+	t.Helper()
+	res, err := QueryText(context.Background(), conn, "SHOW SINKS")
+	if err != nil {
+		t.Fatalf("SHOW SINKS: %v", err)
+	}
+	cols := res.ColumnNames()
+	if n := len(cols); n < 2 || cols[n-2] != "Status" || cols[n-1] != "Last Error" {
+		t.Fatalf("SHOW SINKS columns: %v", cols)
+	}
+	for _, r := range res.Rows {
+		if r[0] == name {
+			return r[len(r)-2]
+		}
+	}
+	t.Fatalf("SHOW SINKS does not list %s", name)
+	return ""
 }
 
 func TestFailedTableViewResumes(t *testing.T) {

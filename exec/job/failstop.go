@@ -331,6 +331,11 @@ func (r *Runtime) ResumeSet(id uint64, name string) ([]uint64, error) {
 	for _, x := range set {
 		d := r.mu.jobs[x]
 		for _, u := range d.viewSubs {
+			if uj := r.mu.jobs[u]; uj != nil && !in[u] && uj.Failure() != nil {
+				r.mu.Unlock()
+				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s reads %s, which has failed", d.Name, uj.Name).
+					WithHint("ALTER MATERIALIZED VIEW %s RESUME resumes both.", uj.Name)
+			}
 			if uj := r.mu.jobs[u]; uj != nil && !in[u] && uj.absorbed != d.absorbed {
 				r.mu.Unlock()
 				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState,
@@ -356,10 +361,10 @@ func (r *Runtime) Halt(id uint64) {
 	}
 }
 
-// failpoint is SLUICE_FAILPOINT=op:<kind>:<rows>[:<job>]: the first
-// operator of that kind (of that job, if named) fails with a panic after
-// it has seen that many rows. It fires once per process, so that a
-// resumed job runs. For tests.
+// failpoint is one entry of SLUICE_FAILPOINT=op:<kind>:<rows>[:<job>][,…]:
+// the first operator of that kind (of that job, if named) fails with a
+// panic after it has seen that many rows. Each fires once per process, so
+// that a resumed job runs. For tests.
 type failpoint struct {
 	kind, job string
 	rows      int64
@@ -367,36 +372,45 @@ type failpoint struct {
 	seen      atomic.Int64
 }
 
+type failpoints []*failpoint
+
 var theFailpoint = parseFailpoint(os.Getenv("SLUICE_FAILPOINT"))
 
-func parseFailpoint(s string) *failpoint {
-	f := strings.Split(s, ":")
-	if len(f) < 3 || f[0] != "op" {
-		return nil
+func parseFailpoint(s string) failpoints {
+	var fps failpoints
+	for _, e := range strings.Split(s, ",") {
+		f := strings.Split(strings.TrimSpace(e), ":")
+		if len(f) < 3 || f[0] != "op" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		fp := &failpoint{kind: strings.ToLower(f[1]), rows: n}
+		if len(f) > 3 {
+			fp.job = strings.ToLower(f[3])
+		}
+		fps = append(fps, fp)
 	}
-	n, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil {
-		return nil
-	}
-	fp := &failpoint{kind: strings.ToLower(f[1]), rows: n}
-	if len(f) > 3 {
-		fp.job = strings.ToLower(f[3])
-	}
-	return fp
+	return fps
 }
 
 // hook returns the Actor.Failpoint of an operator of kind in job, or nil.
-func (fp *failpoint) hook(kind, job string) func(int) error {
-	if fp == nil || fp.kind != strings.ToLower(kind) || (fp.job != "" && fp.job != strings.ToLower(job)) {
-		return nil
-	}
-	return func(rows int) error {
-		if fp.fired.Load() {
+func (fps failpoints) hook(kind, job string) func(int) error {
+	for _, fp := range fps {
+		if fp.kind != strings.ToLower(kind) || (fp.job != "" && fp.job != strings.ToLower(job)) {
+			continue
+		}
+		return func(rows int) error {
+			if fp.fired.Load() {
+				return nil
+			}
+			if fp.seen.Add(int64(rows)) > fp.rows && fp.fired.CompareAndSwap(false, true) {
+				panic(fmt.Sprintf("failpoint: %s of %s after %d rows", kind, job, fp.rows))
+			}
 			return nil
 		}
-		if fp.seen.Add(int64(rows)) > fp.rows && fp.fired.CompareAndSwap(false, true) {
-			panic(fmt.Sprintf("failpoint: %s of %s after %d rows", kind, job, fp.rows))
-		}
-		return nil
 	}
+	return nil
 }
