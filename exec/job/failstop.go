@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -165,6 +166,16 @@ func (r *Runtime) beforeCommit(e uint64, w *storage.EpochWriter) error {
 			j.failure.Unlock()
 			if first {
 				r.logf("%s: failed; its state and source positions stay at epoch %d until it is resumed: %v", j.Name, j.absorbed, j.Failure())
+				if len(j.viewSubs) > 0 {
+					// The committed epoch is the last one the job completed
+					// (this one is not committed yet): keep it, so that a
+					// resume reads what the views changed since.
+					if snap := r.db.Snapshot(); snap.Epoch == j.absorbed {
+						j.haltSnap = snap
+					} else {
+						snap.Release()
+					}
+				}
 				for _, ts := range j.tableSubs {
 					r.mu.holds[[2]uint64{j.ID, ts.rel}] = j.subPos[ts.rel]
 				}
@@ -220,6 +231,10 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, idx int, re
 		j.viewSubs = append(j.viewSubs, rel)
 		if backfill {
 			s.Backfill = backfillFrom(snap, rel)
+			return nil
+		}
+		if then := j.then; then != nil && up != nil && up.Failure() == nil && then.Epoch == j.absorbed && then.Epoch != up.absorbed {
+			s.Backfill = changesSince(r.db, then, rel)
 		}
 		return nil
 	}
@@ -283,9 +298,10 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, idx int, re
 func (r *Runtime) catchUp(j *Job) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	then := j.then
 	for _, u := range j.viewSubs {
 		uj := r.mu.jobs[u]
-		if uj == nil || uj.absorbed == j.absorbed {
+		if uj == nil || uj.absorbed == j.absorbed || (then != nil && then.Epoch == j.absorbed && uj.Failure() == nil) {
 			continue
 		}
 		return pgerror.New(pgcode.ObjectNotInPrerequisiteState,
@@ -336,6 +352,9 @@ func (r *Runtime) ResumeSet(id uint64, name string) ([]uint64, error) {
 				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s reads %s, which has failed", d.Name, uj.Name).
 					WithHint("ALTER MATERIALIZED VIEW %s RESUME resumes both.", uj.Name)
 			}
+			if d.haltSnap != nil && d.haltSnap.Epoch == d.absorbed {
+				continue // reads what u changed since (changesSince)
+			}
 			if uj := r.mu.jobs[u]; uj != nil && !in[u] && uj.absorbed != d.absorbed {
 				r.mu.Unlock()
 				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState,
@@ -355,9 +374,62 @@ func (r *Runtime) Halt(id uint64) {
 	j := r.mu.jobs[id]
 	delete(r.mu.jobs, id)
 	delete(r.mu.streams, id)
+	if j != nil && j.haltSnap != nil {
+		if old := r.mu.catchup[id]; old != nil {
+			old.Release()
+		}
+		r.mu.catchup[id], j.haltSnap = j.haltSnap, nil
+	}
 	r.mu.Unlock()
 	if j != nil {
 		r.stop(j)
+	}
+}
+
+// changesSince returns a Subscribe backfill that emits what relation rel
+// changed between snapshot then and the latest committed state: the rows
+// of then retracted, the current ones inserted, those equal in both left
+// out. It holds then's rows of rel in memory while it runs.
+func changesSince(db *storage.DB, then *storage.Snapshot, rel uint64) func(func(types.Row, int64) error) error {
+	return func(emit func(types.Row, int64) error) error {
+		now := db.Snapshot()
+		defer now.Release()
+		prefix := storage.Key(storage.SpaceRelation, rel)
+		old := map[string][]byte{}
+		if err := then.Scan(prefix, func(k, v []byte) error {
+			old[string(k)] = bytes.Clone(v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		emitRel := func(v []byte, sign int64) error {
+			n, row, err := ops.DecodeRelValue(v)
+			if err != nil {
+				return err
+			}
+			return emit(row, sign*n)
+		}
+		if err := now.Scan(prefix, func(k, v []byte) error {
+			ov, ok := old[string(k)]
+			delete(old, string(k))
+			if ok && bytes.Equal(ov, v) {
+				return nil
+			}
+			if ok {
+				if err := emitRel(ov, -1); err != nil {
+					return err
+				}
+			}
+			return emitRel(v, 1)
+		}); err != nil {
+			return err
+		}
+		for _, v := range old {
+			if err := emitRel(v, -1); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

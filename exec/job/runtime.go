@@ -41,6 +41,9 @@ type Runtime struct {
 		holds map[[2]uint64]uint64
 		// tableDone is each table's position its own job committed.
 		tableDone map[uint64]uint64
+		// catchup holds, for a halted job about to start again, the
+		// snapshot of the epoch it stopped at (see Job.haltSnap).
+		catchup map[uint64]*storage.Snapshot
 	}
 }
 
@@ -73,6 +76,12 @@ type Job struct {
 	tableSubs []tableSub
 	viewSubs  []uint64          // the views (not tables) it subscribes to
 	subPos    map[uint64]uint64 // table -> committed log position
+	// haltSnap is the committed snapshot of the epoch a failed job that
+	// reads views stopped at: resumed, it reads what those views changed
+	// since (guarded by Runtime.mu).
+	haltSnap *storage.Snapshot
+	// then is, while a halted job starts again, its haltSnap.
+	then *storage.Snapshot
 }
 
 type sub struct {
@@ -117,6 +126,7 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.jobs = map[uint64]*Job{}
 	r.mu.holds = map[[2]uint64]uint64{}
 	r.mu.tableDone = map[uint64]uint64{}
+	r.mu.catchup = map[uint64]*storage.Snapshot{}
 	coord.BeforeCommit(r.beforeCommit)
 	coord.OnCommit(func(uint64) {
 		r.mu.Lock()
@@ -131,7 +141,21 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 }
 
 // Wait waits for every actor after ctx has ended.
-func (r *Runtime) Wait() { r.wg.Wait() }
+func (r *Runtime) Wait() {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range r.mu.jobs {
+		if j.haltSnap != nil {
+			j.haltSnap.Release()
+			j.haltSnap = nil
+		}
+	}
+	for id, s := range r.mu.catchup {
+		s.Release()
+		delete(r.mu.catchup, id)
+	}
+}
 
 // OpID returns the id of node idx of job: unique across jobs.
 func OpID(job uint64, idx int) uint64 { return job<<16 | uint64(idx+1) }
@@ -286,6 +310,10 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	if backfill {
 		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(epochKey(id), encodeU64(0)) })
 	}
+	r.mu.Lock()
+	j.then = r.mu.catchup[id]
+	delete(r.mu.catchup, id)
+	r.mu.Unlock()
 	ectx := &eval.Context{}
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
@@ -298,6 +326,9 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		cancel()
 		if snap != nil {
 			snap.Release()
+		}
+		if j.then != nil {
+			j.then.Release()
 		}
 		for _, s := range j.subs {
 			s.out.Detach(s.ch)
@@ -433,6 +464,16 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	for _, rs := range readers {
 		r.spawn(j, ctx, rs.Name, rs.Run)
 	}
+	if then := j.then; then != nil {
+		// The Subscribe ops' catch-ups (changesSince) read it in Start;
+		// like snap below, it is held until the job ends.
+		j.then = nil
+		r.spawn(j, ctx, name+"/catch-up", func(ctx context.Context) error {
+			<-ctx.Done()
+			then.Release()
+			return nil
+		})
+	}
 	if snap != nil {
 		// Backfills read the snapshot from their actors; release it once
 		// every Subscribe has started. Holding it until the job ends is
@@ -468,6 +509,10 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	delete(r.mu.streams, id)
 	delete(r.mu.tables, id)
 	delete(r.mu.tableDone, id)
+	if j != nil && j.haltSnap != nil {
+		j.haltSnap.Release()
+		j.haltSnap = nil
+	}
 	for k := range r.mu.holds {
 		if k[0] == id || k[1] == id {
 			delete(r.mu.holds, k)
