@@ -233,7 +233,10 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, idx int, re
 			s.Backfill = backfillFrom(snap, rel)
 			return nil
 		}
-		if then := j.then; then != nil && up != nil && up.Failure() == nil && then.Epoch == j.absorbed && then.Epoch != up.absorbed {
+		r.mu.Lock()
+		moved := up != nil && up.Failure() == nil && up.absorbed != j.absorbed
+		r.mu.Unlock()
+		if then := j.then; then != nil && moved && then.Epoch == j.absorbed {
 			s.Backfill = changesSince(r.db, then, rel)
 		}
 		return nil

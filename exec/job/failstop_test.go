@@ -10,9 +10,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"sluice/exec/flow"
 	"sluice/exec/job"
 	"sluice/exec/spec"
 	"sluice/storage"
@@ -31,30 +29,28 @@ func overPlan() *spec.Plan {
 
 func bootOver(t *testing.T, dir string, restore bool) *engine {
 	t.Helper()
-	db, err := storage.Open(dir)
-	if err != nil {
-		t.Fatal(err)
+	return bootWith(t, dir, restore, []bootJob{{viewID, "v", viewPlan()}, {genID, "g", genPlan()}, {overID, "over", overPlan()}})
+}
+
+// bootFailing boots a fresh engine with SLUICE_FAILPOINT fp (cleared
+// when the test ends) and gen rows of the generator released.
+func bootFailing(t *testing.T, dir, fp string, gen int64) *engine {
+	t.Helper()
+	job.SetFailpoint(fp)
+	t.Cleanup(func() { job.SetFailpoint("") })
+	genLimit.Store(gen)
+	return bootOver(t, dir, false)
+}
+
+// settle checkpoints twice (a failure shows at the commit after it) and
+// checks the Status of v and over.
+func (e *engine) settle(v, over string) {
+	e.t.Helper()
+	e.flush()
+	e.flush()
+	if gv, gover := e.status(viewID), e.status(overID); gv != v || gover != over {
+		e.t.Fatalf("status v=%s over=%s, want %s and %s", gv, gover, v, over)
 	}
-	e := &engine{t: t, db: db, coord: flow.NewCoordinator(db, time.Hour, t.Logf), done: make(chan error, 1)}
-	var ctx context.Context
-	ctx, e.cancel = context.WithCancel(context.Background())
-	e.rt = job.NewRuntime(ctx, db, e.coord, t.Logf)
-	if e.ts, err = e.rt.StartTable(tableID, "t", []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	e.seq = e.ts.LastSeq()
-	for _, j := range []struct {
-		id   uint64
-		name string
-		plan *spec.Plan
-	}{{viewID, "v", viewPlan()}, {genID, "g", genPlan()}, {overID, "over", overPlan()}} {
-		if _, err := e.rt.StartJob(j.id, j.name, j.plan, !restore); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.rt.Start()
-	go func() { e.done <- e.coord.Run(ctx) }()
-	return e
 }
 
 func (e *engine) status(id uint64) string {
@@ -74,21 +70,17 @@ func (e *engine) logEntries() int {
 }
 
 func TestRuntimeFailedJobHaltsAndResumes(t *testing.T) {
-	job.SetFailpoint("op:HashAgg:3:v")
-	defer job.SetFailpoint("")
 	dir := t.TempDir()
-	genLimit.Store(20)
-	e := bootOver(t, dir, false)
+	e := bootFailing(t, dir, "op:HashAgg:3:v", 20)
 	e.write(1, trow(1, "a", 10), 1, trow(2, "a", 20))
 	e.flush()
 	const two = "('a',2,n30)"
 	e.flushUntil(overID, two)
 	// The aggregation fails on its 4th row: v and the view over it stop.
 	e.write(1, trow(3, "b", 5), 1, trow(4, "b", 7))
-	e.flush()
-	e.flush()
-	if v, o, g := e.status(viewID), e.status(overID), e.status(genID); v != "failed" || o != "failed" || g != "running" {
-		t.Fatalf("status v=%s over=%s g=%s", v, o, g)
+	e.settle("failed", "failed")
+	if g := e.status(genID); g != "running" {
+		t.Fatalf("status g=%s", g)
 	}
 	if err := e.rt.Job(viewID).Failure(); !strings.Contains(err.Error(), "failpoint: HashAgg of v after 3 rows") {
 		t.Fatalf("failure: %v", err)
@@ -132,11 +124,7 @@ func TestRuntimeFailedJobHaltsAndResumes(t *testing.T) {
 	e.restart(viewID, overID)
 	e.unpause()
 	e.write(1, trow(6, "d", 1))
-	e.flush()
-	e.flush()
-	if v, o := e.status(viewID), e.status(overID); v != "failed" || o != "failed" {
-		t.Fatalf("status v=%s over=%s", v, o)
-	}
+	e.settle("failed", "failed")
 	e.write(-1, trow(2, "a", 20), 1, trow(7, "d", 3))
 	e.flush()
 	e.pause()
@@ -203,19 +191,12 @@ func (e *engine) restart(ids ...uint64) {
 // it stopped (from the snapshot of that epoch, kept in memory). After a
 // restart that snapshot is gone: the job stays failed and says why.
 func TestRuntimeViewOverViewCatchesUp(t *testing.T) {
-	job.SetFailpoint("op:Materialize:1:over")
-	defer job.SetFailpoint("")
 	dir := t.TempDir()
-	genLimit.Store(0)
-	e := bootOver(t, dir, false)
+	e := bootFailing(t, dir, "op:Materialize:1:over", 0)
 	e.write(1, trow(1, "a", 10))
 	e.flushUntil(overID, "('a',1,n10)")
 	e.write(1, trow(2, "b", 20))
-	e.flush()
-	e.flush()
-	if v, o := e.status(viewID), e.status(overID); v != "running" || o != "failed" {
-		t.Fatalf("status v=%s over=%s", v, o)
-	}
+	e.settle("running", "failed")
 	e.write(-1, trow(1, "a", 10), 1, trow(3, "c", 30))
 	e.flush()
 	const want = "('b',1,n20) ('c',1,n30)"
@@ -242,20 +223,13 @@ func TestRuntimeViewOverViewCatchesUp(t *testing.T) {
 	e.restart(overID)
 	e.unpause()
 	e.write(1, trow(5, "d", 1))
-	e.flush()
-	e.flush()
-	if o := e.status(overID); o != "failed" {
-		t.Fatalf("over = %s", o)
-	}
+	e.settle("running", "failed")
 	e.write(1, trow(6, "d", 2))
 	e.flush()
 	e.stop()
 	e = bootOver(t, dir, true)
 	defer e.stop()
-	e.flush()
-	if o := e.status(overID); o != "failed" {
-		t.Fatalf("over after restart = %s, want failed", o)
-	}
+	e.settle("running", "failed")
 	if err := e.rt.Job(overID).Failure(); !strings.Contains(err.Error(), "cannot be read again") {
 		t.Fatalf("over's failure: %v", err)
 	}
