@@ -78,10 +78,12 @@ func execCode(conn *pgx.Conn, sql string) string {
 
 func TestFailedJobNeverSkipsData(t *testing.T) {
 	const rows = 30000
+	start := time.Now()
 	pgURL := FreshPostgresDB(t, "sluice_failstop")
 	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
 		Env: []string{"SLUICE_FAILPOINT=op:HashAgg:4000:fails,op:Sink:6000:eo"}})
 	conn, notices := noticeConn(t, srv)
+	t.Logf("%v: started", time.Since(start).Round(time.Millisecond))
 	ExecAll(t, conn,
 		fmt.Sprintf(`CREATE SOURCE g (id BIGINT, v BIGINT) WITH (connector = 'datagen',
 			fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '%d',
@@ -94,7 +96,9 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 		// that fails (it stops and resumes with the view).
 		`CREATE SINK eo FROM g WITH (connector = 'postgres', url = '`+pgURL+`', table = 'eo_plain', write_mode = 'transactional', delivery = 'EXACTLY_ONCE')`,
 		`CREATE SINK eo_agg FROM fails WITH (connector = 'postgres', url = '`+pgURL+`', table = 'eo_agg', write_mode = 'upsert', primary_key = 'v', delivery = 'EXACTLY_ONCE')`)
+	t.Logf("%v: created", time.Since(start).Round(time.Millisecond))
 	waitFor(t, 30*time.Second, func() bool { st, _ := viewStatus(t, conn, "fails"); return st == "failed" }, "fails to fail")
+	t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), "fails to fail")
 	st, lastErr := viewStatus(t, conn, "fails")
 	if !strings.Contains(lastErr, "failpoint: HashAgg of fails after 4000 rows") {
 		t.Fatalf("fails: status %s, last error %q", st, lastErr)
@@ -114,12 +118,14 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 		t.Errorf("SELECT of a failed view sent no NOTICE")
 	}
 	waitFor(t, 30*time.Second, func() bool { return sinkStatus(t, conn, "eo") == "failed" }, "eo to fail")
+	t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), "eo to fail")
 	if st := sinkStatus(t, conn, "eo_agg"); st != "failed" {
 		t.Errorf("eo_agg, a sink of the failed view: %s, want failed", st)
 	}
 	// The other views keep committing while fails stays where it stopped.
 	at := total()
 	waitFor(t, 30*time.Second, func() bool { ExecAll(t, conn, "FLUSH"); return total() > at+2000 }, "total to advance")
+	t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), "total to advance")
 	if got := queryLines(t, conn, `SELECT v, n, s FROM fails`); !equalLines(got, frozen) {
 		t.Errorf("the failed view changed: %v, then %v", frozen, got)
 	}
@@ -159,6 +165,7 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 		want = queryLines(t, conn, `SELECT v, n, s FROM ok`)
 		return total() == rows && equalLines(queryLines(t, conn, `SELECT v, n, s FROM fails`), want)
 	}, "fails to equal ok")
+	t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), "fails to equal ok")
 	var n, s int64
 	if err := conn.QueryRow(context.Background(), `SELECT sum(n), sum(s) FROM fails`).Scan(&n, &s); err != nil {
 		t.Fatal(err)
@@ -181,6 +188,7 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 		}
 		return n == rows && s == rows*(rows+1)/2
 	}, "eo_plain to hold every row once")
+	t.Logf("%v: %s", time.Since(start).Round(time.Millisecond), "eo_plain to hold every row once")
 	waitFor(t, 60*time.Second, func() bool {
 		res, err := QueryText(context.Background(), pg, `SELECT v, n, s FROM eo_agg`)
 		if err != nil {
