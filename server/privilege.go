@@ -286,6 +286,8 @@ func (s *session) authorize(st parser.Statement) error {
 		return ownerIfExists(x.Table)
 	case *parser.AlterTable:
 		return ownerIfExists(x.Name)
+	case *parser.AlterResume:
+		return ownerIfExists(x.Name)
 	case *parser.Truncate:
 		for _, n := range x.Names {
 			if ent := e.cat.get(n); ent != nil {

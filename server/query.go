@@ -79,6 +79,12 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err != nil {
 			return err
 		}
+		if note := s.e.failedNotice(readRels(pq.Plan)); note != "" {
+			if err := w.Notice(note); err != nil {
+				rows.Close()
+				return err
+			}
+		}
 		return sendRows(ctx, w, pq.Columns, rows)
 	case *ast.InsertStmt:
 		ins, err := p.PlanInsert(n)

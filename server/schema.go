@@ -140,6 +140,8 @@ func (s *session) qualifyNames(st parser.Statement) error {
 		q(&x.Name, true)
 	case *parser.CreateIndex:
 		q(&x.Table, false)
+	case *parser.AlterResume:
+		q(&x.Name, false)
 	case *parser.AlterTable:
 		q(&x.Name, false)
 		if x.Action == "rename" && err == nil {

@@ -345,6 +345,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return s.runDDLExt(ctx, st, w)
 	case *parser.CreateSecret, *parser.AlterSecret:
 		return s.runSecretStmt(ctx, st, w)
+	case *parser.AlterResume:
+		return s.alterResume(ctx, x, w)
 	}
 	return pgerror.Unsupported("statement %T is not supported yet", st)
 }

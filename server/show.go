@@ -51,7 +51,8 @@ func (s *session) utilityColumns(st parser.Statement) []types.Column {
 
 func showListCols(what string) []types.Column {
 	if what == "MATERIALIZED VIEWS" {
-		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Rows", Type: types.TInt8}, {Name: "Errors", Type: types.TInt8}, {Name: "Last Error", Type: types.TText}}
+		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Rows", Type: types.TInt8}, {Name: "Errors", Type: types.TInt8},
+			{Name: "Status", Type: types.TText}, {Name: "Last Error", Type: types.TText}}
 	}
 	if what == "SOURCES" {
 		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8},
@@ -92,8 +93,9 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 			}
 			if kind == kindMView {
 				var n, errs int64
-				last := ""
+				last, status := "", "stopped"
 				if j := s.e.rt.Job(ent.ID); j != nil {
+					status = j.Status()
 					if j.Mat != nil {
 						n = j.Mat.Rows.Load()
 					}
@@ -112,7 +114,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 				if !s.ownsOrSuper(ent) {
 					lastCell = types.Null
 				}
-				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), lastCell})
+				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewInt(n), types.NewInt(errs), types.NewString(status), lastCell})
 				continue
 			}
 			rows = append(rows, textRow(ent.Name))

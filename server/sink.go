@@ -228,7 +228,7 @@ func showSinksCols() []types.Column {
 		{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Delivery", Type: types.TText},
 		{Name: "Write Mode", Type: types.TText}, {Name: "Effective", Type: types.TText}, {Name: "Weakest Link", Type: types.TText},
 		{Name: "Logged Epoch", Type: types.TInt8}, {Name: "Delivered Epoch", Type: types.TInt8}, {Name: "Pending Epochs", Type: types.TInt8},
-		{Name: "Written", Type: types.TInt8}, {Name: "Last Error", Type: types.TText},
+		{Name: "Written", Type: types.TInt8}, {Name: "Status", Type: types.TText}, {Name: "Last Error", Type: types.TText},
 	}
 }
 
@@ -252,8 +252,9 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 		r = append(r, types.NewString(sp.declared.String()), types.NewString(sp.sp.WriteMode), types.NewString(sp.effective.String()), types.NewString(link))
 	}
 	var logged, delivered, pending, written int64
-	lastErr := ""
+	lastErr, status := "", "stopped"
 	if j := e.rt.Job(ent.ID); j != nil {
+		status = j.Status()
 		if j.Sink != nil {
 			logged = int64(j.Sink.LastEpoch.Load())
 		}
@@ -281,5 +282,5 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 	if !showErr {
 		errCell = types.Null
 	}
-	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), errCell)
+	return append(r, types.NewInt(logged), types.NewInt(delivered), types.NewInt(pending), types.NewInt(written), types.NewString(status), errCell)
 }

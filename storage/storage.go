@@ -595,3 +595,45 @@ func (s *Snapshot) Scan(prefix []byte, f func(k, v []byte) error) error {
 func (s *Snapshot) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
 	return scanRange(s.s, lo, hi, f)
 }
+
+// NewShareWriter returns an empty writer for one job's part of an epoch:
+// the job's operators write into it, and at commit the coordinator either
+// absorbs it into the epoch (Absorb) or, when the job failed during the
+// epoch, drops it (Discard), so that a failed job's state and source
+// positions stay at the last epoch it completed.
+func (db *DB) NewShareWriter() *EpochWriter {
+	return &EpochWriter{db: db, b: db.pdb.NewBatch()}
+}
+
+// Absorb adds every write of share s to w, after w's own writes, and
+// empties s. s must not be written concurrently.
+func (w *EpochWriter) Absorb(s *EpochWriter) error {
+	s.mu.Lock()
+	b, runs := s.b, s.runs
+	s.b, s.runs = nil, nil
+	s.mu.Unlock()
+	if b == nil {
+		return fmt.Errorf("share absorbed twice")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.runs = append(w.runs, runs...)
+	if b.Empty() {
+		return b.Close()
+	}
+	err := w.b.Apply(b, nil)
+	b.Close()
+	return err
+}
+
+// Discard drops every write of share s.
+func (s *EpochWriter) Discard() {
+	s.mu.Lock()
+	b, runs := s.b, s.runs
+	s.b, s.runs = nil, nil
+	s.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+	s.db.runs.put(runs)
+}

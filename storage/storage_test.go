@@ -548,3 +548,34 @@ func TestMergedCountToZeroStaysZero(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestShareAbsorbDiscard: a share's writes (a batch and a run) reach the
+// epoch only when absorbed, after the epoch's own writes; a discarded
+// share leaves no trace; a share absorbed twice is an error.
+func TestShareAbsorbDiscard(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	w := db.NewEpochWriter()
+	w.Set([]byte("s/x"), []byte("epoch"))
+	keep, drop := db.NewShareWriter(), db.NewShareWriter()
+	keep.Set([]byte("s/x"), []byte("share")) // after the epoch's own write
+	keep.Merge([]byte("s/n"), 2)
+	keep.NewRun().Set([]byte("s/r"), []byte("run"))
+	drop.Set([]byte("s/d"), []byte("dropped"))
+	drop.NewRun().Set([]byte("s/dr"), []byte("dropped"))
+	if err := w.Absorb(keep); err != nil {
+		t.Fatal(err)
+	}
+	drop.Discard()
+	if err := w.Absorb(keep); err == nil {
+		t.Fatal("a share absorbed twice was accepted")
+	}
+	if err := db.Commit(w, 1); err != nil {
+		t.Fatal(err)
+	}
+	s := db.Snapshot()
+	defer s.Release()
+	if got := scanAll(t, s.Scan, "s/"); fmt.Sprint(got) != "[s/n=\x04 s/r=run s/x=share]" {
+		t.Fatalf("committed %q", got)
+	}
+}

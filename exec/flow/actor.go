@@ -20,8 +20,19 @@ type Actor struct {
 	// (terminal actors report to the coordinator).
 	OnCollect func(epoch uint64)
 	// OnError reports a failure of the operator; the actor then drops data
-	// but keeps forwarding barriers so that checkpoints continue.
+	// but keeps forwarding barriers so that checkpoints continue (its
+	// job's shares of those epochs are discarded: see exec/job).
 	OnError func(error)
+
+	// Share, if set, gives the job's own barrier for each barrier
+	// received: the actor's writes go to its job's share of the epoch.
+	Share ShareFunc
+	// SkipPos drops table chunks at or below it (Msg.Pos): a subscriber
+	// that committed further than its table replays past them.
+	SkipPos uint64
+	// Failpoint, if set, is called with each batch's row count before the
+	// operator sees it; a panic or error there fails the operator (tests).
+	Failpoint func(rows int) error
 
 	failed bool
 }
@@ -86,10 +97,17 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}
 		switch m.Kind {
 		case MsgData:
-			if a.failed {
+			if a.failed || (m.Pos != 0 && m.Pos <= a.SkipPos) {
 				continue
 			}
-			if err := a.safe(func() error { return a.Op.Process(in, m.Batch, out) }); err != nil {
+			if err := a.safe(func() error {
+				if a.Failpoint != nil {
+					if err := a.Failpoint(len(m.Batch.Rows)); err != nil {
+						return err
+					}
+				}
+				return a.Op.Process(in, m.Batch, out)
+			}); err != nil {
 				a.fail(err)
 				continue
 			}
@@ -117,6 +135,9 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				}
 			}
 		case MsgBarrier:
+			if a.Share != nil {
+				m.Barrier = a.Share(m.Barrier)
+			}
 			if pending != nil && pending.Epoch != m.Barrier.Epoch {
 				return fmt.Errorf("%s: barrier %d while aligning %d", a.Name, m.Barrier.Epoch, pending.Epoch)
 			}

@@ -34,6 +34,7 @@ type Coordinator struct {
 		paused     bool
 		next       []func(w *storage.EpochWriter)
 		postCommit []func(epoch uint64)
+		preCommit  []func(epoch uint64, w *storage.EpochWriter) error
 		waiters    []waiter
 		err        error
 	}
@@ -109,6 +110,16 @@ func (c *Coordinator) OnNextEpoch(f func(w *storage.EpochWriter)) {
 func (c *Coordinator) OnCommit(f func(epoch uint64)) {
 	c.mu.Lock()
 	c.mu.postCommit = append(c.mu.postCommit, f)
+	c.mu.Unlock()
+}
+
+// BeforeCommit registers f to run on the committer goroutine just before
+// epoch e is committed, when every collector has reported it: the job
+// runtime absorbs each job's share of the epoch into w there, or discards
+// the share of a job that failed. An error fails the checkpoint.
+func (c *Coordinator) BeforeCommit(f func(e uint64, w *storage.EpochWriter) error) {
+	c.mu.Lock()
+	c.mu.preCommit = append(c.mu.preCommit, f)
 	c.mu.Unlock()
 }
 
@@ -195,11 +206,19 @@ func (c *Coordinator) committer(ctx context.Context) {
 			c.mu.Lock()
 			st := c.mu.inflight[e]
 			failed := c.mu.err != nil
+			pre := c.mu.preCommit
 			c.mu.Unlock()
 			// After a failed epoch no later one may commit: operators wrote
 			// only their changes since the failed barrier.
 			var err error
 			if !failed {
+				for _, f := range pre {
+					if err = f(e, st.w); err != nil {
+						break
+					}
+				}
+			}
+			if !failed && err == nil {
 				connector.Crashpoint("checkpoint-before-commit")
 				err = c.db.CommitCtx(ctx, st.w, e)
 				connector.Crashpoint("checkpoint-after-commit")

@@ -493,3 +493,86 @@ func TestCoordinatorConcurrentFlushesStayBounded(t *testing.T) {
 		t.Fatal("nothing committed")
 	}
 }
+
+// TestCoordinatorBeforeCommitShares: each job writes into its own share of
+// the epoch; BeforeCommit runs once per epoch, after every collector, and
+// decides what of each share commits: job a's shares are absorbed, job b's
+// discarded from epoch 2 on (it failed), so b's key stays at epoch 1. An
+// error there fails the checkpoint and nothing later commits.
+func TestCoordinatorBeforeCommitShares(t *testing.T) {
+	db := openDB(t)
+	c, _ := startCoordinator(t, db, time.Hour)
+	c.AddCollectors(2) // one terminal per job
+	var mu sync.Mutex
+	shares := map[string]map[uint64]*storage.EpochWriter{"a": {}, "b": {}}
+	share := func(job string, e uint64) *storage.EpochWriter {
+		mu.Lock()
+		defer mu.Unlock()
+		if shares[job][e] == nil {
+			shares[job][e] = db.NewShareWriter()
+		}
+		return shares[job][e]
+	}
+	var calls []uint64
+	var fail error
+	c.BeforeCommit(func(e uint64, w *storage.EpochWriter) error {
+		calls = append(calls, e)
+		if fail != nil {
+			return fail
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err := w.Absorb(shares["a"][e]); err != nil {
+			return err
+		}
+		if b := shares["b"][e]; e >= 2 {
+			b.Discard()
+		} else if err := w.Absorb(b); err != nil {
+			return err
+		}
+		return nil
+	})
+	ctx := context.Background()
+	for e := uint64(1); e <= 3; e++ {
+		if got := c.inject(false, false); got != e {
+			t.Fatalf("inject = %d, want %d", got, e)
+		}
+		for _, job := range []string{"a", "b"} {
+			w := share(job, e)
+			w.Set([]byte("s/"+job), []byte(fmt.Sprint(e)))
+			w.Merge([]byte("s/n"+job), 1)
+			c.Collect(e)
+		}
+		if err := c.wait(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k string) string {
+		s := db.Snapshot()
+		defer s.Release()
+		v, err := s.Get([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	if a, b := get("s/a"), get("s/b"); a != "3" || b != "1" {
+		t.Fatalf("s/a = %q, s/b = %q, want 3 and 1", a, b)
+	}
+	if na, nb := get("s/na"), get("s/nb"); na != "\x06" || nb != "\x02" { // varints 3 and 1
+		t.Fatalf("counts %q %q", na, nb)
+	}
+	if fmt.Sprint(calls) != "[1 2 3]" {
+		t.Fatalf("BeforeCommit calls %v", calls)
+	}
+	fail = errors.New("share lost")
+	e := c.inject(false, false)
+	c.Collect(e)
+	c.Collect(e)
+	if err := c.wait(ctx, e); err == nil || !strings.Contains(err.Error(), "share lost") {
+		t.Fatalf("wait after a failing BeforeCommit = %v", err)
+	}
+	if db.CommittedEpoch() != 3 {
+		t.Fatalf("committed %d, want 3", db.CommittedEpoch())
+	}
+}

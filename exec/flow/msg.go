@@ -27,6 +27,9 @@ type Msg struct {
 	Batch     *types.Batch
 	Barrier   *Barrier
 	Watermark Watermark
+	// Pos is a table source's log sequence: of the chunk a data message
+	// carries, or of the last chunk before a barrier (0 elsewhere).
+	Pos uint64
 }
 
 // Watermark says that no row sent after it on the same channel has a value
@@ -45,6 +48,11 @@ type Barrier struct {
 	W     *storage.EpochWriter
 	Pause bool // sources wait for Resume after emitting it
 }
+
+// ShareFunc maps a barrier entering a job to the job's own barrier of the
+// same epoch, whose W is the job's share of the epoch (see
+// storage.DB.NewShareWriter).
+type ShareFunc func(*Barrier) *Barrier
 
 // chanCap is the capacity of every channel between actors: enough to keep
 // both cores busy, small enough to bound memory and barrier latency.

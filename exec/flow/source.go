@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,9 @@ type sourceBase struct {
 	barriers chan *Barrier
 	resume   chan struct{}
 	OnError  func(error)
+	// Share, if set, gives the job's own barrier (its share of the epoch)
+	// for each barrier injected.
+	Share ShareFunc
 }
 
 func newSourceBase(name string, opID uint64, coord *Coordinator) sourceBase {
@@ -39,7 +43,12 @@ func newSourceBase(name string, opID uint64, coord *Coordinator) sourceBase {
 }
 
 // InjectBarrier implements SourceActor.
-func (s *sourceBase) InjectBarrier(b *Barrier) { s.barriers <- b }
+func (s *sourceBase) InjectBarrier(b *Barrier) {
+	if s.Share != nil {
+		b = s.Share(b)
+	}
+	s.barriers <- b
+}
 
 // Resume implements SourceActor.
 func (s *sourceBase) Resume() {
@@ -51,11 +60,11 @@ func (s *sourceBase) Resume() {
 
 // emitBarrier saves pos, forwards b, reports it and, for a pause barrier,
 // waits to be resumed.
-func (s *sourceBase) emitBarrier(ctx context.Context, b *Barrier, pos []byte) error {
+func (s *sourceBase) emitBarrier(ctx context.Context, b *Barrier, pos []byte, seq uint64) error {
 	if pos != nil {
 		b.W.Set(s.posKey, pos)
 	}
-	if err := s.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b}); err != nil {
+	if err := s.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b, Pos: seq}); err != nil {
 		return err
 	}
 	if b.Pause {
@@ -95,6 +104,9 @@ type ReaderSource struct {
 	// Late counts the rows dropped because their event time was behind
 	// the source's watermark when they were read.
 	Late atomic.Int64
+	// Halt stops reading (the barriers still pass): set when the job
+	// failed, so that nothing is read that its discarded epochs lose.
+	Halt atomic.Bool
 	opID uint64
 	dead []connector.DeadLetter
 	wm   *sourceWatermark
@@ -215,7 +227,7 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 			b.W.Set(r.wm.key, binary.AppendVarint(nil, r.wm.max))
 		}
 	}
-	return r.emitBarrier(ctx, b, r.position())
+	return r.emitBarrier(ctx, b, r.position(), 0)
 }
 
 // NewReaderSource wraps src; if it is Seekable and a position was saved
@@ -257,7 +269,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			return nil
 		default:
 		}
-		if r.eof {
+		if r.eof || r.Halt.Load() {
 			select {
 			case b := <-r.barriers:
 				if err := r.barrier(ctx, b); err != nil {
@@ -336,12 +348,38 @@ type TableSource struct {
 	replay  int           // len(backlog) at startup (Run empties backlog)
 	pushed  atomic.Uint64 // the sequence of the last chunk pushed
 	cuts    chan uint64   // each injected barrier's cut, in barrier order
+	sent    atomic.Uint64 // the sequence of the last chunk sent
+	// KeepLog leaves the deletion of the log up to each barrier's position
+	// to the owner (exec/job trims it at commit, holding back what a
+	// failed subscriber has not committed yet); positions are recorded
+	// for CutOf.
+	KeepLog bool
+	cutMu   sync.Mutex
+	cutOf   map[uint64]uint64 // epoch -> position at its barrier (KeepLog)
 }
+
+// CutOf returns (and forgets) the log position at epoch e's barrier;
+// false if this source emitted no barrier e (KeepLog only).
+func (t *TableSource) CutOf(e uint64) (uint64, bool) {
+	t.cutMu.Lock()
+	defer t.cutMu.Unlock()
+	p, ok := t.cutOf[e]
+	delete(t.cutOf, e)
+	return p, ok
+}
+
+// Sent returns the sequence of the last chunk sent to the subscribers
+// (at startup: the checkpointed position).
+func (t *TableSource) Sent() uint64 { return t.sent.Load() }
+
+// TableID returns the table's id.
+func (t *TableSource) TableID() uint64 { return t.tableID }
 
 // NewTableSource creates the change source of table tableID and loads the
 // log entries after its checkpointed position.
 func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uint64, decode func([]byte) (*types.Batch, error)) (*TableSource, error) {
-	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096)}
+	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096),
+		cutOf: map[uint64]uint64{}}
 	t.cuts = make(chan uint64, cap(t.barriers))
 	pos, err := db.Get(t.posKey)
 	if err != nil {
@@ -364,6 +402,7 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 		return nil
 	})
 	t.lastSeq = t.pos
+	t.sent.Store(t.pos)
 	if n := len(t.backlog); n > 0 {
 		t.lastSeq = t.backlog[n-1].Seq
 	}
@@ -421,9 +460,14 @@ func (t *TableSource) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		prefix := storage.Key(storage.SpaceLog, t.tableID)
-		b.W.DeleteRange(prefix, append(storage.Key(storage.SpaceLog, t.tableID), encodeSeq(t.pos+1)...))
-		return t.emitBarrier(ctx, b, encodeSeq(t.pos))
+		if t.KeepLog {
+			t.cutMu.Lock()
+			t.cutOf[b.Epoch] = t.pos
+			t.cutMu.Unlock()
+		} else {
+			b.W.DeleteRange(LogRange(t.tableID, t.pos))
+		}
+		return t.emitBarrier(ctx, b, encodeSeq(t.pos), t.pos)
 	}
 	for {
 		select {
@@ -462,7 +506,13 @@ func (t *TableSource) Run(ctx context.Context) error {
 
 func (t *TableSource) send(ctx context.Context, c TableChunk) error {
 	t.pos = c.Seq
-	return t.Out.Send(ctx, Msg{Kind: MsgData, Batch: c.Batch})
+	t.sent.Store(c.Seq)
+	return t.Out.Send(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
+}
+
+// LogRange returns the keys of table id's log entries up to sequence upto.
+func LogRange(id, upto uint64) (lo, hi []byte) {
+	return storage.Key(storage.SpaceLog, id), storage.Key(storage.SpaceLog, id, encodeSeq(upto+1))
 }
 
 func encodeSeq(s uint64) []byte {

@@ -36,12 +36,21 @@ type Runtime struct {
 		streams map[uint64]*flow.Output // relation id -> its change stream
 		tables  map[uint64]*flow.TableSource
 		jobs    map[uint64]*Job
+		// holds keeps a table's log from a failed (or catching up)
+		// subscriber's committed position: {job, table} -> sequence.
+		holds map[[2]uint64]uint64
+		// tableDone is each table's position its own job committed.
+		tableDone map[uint64]uint64
+		// catchup holds, for a halted job about to start again, the
+		// snapshot of the epoch it stopped at (see Job.haltSnap).
+		catchup map[uint64]*storage.Snapshot
 	}
 }
 
 // Job is one running dataflow (a table's materialization or a view).
 type Job struct {
 	ID     uint64
+	Name   string
 	Errors ops.ErrorSink
 	Mat    *ops.Materialize
 	// Sink and Deliverer are set for a sink's job.
@@ -56,8 +65,23 @@ type Job struct {
 	subs    []sub
 	failure struct {
 		sync.Mutex
-		err error
+		err      error
+		halted   bool   // its shares are being discarded
+		haltedAt uint64 // the last epoch it completed
 	}
+	shares shares
+	// absorbed is the last epoch whose share was committed (guarded by
+	// Runtime.mu).
+	absorbed  uint64
+	tableSubs []tableSub
+	viewSubs  []uint64          // the views (not tables) it subscribes to
+	subPos    map[uint64]uint64 // table -> committed log position
+	// haltSnap is the committed snapshot of the epoch a failed job that
+	// reads views stopped at: resumed, it reads what those views changed
+	// since (guarded by Runtime.mu).
+	haltSnap *storage.Snapshot
+	// then is, while a halted job starts again, its haltSnap.
+	then *storage.Snapshot
 }
 
 type sub struct {
@@ -74,10 +98,24 @@ func (j *Job) Failure() error {
 
 func (j *Job) fail(err error) {
 	j.failure.Lock()
-	if j.failure.err == nil {
+	first := j.failure.err == nil
+	if first {
 		j.failure.err = err
 	}
 	j.failure.Unlock()
+	if first {
+		for _, rs := range j.Readers {
+			rs.Halt.Store(true)
+		}
+	}
+}
+
+// newJob returns a job with no actors yet.
+func (r *Runtime) newJob(id uint64, name string) *Job {
+	j := &Job{ID: id, Name: name, subPos: map[uint64]uint64{}}
+	j.shares.db = r.db
+	j.absorbed = r.db.CommittedEpoch()
+	return j
 }
 
 // NewRuntime returns a runtime whose actors live until ctx ends.
@@ -86,6 +124,10 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.streams = map[uint64]*flow.Output{}
 	r.mu.tables = map[uint64]*flow.TableSource{}
 	r.mu.jobs = map[uint64]*Job{}
+	r.mu.holds = map[[2]uint64]uint64{}
+	r.mu.tableDone = map[uint64]uint64{}
+	r.mu.catchup = map[uint64]*storage.Snapshot{}
+	coord.BeforeCommit(r.beforeCommit)
 	coord.OnCommit(func(uint64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -99,7 +141,21 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 }
 
 // Wait waits for every actor after ctx has ended.
-func (r *Runtime) Wait() { r.wg.Wait() }
+func (r *Runtime) Wait() {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range r.mu.jobs {
+		if j.haltSnap != nil {
+			j.haltSnap.Release()
+			j.haltSnap = nil
+		}
+	}
+	for id, s := range r.mu.catchup {
+		s.Release()
+		delete(r.mu.catchup, id)
+	}
+}
 
 // OpID returns the operator id of state id stateID of job: unique across
 // jobs. A node's state id is its spec.Node.StateID (position+1 when it has
@@ -206,14 +262,17 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{ID: id, Mat: mat}
+	j := r.newJob(id, name)
+	j.Mat = mat
 	ctx, cancel := context.WithCancel(r.ctx)
 	j.cancel = cancel
 	in := flow.NewChan()
 	ts.Out.Attach(in)
 	ts.OnError = j.fail
+	ts.Share = j.shares.share
+	ts.KeepLog = true
 	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
-		OnCollect: r.coord.Collect, OnError: j.fail}
+		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name)}
 	j.sources = []flow.SourceActor{ts}
 	r.coord.AddSource(ts)
 	r.coord.AddCollectors(1)
@@ -221,6 +280,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.streams[id] = ts.Out
 	r.mu.tables[id] = ts
 	r.mu.jobs[id] = j
+	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
@@ -234,7 +294,36 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 // running.
 func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill bool) (*Job, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	j := &Job{ID: id, cancel: cancel}
+	j := r.newJob(id, name)
+	j.cancel = cancel
+	resumed := false // started from a committed epoch recorded by this build
+	if !backfill {
+		v, err := r.db.Get(epochKey(id))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if v != nil {
+			e, err := decodeU64(v)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			// 0: created but never completed an epoch: build it again.
+			if e == 0 {
+				backfill = true
+			} else {
+				resumed, j.absorbed = true, e
+			}
+		}
+	}
+	if backfill {
+		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(epochKey(id), encodeU64(0)) })
+	}
+	r.mu.Lock()
+	j.then = r.mu.catchup[id]
+	delete(r.mu.catchup, id)
+	r.mu.Unlock()
 	ectx := &eval.Context{}
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
@@ -248,12 +337,20 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		if snap != nil {
 			snap.Release()
 		}
+		if j.then != nil {
+			j.then.Release()
+		}
 		for _, s := range j.subs {
 			s.out.Detach(s.ch)
 		}
 		for _, rd := range readers {
 			rd.Close()
 		}
+		r.mu.Lock()
+		for _, ts := range j.tableSubs {
+			delete(r.mu.holds, [2]uint64{id, ts.rel})
+		}
+		r.mu.Unlock()
 		return nil, err
 	}
 	var stream *flow.Output
@@ -288,6 +385,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 				return fail(err)
 			}
 			rs.OnError = j.fail
+			rs.Share = j.shares.share
 			rs.SourceID, rs.SourceName = n.Source.SourceID, n.Source.Name
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
@@ -309,11 +407,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			up.Attach(c)
 			j.subs = append(j.subs, sub{out: up, ch: c})
 			inputs = []chan flow.Msg{c}
-			s := &ops.Subscribe{}
-			if backfill {
-				s.Backfill = backfillFrom(snap, n.Rel)
-			}
-			op = s
+			op = &ops.Subscribe{}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			op, err = m, err2
@@ -337,7 +431,13 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		if err != nil {
 			return fail(err)
 		}
-		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail}
+		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
+			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
+		if s, ok := op.(*ops.Subscribe); ok {
+			if err := r.subscribe(j, a, s, opID, n.Rel, n.RelName, backfill, snap); err != nil {
+				return fail(err)
+			}
+		}
 		if n.Kind == spec.Materialize || n.Kind == spec.Sink {
 			a.OnCollect = r.coord.Collect
 		}
@@ -348,6 +448,12 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		return fail(fmt.Errorf("plan of %s has no Materialize or Sink root", name))
 	}
 	j.Readers = readers
+	if resumed {
+		if err := r.catchUp(j); err != nil {
+			r.logf("%s: %v", name, err)
+			j.fail(err)
+		}
+	}
 	for _, rs := range readers {
 		j.sources = append(j.sources, rs)
 		r.coord.AddSource(rs)
@@ -367,6 +473,16 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	for _, rs := range readers {
 		r.spawn(j, ctx, rs.Name, rs.Run)
+	}
+	if then := j.then; then != nil {
+		// The Subscribe ops' catch-ups (changesSince) read it in Start;
+		// like snap below, it is held until the job ends.
+		j.then = nil
+		r.spawn(j, ctx, name+"/catch-up", func(ctx context.Context) error {
+			<-ctx.Done()
+			then.Release()
+			return nil
+		})
 	}
 	if snap != nil {
 		// Backfills read the snapshot from their actors; release it once
@@ -403,19 +519,21 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 	delete(r.mu.jobs, id)
 	delete(r.mu.streams, id)
 	delete(r.mu.tables, id)
+	delete(r.mu.tableDone, id)
+	if j != nil && j.haltSnap != nil {
+		j.haltSnap.Release()
+		j.haltSnap = nil
+	}
+	for k := range r.mu.holds {
+		if k[0] == id || k[1] == id {
+			delete(r.mu.holds, k)
+		}
+	}
 	r.mu.Unlock()
 	if j == nil {
 		return
 	}
-	for _, s := range j.subs {
-		s.out.Detach(s.ch)
-	}
-	for _, s := range j.sources {
-		r.coord.RemoveSource(s)
-	}
-	r.coord.AddCollectors(-1)
-	j.cancel()
-	j.wg.Wait()
+	r.stop(j)
 	r.DropState(id)
 }
 
@@ -437,6 +555,21 @@ func (r *Runtime) DropState(id uint64) {
 		w.Reclaim(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
 		w.Reclaim(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, 0)))
 	})
+}
+
+// stop ends job j's actors (unregistered already; the graph paused) and
+// drops the shares it left.
+func (r *Runtime) stop(j *Job) {
+	for _, s := range j.subs {
+		s.out.Detach(s.ch)
+	}
+	for _, s := range j.sources {
+		r.coord.RemoveSource(s)
+	}
+	r.coord.AddCollectors(-1)
+	j.cancel()
+	j.wg.Wait()
+	j.shares.discardAll()
 }
 
 // SinkConfig returns the connector configuration of a Sink node, its

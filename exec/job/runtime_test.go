@@ -113,6 +113,20 @@ func genPlan() *spec.Plan {
 // and both views: restored from the checkpoint when restore is set.
 func boot(t *testing.T, dir string, restore bool) *engine {
 	t.Helper()
+	return bootWith(t, dir, restore, []bootJob{{viewID, "v", viewPlan()}, {genID, "g", genPlan()}})
+}
+
+// bootJob is a view started by bootWith.
+type bootJob struct {
+	id   uint64
+	name string
+	plan *spec.Plan
+}
+
+// bootWith opens the store in dir, creates table t and the views jobs,
+// and runs them.
+func bootWith(t *testing.T, dir string, restore bool, jobs []bootJob) *engine {
+	t.Helper()
 	db, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -125,11 +139,10 @@ func boot(t *testing.T, dir string, restore bool) *engine {
 		t.Fatal(err)
 	}
 	e.seq = e.ts.LastSeq()
-	if _, err := e.rt.StartJob(viewID, "v", viewPlan(), !restore); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.rt.StartJob(genID, "g", genPlan(), !restore); err != nil {
-		t.Fatal(err)
+	for _, j := range jobs {
+		if _, err := e.rt.StartJob(j.id, j.name, j.plan, !restore); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.rt.Start()
 	go func() { e.done <- e.coord.Run(ctx) }()

@@ -21,6 +21,9 @@ func (r *rewriter) alterTable() Statement {
 		r.i++
 		return r.alterSecret()
 	}
+	if (t.isWord("materialized") && r.peek(1).isWord("view")) || t.isWord("sink") {
+		return r.alterResume()
+	}
 	if !t.isWord("table") {
 		if t.kind == tkIdent {
 			r.unsupported(t, "ALTER %s is not supported", strings.ToUpper(t.val))
@@ -153,6 +156,31 @@ func (r *rewriter) alterTable() Statement {
 	if r.tok().isPunct(",") {
 		r.fail(pgerror.Unsupported("several actions in one ALTER TABLE are not supported").WithHint("use one ALTER TABLE per action").WithPosition(charPos(r.src, r.tok().pos)))
 	}
+	r.expectEOF()
+	return a
+}
+
+// alterResume parses ALTER MATERIALIZED VIEW [IF EXISTS] name RESUME and
+// ALTER SINK [IF EXISTS] name RESUME (after ALTER).
+func (r *rewriter) alterResume() Statement {
+	a := &AlterResume{Kind: "SINK"}
+	if r.tok().isWord("materialized") {
+		r.i++
+		a.Kind = "MATERIALIZED VIEW"
+	}
+	r.i++
+	if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+		r.i += 2
+		a.IfExists = true
+	}
+	a.Name = r.nameChainString()
+	if t := r.tok(); !t.isWord("resume") {
+		if t.kind == tkIdent {
+			r.unsupported(t, "ALTER %s … %s is not supported (only RESUME)", a.Kind, strings.ToUpper(t.val))
+		}
+		r.syntaxErr(t)
+	}
+	r.i++
 	r.expectEOF()
 	return a
 }

@@ -1,11 +1,13 @@
 package parser
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
@@ -280,6 +282,37 @@ func TestDDLErrors(t *testing.T) {
 	} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestAlterResume(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want AlterResume
+	}{
+		{`ALTER MATERIALIZED VIEW mv RESUME`, AlterResume{Kind: "MATERIALIZED VIEW", Name: "mv"}},
+		{`alter materialized view if exists public.mv resume`, AlterResume{Kind: "MATERIALIZED VIEW", Name: "public.mv", IfExists: true}},
+		{`ALTER SINK "Out" RESUME`, AlterResume{Kind: "SINK", Name: "Out"}},
+	} {
+		x := parseAs[*AlterResume](t, c.sql)
+		if x.Kind != c.want.Kind || x.Name != c.want.Name || x.IfExists != c.want.IfExists || x.Text() != c.sql {
+			t.Errorf("%s: got %+v", c.sql, x)
+		}
+	}
+	for _, c := range []struct {
+		sql  string
+		code string
+		msg  string
+	}{
+		{`ALTER SINK s PAUSE`, "0A000", "ALTER SINK … PAUSE is not supported (only RESUME)"},
+		{`ALTER MATERIALIZED VIEW mv RESUME now`, "42601", `syntax error at or near "now"`},
+		{`ALTER MATERIALIZED VIEW RESUME`, "42601", "syntax error at end of input"},
+	} {
+		_, err := ParseOne(c.sql)
+		var pe *pgerror.Error
+		if !errors.As(err, &pe) || string(pe.Code) != c.code || pe.Message != c.msg {
+			t.Errorf("%s: err %v, want %s %s", c.sql, err, c.code, c.msg)
 		}
 	}
 }

@@ -84,6 +84,15 @@ type AlterTable struct {
 	DefaultText  string
 }
 
+// AlterResume is ALTER MATERIALIZED VIEW name RESUME or ALTER SINK name
+// RESUME: a failed job starts again from its last completed epoch.
+type AlterResume struct {
+	stmtText
+	Kind     string // "MATERIALIZED VIEW" or "SINK"
+	Name     string
+	IfExists bool
+}
+
 // Truncate is TRUNCATE [TABLE] [ONLY] name [, ...] [RESTART IDENTITY |
 // CONTINUE IDENTITY] [CASCADE | RESTRICT].
 type Truncate struct {
