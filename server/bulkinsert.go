@@ -20,9 +20,11 @@ import (
 // transaction's row map. Each row is encoded once, into its chunk's table
 // log entry; the write-set value is a slice of that entry. The result is
 // exactly the row path's (insertInto): the same constraint checks in the
-// same order, the same first error, the same rows in the write set and
-// the log, committed durably in one synced batch and handed to the table's
-// source in one epoch.
+// same order, the same first error, the same rows in the write set, the
+// same changes in the table's log (in one entry per chunk of rows, at
+// consecutive sequence numbers, rather than one per statement), committed
+// durably in one synced batch and handed to the table's source in one
+// epoch.
 
 // bulkMin is the fewest rows that take the bulk path.
 const bulkMin = 256

@@ -18,8 +18,9 @@ import (
 // STDOUT in the text, CSV and binary formats, over the COPY sub-protocol
 // (pgwire.Copier). Options are checked as PostgreSQL's ProcessCopyOptions
 // checks them, with its codes and messages. COPY FROM parses the whole
-// stream first (copyfrom.go) and inserts every row through insertRows as
-// one statement, so a bad row loads nothing; the error names the line as
+// stream first (copyfrom.go, on the decode pipeline of copypipe.go) and
+// inserts every row as one statement (the bulk path of bulkinsert.go
+// outside a transaction block), so a bad row loads nothing; the error names the line as
 // PostgreSQL's CONTEXT does (`COPY t, line 3, column v: "abc"`). Server
 // files and programs are refused: the server's file system is not the
 // client's business (psql's \copy streams a client file through STDIN).
