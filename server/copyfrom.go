@@ -39,11 +39,22 @@ func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, co
 	if err != nil {
 		return err
 	}
+	// Columns left out of the list take their defaults, evaluated in row
+	// order: such a COPY decodes in one goroutine.
+	defaults, err := s.copyDefaults(rel.ID, idx)
+	if err != nil {
+		return err
+	}
 	var n int
-	if opts.format == copyBinary || s.tx != nil {
+	if opts.format == copyBinary || s.tx != nil || defaults {
 		var rows []types.Row
 		if rows, err = d.decode(); err != nil {
 			return err
+		}
+		if defaults {
+			if err = s.fillDefaults(rel.ID, idx, rows); err != nil {
+				return err
+			}
 		}
 		n, err = s.insertRows(ctx, rel.ID, rows)
 	} else {

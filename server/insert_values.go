@@ -146,42 +146,55 @@ func returningRows(ret *planner.Returning, rows []types.Row, ectx *eval.Context)
 	return out, nil
 }
 
-// rowsForColumns builds full-width rows of table tableID from values
-// for the columns cols, in order (COPY t (a, b) FROM ...): every other
-// column takes its default, evaluated per row; a GENERATED ALWAYS
-// identity column may not be given (428C9). The rows then go to
-// insertRows, which checks the constraints.
-func (s *session) rowsForColumns(tableID uint64, cols []int, vals []types.Row) ([]types.Row, error) {
+// copyDefaults reports whether a COPY into table tableID of the columns
+// idx leaves out a column that has a default (which COPY must then fill).
+func (s *session) copyDefaults(tableID uint64, idx []int) (bool, error) {
 	tw, err := s.e.tableWriter(tableID)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	tc := tw.constraints()
 	given := make([]bool, len(tw.cols))
-	for _, c := range cols {
-		if tc.identity[c] == parser.IdentityAlways {
-			return nil, tc.identityAlwaysErr(c, false)
+	for _, c := range idx {
+		given[c] = true
+	}
+	for c, x := range tc.defaults {
+		if x != nil && !given[c] {
+			return true, nil
 		}
+	}
+	return false, nil
+}
+
+// fillDefaults sets, in the full-width rows of table tableID that a
+// COPY t (cols) FROM filled for the columns idx, every other column to
+// its default, evaluated per row in row order (a serial column numbers
+// the rows as they came), as PostgreSQL does. The rows then go to
+// insertRows, which checks the constraints. (COPY writes the values it
+// is given even to a GENERATED ALWAYS identity column, as PostgreSQL's
+// COPY does.)
+func (s *session) fillDefaults(tableID uint64, idx []int, rows []types.Row) error {
+	tw, err := s.e.tableWriter(tableID)
+	if err != nil {
+		return err
+	}
+	tc := tw.constraints()
+	given := make([]bool, len(tw.cols))
+	for _, c := range idx {
 		given[c] = true
 	}
 	defs, err := tc.defaultFns(s.evalCtx(nil))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]types.Row, len(vals))
-	for i, v := range vals {
-		r := make(types.Row, len(tw.cols))
-		for j, c := range cols {
-			r[c] = v[j]
-		}
+	for _, r := range rows {
 		for c, fn := range defs {
 			if !given[c] && fn != nil {
 				if r[c], err = fn(nil); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
-		out[i] = r
 	}
-	return out, nil
+	return nil
 }

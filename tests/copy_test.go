@@ -252,6 +252,53 @@ func TestCopyRoundTripPostgres(t *testing.T) {
 	}
 }
 
+// TestCopyColumnListDefaults: COPY t (cols) FROM gives every column left
+// out of the list its default, evaluated per row in input order (a
+// serial numbers the rows as they came), in text, CSV and binary, small
+// and bulk, inside and outside a transaction block: the same rows as
+// PostgreSQL's.
+func TestCopyColumnListDefaults(t *testing.T) {
+	srv := StartServer(t, Options{})
+	sl := srv.Connect(t)
+	pg := MustConnect(t, FreshPostgresDB(t, "sluice_copy_defaults"))
+	var big strings.Builder
+	for i := 1000; i < 1600; i++ {
+		fmt.Fprintf(&big, "%d\n", i)
+	}
+	for _, conn := range []*pgx.Conn{sl, pg} {
+		ExecAll(t, conn, `CREATE TABLE cd (a INT PRIMARY KEY, b INT DEFAULT 42, c TEXT DEFAULT 'x' || 'y',
+			d SERIAL, e TIMESTAMPTZ DEFAULT now(), f INT)`)
+		for _, c := range []struct{ sql, data string }{
+			{"COPY cd (a) FROM STDIN", "1\n2\n"},
+			{"COPY cd (a, b) FROM STDIN (FORMAT csv)", "3,7\n4,\n"},
+			{"COPY cd (f, a) FROM STDIN (FORMAT csv, HEADER)", "f,a\n9,5\n"},
+			{"COPY cd (a) FROM STDIN", big.String()},
+		} {
+			if _, err := copyIn(t, conn, c.sql, c.data); err != nil {
+				t.Fatalf("%s: %s", c.sql, errText(err))
+			}
+		}
+		ExecAll(t, conn, "BEGIN")
+		if _, err := copyIn(t, conn, "COPY cd (a, c) FROM STDIN", "6\tz\n7\t\\N\n"); err != nil {
+			t.Fatalf("COPY in a block: %s", errText(err))
+		}
+		ExecAll(t, conn, "COMMIT")
+		rows := [][]any{{int32(8)}, {int32(9)}}
+		if _, err := conn.CopyFrom(copyCtx(t), pgx.Identifier{"cd"}, []string{"a"}, pgx.CopyFromRows(rows)); err != nil {
+			t.Fatalf("binary CopyFrom: %s", errText(err))
+		}
+	}
+	ExecAll(t, sl, "FLUSH")
+	q := "COPY (SELECT a, b, c, d, e IS NOT NULL AND e > now() - interval '1 hour', f FROM cd ORDER BY a) TO STDOUT"
+	want, got := copyOut(t, pg, q), copyOut(t, sl, q)
+	if got != want {
+		t.Fatalf("rows differ from PostgreSQL's:\n got %q\nwant %q", got, want)
+	}
+	if n := strings.Count(got, "\n"); n != 609 {
+		t.Fatalf("%d rows, want 609", n)
+	}
+}
+
 // TestCopyExtendedProtocol drives COPY through Parse/Bind/Execute with a
 // raw frontend, as libpq does (Sync right after Execute, another after
 // CopyDone), against Sluice and PostgreSQL, and compares the message
