@@ -400,7 +400,7 @@ func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 		delete(e.tables, ent.ID)
 		e.tablesMu.Unlock()
 		if ent.Kind == kindSink {
-			e.db.ForgetSink(ent.ID) // a sink paused after a restore (backup.go)
+			e.db.ForgetSink(ent.ID) // a sink paused after a restore (storage/backup.go)
 		}
 	}
 	e.cat.remove(ent)

@@ -276,7 +276,11 @@ func TestBackupRestore(t *testing.T) {
 }
 
 func TestDiskFreshAndDropReclaims(t *testing.T) {
+	// 100 MB; 30 MB in a race build (CI), where building 100 MB took 2m43s.
 	mb := 100
+	if strings.Contains(os.Getenv(envBuildFlags), "-race") {
+		mb = 30
+	}
 	if v := os.Getenv("SLUICE_DISK_DROP_MB"); v != "" {
 		var err error
 		if mb, err = strconv.Atoi(v); err != nil {
@@ -335,8 +339,11 @@ func TestDiskFreshAndDropReclaims(t *testing.T) {
 	start = time.Now()
 	ExecAll(t, conn, `DROP MATERIALIZED VIEW big`, `FLUSH`)
 	deadline := time.Now().Add(time.Duration(30+mb/10) * time.Second)
+	// At least three quarters of the view's space returns (what stays is
+	// the new WAL, range tombstones and the table's own flushes).
+	slack := max(16<<20, (full-base)/4)
 	after := du()
-	for ; after > base+20<<20; after = du() {
+	for ; after > base+slack; after = du() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%v after DROP the data directory takes %.1f MB; it took %.1f MB before the view", time.Since(start).Round(time.Millisecond), float64(after)/1e6, float64(base)/1e6)
 		}
