@@ -290,9 +290,6 @@ func isBatchAgg(f string) bool {
 // bindBatchAgg binds the arguments and FILTER of a batch-only aggregate,
 // appending them to the aggregation's input columns pre.
 func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.ExprNode, sc *scope, call *spec.AggCall, pre *[]spec.Expr) error {
-	if p.Streaming {
-		return pgerror.Unsupported("aggregate function %s in a materialized view", call.Func)
-	}
 	want, argT, ret := 1, types.TText, types.TText
 	switch call.Func {
 	case "string_agg":
@@ -363,6 +360,18 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		}
 		call.Filter = len(*pre)
 		*pre = append(*pre, f)
+	}
+	if p.Streaming {
+		// A view's aggregation keeps the multiset of each group's
+		// inputs (exec/ops' FoldAgg): one column holding the argument
+		// values as a tuple, which order keys index as before.
+		cols := append([]int{call.Arg}, call.Extra...)
+		fields := make([]spec.Expr, len(cols))
+		for i, c := range cols {
+			fields[i] = (*pre)[c]
+		}
+		call.Arg, call.Extra = len(*pre), nil
+		*pre = append(*pre, &spec.Func{Name: "__pg_tuple", Args: fields, T: types.T{Fam: types.Record}})
 	}
 	return nil
 }

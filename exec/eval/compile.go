@@ -258,7 +258,7 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 			mode = castAssign
 		}
 		return castArg(args[0], f.T, mode)
-	case "__pg_record", "__pg_record_field":
+	case "__pg_record", "__pg_record_field", "__pg_tuple":
 		return compileRecord(name, f, args)
 	}
 	ts := make([]types.T, len(args))

@@ -11,11 +11,14 @@ import (
 // from a set-returning function's columns with __pg_record(cols…), typed
 // by its shape, and reads a field with __pg_record_field(rec, i), i a
 // constant. Neither goes through the function registry: their types come
-// from the shape, which the planner knows.
+// from the shape, which the planner knows. __pg_tuple(x…) is the same
+// value but never NULL: the inputs of an ordered aggregate in a
+// materialized view (exec/ops' FoldAgg), NULL arguments included.
 
 // compileRecord compiles __pg_record and __pg_record_field.
 func compileRecord(name string, f *spec.Func, args []arg) (arg, error) {
-	if name == "__pg_record" {
+	if name == "__pg_record" || name == "__pg_tuple" {
+		tuple := name == "__pg_tuple"
 		// A function that ran out of rows before the others it is
 		// zipped with is padded with NULLs (ops.ProjectSet), and its
 		// record is then NULL, as in PostgreSQL; the functions whose
@@ -30,7 +33,7 @@ func compileRecord(name string, f *spec.Func, args []arg) (arg, error) {
 				}
 				fields[i], null = d, null && d.K == types.KNull
 			}
-			if null {
+			if null && !tuple {
 				return types.Null, nil
 			}
 			return types.Datum{K: types.KArray, A: fields}, nil

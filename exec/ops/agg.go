@@ -59,6 +59,9 @@ type Agg struct {
 	evBuf      []byte // encodeEntry's buffer
 	// Guard, when set (a batch query), is charged for each new group.
 	Guard *limit.Guard
+	// foldErr is the first error of folding an aggregate's inputs
+	// (aggfold.go): emitGroup returns it, failing the job.
+	foldErr error
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -129,7 +132,7 @@ type touch struct {
 
 // keepsSet reports whether aggregate ag needs a multiset of its values.
 func keepsSet(ag *spec.AggCall, appendOnly bool) bool {
-	return ag.Distinct || (!appendOnly && (ag.Func == "min" || ag.Func == "max"))
+	return ag.Distinct || (!appendOnly && (ag.Func == "min" || ag.Func == "max")) || IsFoldAgg(ag.Func)
 }
 
 // NewAgg creates the aggregation of node n with state under opID, loading
@@ -420,6 +423,9 @@ func (a *Agg) emitGroup(g *group, out *flow.Emitter) error {
 	has := g.count > 0 || a.global
 	if has {
 		nr = a.output(g)
+		if a.foldErr != nil {
+			return a.foldErr
+		}
 	}
 	if !(t.hadOld && has && rowsEqual(t.old, nr)) {
 		if t.hadOld {
@@ -593,6 +599,13 @@ func (a *Agg) output(g *group) types.Row {
 
 // result computes aggregate j of group g.
 func (a *Agg) result(g *group, j int) types.Datum {
+	if ref := a.set[j]; ref.class >= 0 && IsFoldAgg(a.aggs[j].Func) {
+		d, err := foldSet(&a.aggs[j], &g.sets[ref.class], ref.slot)
+		if err != nil && a.foldErr == nil {
+			a.foldErr = err
+		}
+		return d
+	}
 	if ref := a.set[j]; ref.class >= 0 {
 		return resultOf(&g.accs[j], &a.aggs[j], &g.sets[ref.class], ref.slot)
 	}

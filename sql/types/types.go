@@ -162,9 +162,12 @@ func (t T) OID() uint32 {
 	return 705 // unknown
 }
 
-// FromOID returns the type with Postgres OID oid.
+// FromOID returns the type with Postgres OID oid. Record, smallint[] and
+// boolean[] are not among them: only Sluice's catalog and aggregates make
+// values of those, and a client's parameter of such a type stays untyped,
+// as before they existed.
 func FromOID(oid uint32) (T, bool) {
-	for f := Bool; f <= lastFamily; f++ {
+	for f := Bool; f < Record; f++ {
 		t := T{Fam: f}
 		if f == Numeric {
 			t.Scale = -1
