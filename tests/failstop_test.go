@@ -106,6 +106,9 @@ func TestFailedJobNeverSkipsData(t *testing.T) {
 	if st, _ := viewStatus(t, conn, "ok"); st != "running" {
 		t.Fatalf("ok: status %s, want running", st)
 	}
+	waitFor(t, 10*time.Second, func() bool {
+		return strings.Contains(srv.Logs(), "fails: failed; its state and source positions stay at epoch ")
+	}, "the failure in the server's log")
 	total := func() int64 {
 		var n int64
 		if err := conn.QueryRow(context.Background(), `SELECT coalesce(sum(n), 0) FROM total`).Scan(&n); err != nil {

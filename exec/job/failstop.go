@@ -224,8 +224,14 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, opID uint64
 	up := r.mu.jobs[rel]
 	r.mu.Unlock()
 	if up != nil && up.Failure() != nil && backfill {
-		return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s failed: its contents are not current", relName).
+		err := pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s failed: its contents are not current", relName).
 			WithHint("Resume it first: ALTER MATERIALIZED VIEW %s RESUME.", relName)
+		if !j.rebuild {
+			return err
+		}
+		// Built again at a start: it fails with what it reads, and is
+		// built again when that resumes.
+		j.fail(err)
 	}
 	if ts == nil {
 		j.viewSubs = append(j.viewSubs, rel)

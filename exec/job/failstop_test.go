@@ -240,3 +240,29 @@ func TestRuntimeViewOverViewCatchesUp(t *testing.T) {
 		t.Fatalf("over = %s, want its contents where it stopped", got)
 	}
 }
+
+// TestRuntimeFirstEpochFailureRebuilds: a view that fails in its very
+// first epoch has no committed state at all; a restart builds it again
+// from the relation it reads instead of starting it empty.
+func TestRuntimeFirstEpochFailureRebuilds(t *testing.T) {
+	dir := t.TempDir()
+	e := bootWith(t, dir, false, []bootJob{{viewID, "v", viewPlan()}})
+	e.write(1, trow(1, "a", 10), 1, trow(2, "b", 20))
+	const want = "('a',1,n10) ('b',1,n20)"
+	e.flushUntil(viewID, want)
+	job.SetFailpoint("op:Materialize:0:over")
+	t.Cleanup(func() { job.SetFailpoint("") })
+	e.pause()
+	if _, err := e.rt.StartJob(overID, "over", overPlan(), true); err != nil {
+		t.Fatal(err)
+	}
+	e.unpause()
+	e.settle("running", "failed")
+	if got := e.rel(overID); got != "" {
+		t.Fatalf("over = %s, want nothing committed", got)
+	}
+	e.stop()
+	e = bootOver(t, dir, true)
+	defer e.stop()
+	e.flushUntil(overID, want)
+}

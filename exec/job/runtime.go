@@ -82,6 +82,8 @@ type Job struct {
 	haltSnap *storage.Snapshot
 	// then is, while a halted job starts again, its haltSnap.
 	then *storage.Snapshot
+	// rebuild: the job never completed an epoch and is built from scratch.
+	rebuild bool
 }
 
 type sub struct {
@@ -311,7 +313,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			}
 			// 0: created but never completed an epoch: build it again.
 			if e == 0 {
-				backfill = true
+				backfill, j.rebuild = true, true
 			} else {
 				resumed, j.absorbed = true, e
 			}
