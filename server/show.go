@@ -108,7 +108,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 					}
 				}
 				if ent.Refused != "" {
-					last = "refused: " + ent.Refused
+					last, status = "refused: "+ent.Refused, "refused"
 				}
 				lastCell := types.NewString(s.e.redactText(last))
 				if !s.ownsOrSuper(ent) {

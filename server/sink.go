@@ -266,6 +266,7 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 			}
 			if st.Paused != "" {
 				lastErr = st.Paused // after a restore (exec/sink/restore.go)
+				status = "paused"
 			}
 		}
 		if f := j.Failure(); f != nil {
@@ -273,7 +274,7 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 		}
 	}
 	if ent.Refused != "" {
-		lastErr = "refused: " + ent.Refused
+		lastErr, status = "refused: "+ent.Refused, "refused"
 	}
 	// After a restart the writer has logged nothing yet: what was
 	// delivered was logged before.

@@ -243,7 +243,11 @@ func TestStoredPlanRefused(t *testing.T) {
 			t.Errorf("SHOW MATERIALIZED VIEWS: unexpected %v", f)
 			continue
 		}
-		last := strings.TrimPrefix(f[3], "·") // the empty string
+		// Name, Rows, Errors, Status, Last Error.
+		if status, refused := f[3], w != ""; (status == "refused") != refused {
+			t.Errorf("SHOW MATERIALIZED VIEWS: %s: status %q", f[0], status)
+		}
+		last := strings.TrimPrefix(f[4], "·") // the empty string
 		if !strings.HasPrefix(last, w) || (w == "") != (last == "") || (w != "" && !strings.HasSuffix(last, ") reads plan formats 1 to 1")) {
 			t.Errorf("SHOW MATERIALIZED VIEWS: %s: last error %q, want %q… reads plan formats 1 to 1", f[0], last, w)
 		}
