@@ -58,8 +58,7 @@ func TestMemoryLimitRefused(t *testing.T) {
 // groups; the 54 MiB cache of a 256 MiB limit holds some 150,000): the
 // aggregation evicts groups to the store and reads them back when their
 // second row comes. The view must equal the recomputation exactly, and the
-// server's peak resident memory stay bounded (holding every group, it
-// passes 400 MiB).
+// server's peak resident memory stay under groupBySpillRSSBound.
 func TestMemoryGroupBySpills(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
