@@ -24,6 +24,9 @@ type Config struct {
 	// StateCacheBytes is the memory operators keep state in before they
 	// spill to the store (0: storage.DefaultStateCacheBytes).
 	StateCacheBytes int64
+	// Memory is what the store's caches may use (zero fields: its
+	// defaults); cmd/sluice divides --memory-limit into it.
+	Memory storage.MemorySizes
 	// Recover starts from what remains of a damaged store instead of
 	// refusing to start (storage.OpenOptions.Recover).
 	Recover bool
@@ -82,7 +85,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	logs := &redactingLogf{logf: cfg.Logf} // redact.go
 	cfg.Logf = logs.Logf
-	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, ReserveBytes: cfg.DiskReserveBytes, Logf: cfg.Logf})
+	db, err := storage.OpenWith(cfg.DataDir, storage.OpenOptions{Recover: cfg.Recover, ReserveBytes: cfg.DiskReserveBytes, Logf: cfg.Logf, Memory: cfg.Memory})
 	if err != nil {
 		return nil, err
 	}

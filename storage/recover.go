@@ -41,6 +41,7 @@ type recoverState struct {
 	archive  bool
 	quar     string
 	at       time.Time
+	mem      MemorySizes // Pebble's memory (OpenOptions.Memory)
 }
 
 func (rs *recoverState) quarantine() (string, error) {
@@ -122,7 +123,7 @@ func (rs *recoverState) recoverWAL(c *CorruptFileError, q string) error {
 // rebuildWithout copies every key of the store outside the damaged
 // table's range into a fresh store, then swaps it in.
 func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
-	opts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf))
+	opts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf), rs.mem)
 	defer opts.Cache.Unref()
 	opts.Cleaner = pebble.ArchiveCleaner{}
 	old, err := pebble.Open(rs.dir, opts)
@@ -134,7 +135,7 @@ func (rs *recoverState) rebuildWithout(c *CorruptFileError, q string) error {
 		old.Close()
 		return err
 	}
-	nopts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf))
+	nopts := pebbleOptions(newSpaceGuard(rs.dir, 0, rs.logf), rs.mem)
 	defer nopts.Cache.Unref()
 	ndb, err := pebble.Open(fresh, nopts)
 	if err != nil {

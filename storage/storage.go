@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 
@@ -81,6 +82,37 @@ type OpenOptions struct {
 	// ReserveBytes is the free space writes leave for the store's own
 	// work (0: DefaultReserveBytes; see space.go).
 	ReserveBytes uint64
+	// Memory is what Pebble's caches may use (zero fields: the defaults).
+	Memory MemorySizes
+}
+
+// MemorySizes are the memory Pebble may hold: its block cache, and the
+// size of each memtable, of which up to MemTables fill before writes wait
+// for a flush.
+type MemorySizes struct {
+	BlockCacheBytes int64
+	MemTableBytes   uint64
+	MemTables       int
+}
+
+// Default sizes of Pebble's memory.
+const (
+	DefaultBlockCacheBytes = 128 << 20
+	DefaultMemTableBytes   = 64 << 20
+	DefaultMemTables       = 2
+)
+
+func (m MemorySizes) withDefaults() MemorySizes {
+	if m.BlockCacheBytes <= 0 {
+		m.BlockCacheBytes = DefaultBlockCacheBytes
+	}
+	if m.MemTableBytes == 0 {
+		m.MemTableBytes = DefaultMemTableBytes
+	}
+	if m.MemTables <= 0 {
+		m.MemTables = DefaultMemTables
+	}
+	return m
 }
 
 // Open opens (or creates) the store in dir, refusing a damaged one.
@@ -97,7 +129,7 @@ func OpenWith(dir string, o OpenOptions) (*DB, error) {
 	if o.ReserveBytes == 0 {
 		o.ReserveBytes = DefaultReserveBytes
 	}
-	rs := &recoverState{dir: dir, logf: o.Logf, accepted: map[string]bool{}}
+	rs := &recoverState{dir: dir, logf: o.Logf, accepted: map[string]bool{}, mem: o.Memory.withDefaults()}
 	for attempt := 0; ; attempt++ {
 		db, err := open(dir, rs, newSpaceGuard(dir, o.ReserveBytes, o.Logf))
 		c, ok := asCorrupt(err)
@@ -133,7 +165,7 @@ func check(dir string, rs *recoverState) error {
 	if ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*")); len(ms) == 0 {
 		return nil // a new store
 	}
-	opts := pebbleOptions(newSpaceGuard(dir, 0, rs.logf))
+	opts := pebbleOptions(newSpaceGuard(dir, 0, rs.logf), rs.mem)
 	defer opts.Cache.Unref()
 	opts.ReadOnly = true
 	cfs := &checkingFS{FS: opts.FS, logf: rs.logf, accepted: rs.accepted}
@@ -165,13 +197,15 @@ func check(dir string, rs *recoverState) error {
 // wrapFS, when set (by tests), wraps the file system Pebble writes through.
 var wrapFS func(vfs.FS) vfs.FS
 
-func pebbleOptions(g *spaceGuard) *pebble.Options {
+func pebbleOptions(g *spaceGuard, m MemorySizes) *pebble.Options {
+	m = m.withDefaults()
 	opts := &pebble.Options{
-		Cache:        pebble.NewCache(128 << 20),
-		MemTableSize: 64 << 20,
-		Merger:       countMerger,
-		Logger:       pebbleLogger{g},
-		Cleaner:      noRecycleCleaner{}, // space.go
+		Cache:                       pebble.NewCache(m.BlockCacheBytes),
+		MemTableSize:                m.MemTableBytes,
+		MemTableStopWritesThreshold: m.MemTables,
+		Merger:                      countMerger,
+		Logger:                      pebbleLogger{g},
+		Cleaner:                     noRecycleCleaner{}, // space.go
 	}
 	g.listenWAL(opts)
 	opts.FS = vfs.Default
@@ -188,6 +222,12 @@ func pebbleOptions(g *spaceGuard) *pebble.Options {
 	opts.L0StopWritesThreshold = 24
 	opts.Levels = make([]pebble.LevelOptions, 7)
 	for i := range opts.Levels {
+		// Bloom filters on every level: spilled operator state is read
+		// back by point lookups, most of them for keys a level does not
+		// hold (a group seen for the first time), which the filter
+		// answers without reading a block.
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].FilterType = pebble.TableFilter
 		opts.Levels[i].Compression = pebble.SnappyCompression
 		if i < 2 {
 			opts.Levels[i].Compression = pebble.NoCompression
@@ -201,7 +241,7 @@ func open(dir string, rs *recoverState, g *spaceGuard) (*DB, error) {
 	if err := check(dir, rs); err != nil {
 		return nil, err
 	}
-	opts := pebbleOptions(g)
+	opts := pebbleOptions(g, rs.mem)
 	defer opts.Cache.Unref()
 	if rs.archive {
 		// A recovering start keeps the files Pebble finds obsolete (in

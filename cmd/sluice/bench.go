@@ -40,6 +40,7 @@ import (
 	"sluice/server"
 	"sluice/server/pgwire"
 	"sluice/sql/types"
+	"sluice/storage"
 )
 
 // nexmarkQuery is one query of the benchmark: statements that prepare it
@@ -115,9 +116,17 @@ func runBench(args []string) error {
 	traceFile := fs.String("trace", "", "write an execution trace of the run to FILE (go tool trace)")
 	stateCache := fs.Int64("state-cache-mb", 0, "memory for operator state before it spills to the store, MiB (0: the server's default)")
 	printSQL := fs.Bool("print-sql", false, "print the statements of the query and exit")
+	memFlag := registerMemoryFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	split, err := memFlag.split()
+	if err != nil {
+		return err
+	}
+	stateBytes := *stateCache << 20
+	var memory storage.MemorySizes
+	split.apply(&stateBytes, &memory, *stateCache > 0)
 	q, ok, err := nexmarkQueryOf(*query)
 	if err != nil {
 		return err
@@ -151,7 +160,8 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval, StateCacheBytes: *stateCache << 20})
+	fmt.Fprintln(os.Stderr, split)
+	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval, StateCacheBytes: stateBytes, Memory: memory})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // serves the Postgres wire protocol, keeps its state in an embedded Pebble
 // store and runs materialized views as checkpointed dataflows.
 //
-//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--state-cache-mb 512]
+//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--memory-limit 1GiB] [--state-cache-mb 512]
 //	sluice backup --data-dir ./sluice-data --to /abs/dir (backup.go)
 //	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
@@ -36,18 +36,12 @@ import (
 
 // tuneGC trades memory for CPU: the dataflow allocates rows at a high
 // rate and most die young, so collecting at 4x the live heap (instead of
-// 2x) halves the collector's work; a soft limit of half the machine's
-// memory makes the collector work harder before memory runs out. GOGC
-// and GOMEMLIMIT in the environment win.
+// 2x) halves the collector's work; the soft limit --memory-limit sets
+// (memlimit.go) makes the collector work harder before memory runs out.
+// GOGC and GOMEMLIMIT in the environment win.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(300)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		var si syscall.Sysinfo_t
-		if syscall.Sysinfo(&si) == nil && si.Totalram > 0 {
-			debug.SetMemoryLimit(int64(si.Totalram) * int64(si.Unit) / 2)
-		}
 	}
 }
 
@@ -79,13 +73,23 @@ func main() {
 	recoverStore := flag.Bool("recover", false, "start from what remains of a damaged data directory: damaged files are moved into <data-dir>/corrupt-<time>/ and what is lost is logged (README, \"Storage faults\")")
 	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	version := flag.Bool("version", false, "print the build and the data directory formats it reads and writes, and exit")
+	memFlag := registerMemoryFlag(flag.CommandLine)
 	flag.Parse()
 	if *version {
 		fmt.Print(versionText())
 		return
 	}
 	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
-	if err := run(*listen, *dataDir, *interval, *stateCache<<20, storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}, sec, logger, confine); err != nil {
+	split, err := memFlag.split()
+	if err != nil {
+		logger.Printf("error: %v", err)
+		os.Exit(2)
+	}
+	sf := storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}
+	stateBytes := *stateCache << 20
+	split.apply(&stateBytes, &sf.memory, memFlag.stateCacheSet())
+	logger.Print(split)
+	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logger, confine); err != nil {
 		logger.Printf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
 			logger.Printf("hint: %s", e.Hint)
@@ -110,6 +114,7 @@ func versionText() string {
 type storeFlags struct {
 	recover     bool
 	diskReserve uint64
+	memory      storage.MemorySizes // from --memory-limit (memlimit.go)
 }
 
 func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logger *log.Logger, confine confineFlags) error {
@@ -127,7 +132,7 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	if err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Logf: logger.Printf,
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Memory: sf.memory, Logf: logger.Printf,
 		Auth: sec.authConfig(password)}
 	if err := confine.apply(&cfg); err != nil {
 		return err

@@ -62,6 +62,7 @@ type Agg struct {
 	// foldErr is the first error of folding an aggregate's inputs
 	// (aggfold.go): emitGroup returns it, failing the job.
 	foldErr error
+	spill   aggSpill // aggspill.go
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -91,6 +92,10 @@ type group struct {
 	// dirty while its key is in dirty (the current epoch).
 	touch *touch
 	dirty bool
+	// saved is the last epoch that wrote the group; ref is set when a row
+	// touches it, and cleared by an eviction pass (aggspill.go).
+	saved uint64
+	ref   bool
 }
 
 type acc struct {
@@ -162,49 +167,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		a.classes[c].slots = append(a.classes[c].slots, j)
 	}
 	if db != nil {
-		err := db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
-			gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
-			if !ok || len(rest) == 0 {
-				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
-			}
-			switch rest[0] {
-			case 'h':
-				if len(rest) != 1 {
-					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
-				}
-				g, err := a.decodeGroup(v)
-				if err != nil {
-					return err
-				}
-				g.k = string(gkb)
-				a.groups[g.k] = g
-			case 's':
-				if len(rest) < 2 {
-					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
-				}
-				gk := string(gkb)
-				ci := int(rest[1])
-				vk := string(rest[2:])
-				g := a.groups[gk]
-				if g == nil || ci >= len(g.sets) {
-					return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
-				}
-				r, err := types.DecodeRow(v)
-				if err != nil || len(r) != 1+len(a.classes[ci].slots) {
-					return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
-				}
-				e := &setEntry{v: r[0], k: vk}
-				for s := range a.classes[ci].slots {
-					e.n[s] = r[1+s].I
-				}
-				a.restoreEntry(g, ci, e)
-				g.sets[ci].split = true
-			default:
-				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
-			}
-			return nil
-		})
-		if err != nil {
+		if err := a.loadState(db); err != nil {
 			return nil, err
 		}
 	}
@@ -248,14 +211,17 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		for _, c := range a.groupBy {
 			kbuf = types.AppendKey(kbuf, r[c])
 		}
-		g := a.groups[string(kbuf)]
+		g, err := a.lookup(kbuf)
+		if err != nil {
+			return err
+		}
 		switch {
 		case g == nil:
 			key := make(types.Row, len(a.groupBy))
 			for j, c := range a.groupBy {
 				key[j] = r[c]
 			}
-			if err := a.Guard.Grow(groupBytes(key, len(kbuf), len(a.aggs))); err != nil {
+			if err := a.chargeGroup(key, kbuf); err != nil {
 				return err
 			}
 			g = a.newGroup(key)
@@ -276,6 +242,7 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			g.dirty = true
 			a.dirty[g.k] = struct{}{}
 		}
+		g.ref = true
 		g.count += diff
 		for _, j := range a.plain {
 			if err := a.update(&g.accs[j], &a.aggs[j], r, diff); err != nil {
@@ -317,6 +284,7 @@ func (a *Agg) indexGroup(k string, g *group) {
 // the store.
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
+	a.spill.bytes -= a.groupMem(g)
 	a.dirty[k] = struct{}{}
 	for i := range g.sets {
 		if g.sets[i].split {
@@ -363,6 +331,14 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 				idx.add(d.I, k)
 			}
 		}
+		err := a.storedKeys(func(k string, key types.Row) {
+			if d := key[gi]; !d.IsNull() {
+				idx.add(d.I, k)
+			}
+		})
+		if err != nil {
+			return err
+		}
 	}
 	closed := idx.takeBelow(ts)
 	if len(closed) == 0 {
@@ -370,7 +346,10 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 	}
 	sort.Strings(closed)
 	for _, k := range closed {
-		g := a.groups[k]
+		g, err := a.lookup([]byte(k))
+		if err != nil {
+			return err
+		}
 		if g == nil {
 			continue
 		}
@@ -489,6 +468,7 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 		k := string(a.kb)
 		e = &setEntry{v: v, k: k}
 		vs.m[k] = e
+		a.spill.bytes += entryBytes(k)
 	}
 	if vs.split && !e.changed { // inline sets are written whole
 		e.changed = true
@@ -512,6 +492,7 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 	}
 	if !live {
 		delete(vs.m, e.k)
+		a.spill.bytes -= entryBytes(e.k)
 	}
 }
 
@@ -733,11 +714,19 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 			}
 		}
 	}
+	committed := uint64(0)
+	if a.spill.db != nil {
+		committed = a.spill.db.CommittedEpoch()
+	}
+	a.settle(committed)
 	for k := range a.dirty {
 		key := a.headerKey(k)
 		g, ok := a.groups[k]
 		if ok {
 			g.dirty = false
+			g.saved = b.Epoch
+		} else {
+			a.markGone(k, b.Epoch)
 		}
 		_, cleared := a.cleared[k]
 		if cleared {
@@ -793,6 +782,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	}
 	clear(a.dirty)
 	clear(a.cleared)
+	a.evict(committed)
 	return nil
 }
 

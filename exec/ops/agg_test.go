@@ -415,14 +415,21 @@ func TestAggRandomWithRestore(t *testing.T) {
 		// appendOnly: inserts only, into an aggregation planned for an
 		// append-only input (min/max keep only the extreme).
 		appendOnly bool
+		// spill: a state cache of 0 bytes, so that every clean group is
+		// evicted at each checkpoint and read back from the store.
+		spill bool
 	}{
-		{"grouped", []int{cG}, 0, false},
-		{"two keys", []int{cG, cFlag}, 0, false},
-		{"global", nil, 0, false},
-		{"grouped, split sets", []int{cG}, 4, false},
-		{"global, split sets", nil, 3, false},
-		{"grouped, append-only", []int{cG}, 0, true},
-		{"global, append-only", nil, 0, true},
+		{"grouped", []int{cG}, 0, false, false},
+		{"two keys", []int{cG, cFlag}, 0, false, false},
+		{"global", nil, 0, false, false},
+		{"grouped, split sets", []int{cG}, 4, false, false},
+		{"global, split sets", nil, 3, false, false},
+		{"grouped, append-only", []int{cG}, 0, true, false},
+		{"global, append-only", nil, 0, true, false},
+		{"grouped, spill", []int{cG}, 0, false, true},
+		{"two keys, spill", []int{cG, cFlag}, 0, false, true},
+		{"grouped, split sets, spill", []int{cG}, 4, false, true},
+		{"grouped, append-only, spill", []int{cG}, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.split > 0 {
@@ -432,6 +439,9 @@ func TestAggRandomWithRestore(t *testing.T) {
 			n := aggNode(tc.groupBy, allAggs())
 			n.InputAppendOnly = tc.appendOnly
 			ck := newCheckpointer(t)
+			if tc.spill {
+				ck.db.StateCache().SetLimit(0)
+			}
 			a, err := ops.NewAgg(n, 1, ck.db)
 			if err != nil {
 				t.Fatal(err)
@@ -439,6 +449,19 @@ func TestAggRandomWithRestore(t *testing.T) {
 			b, err := ops.NewAgg(n, 2, ck.db)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.spill {
+				// Read back: by a, groups it evicted; by b, also those it
+				// left in the store when recreated. Append-only groups are
+				// few and all touched at every epoch: they are never clean
+				// at a checkpoint, and only b reads them back.
+				defer func() {
+					ev, ld := a.Spills()
+					_, bld := b.Spills()
+					if (ev == 0 && !tc.appendOnly) || ld+bld == 0 {
+						t.Errorf("spilled %d groups and read back %d (restored: %d)", ev, ld, bld)
+					}
+				}()
 			}
 			ca, cb := newCollector(), newCollector()
 			input := map[string]change{} // current input: row -> multiplicity
@@ -527,6 +550,7 @@ func TestAggRandomWithRestore(t *testing.T) {
 					}
 					started = true
 					if rng.Intn(2) == 0 {
+						b.Release()
 						if b, err = ops.NewAgg(n, 2, ck.db); err != nil {
 							t.Fatal(err)
 						}

@@ -15,28 +15,53 @@ import (
 // SELECT reads: under v/<rel>/<key> the value is the row's multiplicity
 // followed by the row. With a unique key the multiplicity is 1; without
 // one the whole row is the key.
+//
+// The relation lives in the store only: memory holds the changes of the
+// epoch (each key's net multiplicity change and its latest inserted row)
+// and the values written by epochs not yet known committed. A checkpoint
+// adds each changed key's change to its multiplicity before the epoch,
+// read from those in-flight values or else from the store (a point
+// lookup, which the bloom filters answer for a new key).
 type Materialize struct {
 	rel    uint64
 	key    []int
 	prefix []byte
-	rows   map[string]*jrow
-	dirty  map[string]struct{}
+	db     *storage.DB
+	// dirty: the keys changed since the last checkpoint.
+	dirty map[string]*matChange
+	// flying: the values written by epochs that may not be committed yet.
+	flying map[string]matWrite
+	kbuf   []byte
 	// Rows counts the relation's rows, for SHOW and tests.
 	Rows atomic.Int64
 }
 
-// NewMaterialize creates the materialization of relation rel, loading its
-// saved contents.
+// matChange is one key's change in an epoch: its net multiplicity change
+// and the last row inserted under it (nil if none was).
+type matChange struct {
+	n   int64
+	row types.Row
+}
+
+// matWrite is a value written by epoch epoch: multiplicity n (0: deleted)
+// and the row.
+type matWrite struct {
+	epoch uint64
+	n     int64
+	row   types.Row
+}
+
+// NewMaterialize creates the materialization of relation rel, counting
+// its saved rows.
 func NewMaterialize(rel uint64, key []int, db *storage.DB) (*Materialize, error) {
-	m := &Materialize{rel: rel, key: key, prefix: storage.Key(storage.SpaceRelation, rel),
-		rows: map[string]*jrow{}, dirty: map[string]struct{}{}}
+	m := &Materialize{rel: rel, key: key, prefix: storage.Key(storage.SpaceRelation, rel), db: db,
+		dirty: map[string]*matChange{}, flying: map[string]matWrite{}}
 	if db != nil {
 		err := db.Scan(m.prefix, func(k, v []byte) error {
-			n, row, err := DecodeRelValue(v)
-			if err != nil {
-				return err
+			n, c := binary.Varint(v)
+			if c <= 0 {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt relation value")
 			}
-			m.rows[string(k[len(m.prefix):])] = &jrow{row: row, n: n}
 			m.Rows.Add(n)
 			return nil
 		})
@@ -82,36 +107,69 @@ func (m *Materialize) Terminal() bool { return true }
 
 // Process implements flow.Operator.
 func (m *Materialize) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
-	var kbuf []byte
 	for i, r := range b.Rows {
-		kbuf = RelKey(kbuf[:0], m.key, r)
-		e := m.rows[string(kbuf)]
-		if e == nil {
-			e = &jrow{}
-			m.rows[string(kbuf)] = e
+		m.kbuf = RelKey(m.kbuf[:0], m.key, r)
+		c := m.dirty[string(m.kbuf)]
+		if c == nil {
+			c = &matChange{}
+			m.dirty[string(m.kbuf)] = c
 		}
 		if b.Diffs[i] > 0 {
-			e.row = r
+			c.row = r
 		}
-		e.n += b.Diffs[i]
+		c.n += b.Diffs[i]
 		m.Rows.Add(b.Diffs[i])
-		if e.n == 0 {
-			delete(m.rows, string(kbuf))
-		}
-		m.dirty[string(kbuf)] = struct{}{}
 	}
 	return nil
 }
 
+// prior returns key k's multiplicity and row before this epoch's changes.
+func (m *Materialize) prior(k string, key []byte) (int64, types.Row, error) {
+	if w, ok := m.flying[k]; ok {
+		return w.n, w.row, nil
+	}
+	if m.db == nil {
+		return 0, nil, nil
+	}
+	v, err := m.db.Get(key)
+	if err != nil || v == nil {
+		return 0, nil, err
+	}
+	return DecodeRelValue(v)
+}
+
 // Checkpoint implements flow.Operator.
 func (m *Materialize) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
-	for k := range m.dirty {
-		key := append(append([]byte(nil), m.prefix...), k...)
-		if e := m.rows[k]; e != nil && e.n > 0 {
-			b.W.Set(key, EncodeRelValue(e.n, e.row))
-		} else {
-			b.W.Delete(key)
+	committed := uint64(0)
+	if m.db != nil {
+		committed = m.db.CommittedEpoch()
+	}
+	for k, w := range m.flying {
+		if w.epoch <= committed {
+			delete(m.flying, k)
 		}
+	}
+	for k, c := range m.dirty {
+		key := append(append(m.kbuf[:0], m.prefix...), k...)
+		m.kbuf = key
+		n, row, err := m.prior(k, key)
+		if err != nil {
+			return err
+		}
+		if c.row != nil {
+			row = c.row
+		}
+		n += c.n
+		switch {
+		case n > 0 && row == nil:
+			return pgerror.Newf(pgcode.Internal, "relation %d: a key holds %d rows but none was inserted", m.rel, n)
+		case n > 0:
+			b.W.Set(key, EncodeRelValue(n, row))
+		default:
+			b.W.Delete(key)
+			row = nil
+		}
+		m.flying[k] = matWrite{epoch: b.Epoch, n: n, row: row}
 	}
 	clear(m.dirty)
 	return nil

@@ -1,0 +1,289 @@
+package ops
+
+import (
+	"errors"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+	"sluice/storage"
+)
+
+// aggSpill bounds an aggregation's memory: its groups in memory are a
+// cache of the state in the store. When the operators' shared state cache
+// (storage.StateCache) is over its limit, a checkpoint evicts clean groups
+// (written by a committed epoch, not touched since, not referenced since
+// the last pass) and a row of an evicted group reads it back (a point
+// lookup, answered by the bloom filters when the group is new). Until the
+// first eviction nothing is read: a missing group is a new one.
+type aggSpill struct {
+	db    *storage.DB // nil: a batch query (nothing saved or spilled)
+	cache *storage.StateCache
+	// bytes estimates the memory of the groups held; reported is what
+	// was last added to the cache.
+	bytes, reported int64
+	// spilled: the store may hold groups that are not in memory.
+	spilled bool
+	// gone holds the groups dropped by epochs not yet known committed,
+	// with the epoch that deleted them: the store may still show them.
+	gone map[string]uint64
+	// evicted and loaded count groups spilled and read back.
+	evicted, loaded int
+}
+
+// Spills returns how many groups the aggregation has evicted and read
+// back.
+func (a *Agg) Spills() (evicted, loaded int) { return a.spill.evicted, a.spill.loaded }
+
+// entryBytes estimates the memory of one multiset entry of key k.
+func entryBytes(k string) int64 { return 2*int64(len(k)) + 160 }
+
+// groupMem estimates the memory of group g with its multisets.
+func (a *Agg) groupMem(g *group) int64 {
+	n := groupBytes(g.key, len(g.k), len(a.aggs))
+	for c := range g.sets {
+		for k := range g.sets[c].m {
+			n += entryBytes(k)
+		}
+	}
+	return n
+}
+
+// errLoaded stops the start-up scan once the cache is full.
+var errLoaded = errors.New("state cache full")
+
+// loadState reads the stored groups while the state cache has room; the
+// others stay in the store and are read back when a row needs them. A
+// group's header (h) sorts just before its set entries (s), all under its
+// key in one vnode (headerKey), so the scan stops at the first header that
+// does not fit with every group before it whole.
+func (a *Agg) loadState(db *storage.DB) error {
+	s := &a.spill
+	s.db, s.cache = db, db.StateCache()
+	room := s.cache.Limit() - s.cache.Used()
+	err := db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
+		gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+		if !ok || len(rest) == 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+		}
+		switch rest[0] {
+		case 'h':
+			if len(rest) != 1 {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+			}
+			if s.bytes >= room {
+				s.spilled = true
+				return errLoaded
+			}
+			g, err := a.decodeGroup(v)
+			if err != nil {
+				return err
+			}
+			g.k = string(gkb)
+			a.groups[g.k] = g
+			s.bytes += groupBytes(g.key, len(g.k), len(a.aggs))
+		case 's':
+			if len(rest) < 2 {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
+			}
+			ci := int(rest[1])
+			g := a.groups[string(gkb)]
+			if g == nil || ci >= len(g.sets) {
+				return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
+			}
+			return a.restoreStored(g, ci, string(rest[2:]), v)
+		default:
+			return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+		}
+		return nil
+	})
+	if err != nil && err != errLoaded {
+		return err
+	}
+	for _, g := range a.groups {
+		for c := range g.sets {
+			for k := range g.sets[c].m {
+				s.bytes += entryBytes(k)
+			}
+		}
+	}
+	a.report()
+	return nil
+}
+
+// restoreStored puts the stored entry vk = v of class ci into group g.
+func (a *Agg) restoreStored(g *group, ci int, vk string, v []byte) error {
+	if ci >= len(g.sets) {
+		return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
+	}
+	r, err := types.DecodeRow(v)
+	if err != nil || len(r) != 1+len(a.classes[ci].slots) {
+		return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
+	}
+	e := &setEntry{v: r[0], k: vk}
+	for s := range a.classes[ci].slots {
+		e.n[s] = r[1+s].I
+	}
+	a.restoreEntry(g, ci, e)
+	g.sets[ci].split = true
+	return nil
+}
+
+// lookup returns group k: in memory, or read back from the store if it
+// was evicted; nil if there is none.
+func (a *Agg) lookup(k []byte) (*group, error) {
+	if g := a.groups[string(k)]; g != nil || !a.spill.spilled {
+		return g, nil
+	}
+	if _, ok := a.dirty[string(k)]; ok {
+		return nil, nil // dropped by this epoch
+	}
+	if _, ok := a.spill.gone[string(k)]; ok {
+		return nil, nil // dropped by an epoch that may not be committed
+	}
+	return a.readBack(string(k))
+}
+
+// readBack reads evicted group k from the store.
+func (a *Agg) readBack(k string) (*group, error) {
+	v, err := a.spill.db.Get(a.headerKey(k))
+	if err != nil || v == nil {
+		return nil, err
+	}
+	g, err := a.decodeGroup(v)
+	if err != nil {
+		return nil, err
+	}
+	g.k = k
+	if len(a.classes) > 0 {
+		sp := a.setPrefix(k)
+		err := a.spill.db.Scan(sp, func(key, v []byte) error {
+			rest := key[len(sp):]
+			if len(rest) == 0 {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
+			}
+			return a.restoreStored(g, int(rest[0]), string(rest[1:]), v)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	a.groups[k] = g
+	a.spill.bytes += a.groupMem(g)
+	a.spill.loaded++
+	return g, nil
+}
+
+// storedKeys calls f with the key of every group in the store that is
+// not in memory (nor dropped): the groups a first watermark must index.
+func (a *Agg) storedKeys(f func(k string, key types.Row)) error {
+	if !a.spill.spilled {
+		return nil
+	}
+	return a.spill.db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
+		gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+		if !ok || len(rest) == 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
+		}
+		if rest[0] != 'h' {
+			return nil // a set entry: its group's header came before it
+		}
+		gk := string(gkb)
+		if _, ok := a.groups[gk]; ok {
+			return nil
+		}
+		if _, ok := a.dirty[gk]; ok {
+			return nil
+		}
+		if _, ok := a.spill.gone[gk]; ok {
+			return nil
+		}
+		g, err := a.decodeGroup(v)
+		if err != nil {
+			return err
+		}
+		f(gk, g.key)
+		return nil
+	})
+}
+
+// report tells the state cache the memory the groups hold now.
+func (a *Agg) report() {
+	s := &a.spill
+	if s.cache == nil {
+		return
+	}
+	s.cache.Add(s.bytes - s.reported)
+	s.reported = s.bytes
+}
+
+// settle forgets the drops of committed epochs.
+func (a *Agg) settle(committed uint64) {
+	for k, e := range a.spill.gone {
+		if e <= committed {
+			delete(a.spill.gone, k)
+		}
+	}
+}
+
+// markGone records that epoch e deletes group k from the store.
+func (a *Agg) markGone(k string, e uint64) {
+	if a.spill.db == nil {
+		return
+	}
+	if a.spill.gone == nil {
+		a.spill.gone = map[string]uint64{}
+	}
+	a.spill.gone[k] = e
+}
+
+// evict drops clean groups from memory, saved by an epoch at or before
+// the committed one and not referenced since the last pass, until the
+// aggregation's memory fits its share of the state cache.
+func (a *Agg) evict(committed uint64) {
+	s := &a.spill
+	if s.cache == nil {
+		return
+	}
+	a.report()
+	own := s.bytes
+	target := s.cache.Target(own)
+	for pass := 0; pass < 2 && own > target; pass++ {
+		for k, g := range a.groups {
+			if own <= target {
+				break
+			}
+			if g.dirty || g.touch != nil || g.saved > committed || (a.global && k == "") {
+				continue
+			}
+			if g.ref {
+				g.ref = false
+				continue
+			}
+			n := a.groupMem(g)
+			own -= n
+			s.bytes -= n
+			delete(a.groups, k)
+			s.spilled = true
+			s.evicted++
+		}
+	}
+	a.report()
+}
+
+// chargeGroup counts a new group's memory.
+func (a *Agg) chargeGroup(key types.Row, k []byte) error {
+	n := groupBytes(key, len(k), len(a.aggs))
+	if err := a.Guard.Grow(n); err != nil {
+		return err
+	}
+	a.spill.bytes += n
+	return nil
+}
+
+// Release implements flow.Releaser: the groups' memory leaves the state
+// cache's count when the aggregation stops.
+func (a *Agg) Release() {
+	a.spill.bytes = 0
+	a.report()
+}

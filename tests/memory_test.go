@@ -1,0 +1,137 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// idleRSSBound is the most an idle server (no jobs) may keep resident
+// (issue 16: under 100 MiB).
+const idleRSSBound = 100 << 10 // KiB
+
+// TestMemoryIdleRSS starts a real server with no jobs and measures its
+// resident memory after start-up, and checks the start-up log shows how
+// --memory-limit is divided.
+func TestMemoryIdleRSS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	srv := StartServer(t, Options{ExtraArgs: []string{"--memory-limit", "1GiB"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)", "INSERT INTO t VALUES (1, 'a')")
+	time.Sleep(3 * time.Second) // a few checkpoints
+	rss := procStatusKiB(t, srv.Pid(), "VmRSS")
+	t.Logf("idle VmRSS: %d MiB", rss>>10)
+	if rss > idleRSSBound {
+		t.Fatalf("idle server holds %d MiB resident, want under %d MiB", rss>>10, idleRSSBound>>10)
+	}
+	want := "memory limit 1024 MiB: Go heap soft limit 864 MiB (of which operator state cache 216 MiB), store block cache 64 MiB, memtables 3 x 32 MiB"
+	if !strings.Contains(srv.Logs(), want) {
+		t.Fatalf("start-up log lacks the memory split %q:\n%s", want, srv.Logs())
+	}
+}
+
+// TestMemoryLimitRefused: a limit below the minimum, or not a size, stops
+// the server at start with the reason.
+func TestMemoryLimitRefused(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"64MiB", "below the minimum of 128 MiB"},
+		{"1XB", `unknown unit "XB"`},
+	} {
+		srv := NewServer(t, Options{ExtraArgs: []string{"--memory-limit", c.arg}})
+		err := srv.Start()
+		if err == nil {
+			t.Fatalf("--memory-limit %s: the server started", c.arg)
+		}
+		if !strings.Contains(srv.Logs(), c.want) {
+			t.Fatalf("--memory-limit %s: log lacks %q:\n%s", c.arg, c.want, srv.Logs())
+		}
+	}
+}
+
+// TestMemoryGroupBySpills runs a real server under a small --memory-limit
+// with a GROUP BY over far more groups than its state cache holds (400k
+// groups; the 54 MiB cache of a 256 MiB limit holds some 150,000): the
+// aggregation evicts groups to the store and reads them back when their
+// second row comes. The view must equal the recomputation exactly, and the
+// server's peak resident memory stay under groupBySpillRSSBound.
+func TestMemoryGroupBySpills(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	if testing.Short() {
+		t.Skip("aggregates 400k groups")
+	}
+	const (
+		rows   = 600_000
+		groups = 400_009 // id % groups: ids above it revisit evicted groups
+	)
+	srv := StartServer(t, Options{ExtraArgs: []string{"--memory-limit", "256MiB"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		fmt.Sprintf(`CREATE SOURCE g (id BIGINT) WITH (connector = 'datagen',
+			fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '%d',
+			datagen.rows.per.second = '0')`, rows),
+		fmt.Sprintf(`CREATE MATERIALIZED VIEW v AS SELECT id %% %d AS k, count(*) AS c, sum(id) AS s, max(id) AS m FROM g GROUP BY id %% %d`, groups, groups))
+	start := time.Now()
+	ctx := context.Background()
+	deadline := time.Now().Add(8 * time.Minute)
+	for {
+		var c, n int64
+		if err := conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(c), 0) FROM v").Scan(&n, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c == rows {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the view holds %d rows of %d groups", time.Since(start), c, n)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	elapsed := time.Since(start)
+	// The recomputation: group k holds the ids k, k+groups, … up to rows.
+	var wantTwo, wantS, wantM int64
+	for k := int64(0); k < groups; k++ {
+		var s, m int64
+		for id := k; id <= rows; id += groups {
+			if id > 0 {
+				s, m = s+id, id
+			}
+		}
+		if k+groups <= rows && k > 0 {
+			wantTwo++
+		}
+		wantS += s
+		wantM += m
+	}
+	want := fmt.Sprintf("%d %d %d %d %d", groups, rows, wantTwo, wantS, wantM)
+	var n, c, two, s, m int64
+	if err := conn.QueryRow(ctx, "SELECT count(*), sum(c), count(*) FILTER (WHERE c = 2), sum(s)::bigint, sum(m)::bigint FROM v").Scan(&n, &c, &two, &s, &m); err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%d %d %d %d %d", n, c, two, s, m)
+	if got != want {
+		t.Fatalf("view v: groups, rows, groups of 2, sum, sum of max = %s; want %s", got, want)
+	}
+	var k7 string
+	if err := conn.QueryRow(ctx, "SELECT c || ' ' || s || ' ' || m FROM v WHERE k = 7").Scan(&k7); err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprintf("2 %d %d", 7+7+groups, 7+groups); k7 != w {
+		t.Fatalf("group 7: %s, want %s", k7, w)
+	}
+	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
+	t.Logf("%d rows into %d groups in %v (%.0f rows/s); peak RSS %d MiB", rows, groups, elapsed.Round(time.Second), rows/elapsed.Seconds(), peak>>10)
+	if peak > groupBySpillRSSBound {
+		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, groupBySpillRSSBound>>10)
+	}
+}
+
+// groupBySpillRSSBound bounds TestMemoryGroupBySpills' peak RSS: the 256
+// MiB limit plus what the runtime and Pebble hold beyond it.
+const groupBySpillRSSBound = 330 << 10 // KiB
