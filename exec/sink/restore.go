@@ -20,9 +20,11 @@ import (
 // The check, made each time the sink connects: in normal operation the
 // external system's last epoch is at most the committed epoch, and it is
 // either the delivered epoch or, after a crash between the external
-// commit and Sluice's record of it, the oldest epoch in the sink log.
+// commit and Sluice's record of it, an epoch still in the sink log.
 // Anything else means the external system saw epochs this directory did
-// not produce.
+// not produce. (A restored directory that has already logged the epoch
+// the external system confirmed cannot be told from a crash by epoch
+// numbers: README, "Backups".)
 
 type pausedError struct{ err error }
 
@@ -40,8 +42,11 @@ func (d *Deliverer) checkProgress(last uint64) error {
 		return nil
 	}
 	if last <= committed {
-		if oldest, ok := d.oldestLogged(); ok && oldest == last {
-			return nil // written, not yet recorded here: skipped once
+		if oldest, ok := d.oldestLogged(); ok && oldest <= last {
+			// Written, not yet recorded here (a crash between the
+			// external commit and Sluice's record of it; a sink may
+			// commit several logged epochs at once): skipped once.
+			return nil
 		}
 	}
 	return &pausedError{pgerror.New(pgcode.ObjectNotInPrerequisiteState,
