@@ -18,13 +18,13 @@ import (
 // across restarts (storage.DB.PauseSink).
 //
 // The check, made each time the sink connects: in normal operation the
-// external system's last epoch is at most the committed epoch, and it is
-// either the delivered epoch or, after a crash between the external
-// commit and Sluice's record of it, an epoch still in the sink log.
-// Anything else means the external system saw epochs this directory did
-// not produce. (A restored directory that has already logged the epoch
-// the external system confirmed cannot be told from a crash by epoch
-// numbers: README, "Backups".)
+// external system's last epoch is at most the committed epoch (it is the
+// delivered epoch, or a later one after a crash between the external
+// commit and Sluice's record of it). One beyond the committed epoch means
+// the external system saw epochs this directory did not produce. (A
+// restored directory that has already committed the epoch the external
+// system confirmed cannot be told from a crash by epoch numbers: README,
+// "Backups".)
 
 type pausedError struct{ err error }
 
@@ -38,35 +38,16 @@ func (d *Deliverer) checkProgress(last uint64) error {
 	d.mu.Lock()
 	delivered := d.mu.delivered
 	d.mu.Unlock()
-	if last <= delivered {
-		return nil
-	}
 	if last <= committed {
-		if oldest, ok := d.oldestLogged(); ok && oldest <= last {
-			// Written, not yet recorded here (a crash between the
-			// external commit and Sluice's record of it; a sink may
-			// commit several logged epochs at once): skipped once.
-			return nil
-		}
+		// Delivered, or written and not yet recorded here (a crash
+		// between the external commit and Sluice's record of it; the
+		// sink log may already be trimmed past it): skipped once.
+		return nil
 	}
 	return &pausedError{pgerror.New(pgcode.ObjectNotInPrerequisiteState,
 		"sink %s is paused: its external system has confirmed epoch %d, but this data directory delivered epoch %d and holds up to epoch %d (was it restored from a backup?); delivering would write epochs a second time and skipping them would lose rows",
 		d.Name, last, delivered, committed).
 		WithHint("Reset the sink: empty its target and its progress, then DROP SINK %s and CREATE it again (README, \"Backups\").", d.Name)}
-}
-
-// oldestLogged returns the oldest epoch in the sink log.
-func (d *Deliverer) oldestLogged() (uint64, bool) {
-	var oldest uint64
-	found := false
-	_ = d.DB.Scan(LogPrefix(d.ID), func(k, _ []byte) error {
-		if e, ok := epochOf(d.ID, k); ok {
-			oldest, found = e, true
-			return errStop
-		}
-		return nil
-	})
-	return oldest, found
 }
 
 // pause records why delivery stopped, logs it, and waits for ctx: a paused
