@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 
+	"sluice/exec/connector"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -36,6 +37,24 @@ func (e *Engine) restoreJob(ent *storage.CatalogEntry) error {
 	plan, err := spec.Decode(ent.Plan)
 	if err != nil {
 		return err
+	}
+	// A sink is validated again as at CREATE SINK: the server's policy
+	// (--connector-allow-hosts, the file root) may have changed since.
+	for _, n := range plan.Nodes {
+		if n.Sink == nil {
+			continue
+		}
+		cfg, err := e.rt.SinkConfig(n)
+		if err != nil {
+			return err
+		}
+		f, err := connector.LookupSink(n.Sink.Connector)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Validate(cfg); err != nil {
+			return err
+		}
 	}
 	_, err = e.rt.StartJob(ent.ID, ent.Name, plan, false)
 	return err

@@ -82,6 +82,7 @@ func TestCopyCrashAtomic(t *testing.T) {
 		} else {
 			r.eof = make(chan struct{})
 		}
+		half, eof := r.half, r.eof // the reader sets r.eof to nil once closed
 		done := make(chan error, 1)
 		go func() {
 			_, err := conn.PgConn().CopyFrom(ctx, r, "COPY big FROM STDIN (FORMAT csv)")
@@ -89,9 +90,9 @@ func TestCopyCrashAtomic(t *testing.T) {
 		}()
 		var acked bool
 		if mid {
-			<-r.half
+			<-half
 		} else {
-			<-r.eof
+			<-eof
 			time.Sleep(time.Duration(rng.Intn(1200)) * time.Millisecond)
 			select {
 			case err := <-done:

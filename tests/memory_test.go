@@ -20,7 +20,7 @@ func TestMemoryIdleRSS(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	srv := StartServer(t, Options{ExtraArgs: []string{"--memory-limit", "1GiB"}})
+	srv := StartServer(t, Options{PlainBuild: true, ExtraArgs: []string{"--memory-limit", "1GiB"}})
 	conn := srv.Connect(t)
 	ExecAll(t, conn, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)", "INSERT INTO t VALUES (1, 'a')")
 	time.Sleep(3 * time.Second) // a few checkpoints
@@ -70,7 +70,7 @@ func TestMemoryGroupBySpills(t *testing.T) {
 		rows   = 600_000
 		groups = 400_009 // id % groups: ids above it revisit evicted groups
 	)
-	srv := StartServer(t, Options{ExtraArgs: []string{"--memory-limit", "256MiB"}})
+	srv := StartServer(t, Options{PlainBuild: true, ExtraArgs: []string{"--memory-limit", "256MiB"}})
 	conn := srv.Connect(t)
 	ExecAll(t, conn,
 		fmt.Sprintf(`CREATE SOURCE g (id BIGINT) WITH (connector = 'datagen',
