@@ -22,6 +22,9 @@ const DefaultStateCacheBytes = 512 << 20
 type StateCache struct {
 	limit atomic.Int64
 	used  atomic.Int64
+	// full is signalled (without blocking) when an addition takes the
+	// total past the limit.
+	full chan struct{}
 }
 
 // StateCache returns the store's shared state memory budget.
@@ -34,7 +37,20 @@ func (c *StateCache) SetLimit(n int64) { c.limit.Store(max(n, 0)) }
 func (c *StateCache) Limit() int64 { return c.limit.Load() }
 
 // Add records that an operator now holds d more bytes (d may be negative).
-func (c *StateCache) Add(d int64) { c.used.Add(d) }
+func (c *StateCache) Add(d int64) {
+	u := c.used.Add(d)
+	if d > 0 && u > c.limit.Load() && c.full != nil {
+		select {
+		case c.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Full is signalled when the operators' state grows past the limit
+// between checkpoints: their new state can be evicted only once an epoch
+// has committed it, so the checkpoint coordinator starts one at once.
+func (c *StateCache) Full() <-chan struct{} { return c.full }
 
 // Used returns the bytes held by all operators.
 func (c *StateCache) Used() int64 { return c.used.Load() }

@@ -133,6 +133,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
+	var last time.Time // the last barrier injected here
 	for {
 		select {
 		case <-ctx.Done():
@@ -141,9 +142,26 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			c.inject(false, false)
+			last = time.Now()
+		case <-c.db.StateCache().Full():
+			// The operators' state passed the cache's limit: checkpoint
+			// now so that it can be evicted, unless an epoch is already
+			// on its way (its commit lets them evict) or one started
+			// very recently.
+			c.mu.Lock()
+			idle := len(c.mu.inflight) == 0
+			c.mu.Unlock()
+			if idle && time.Since(last) >= minEarlyBarrier {
+				c.inject(false, false)
+				last = time.Now()
+			}
 		}
 	}
 }
+
+// minEarlyBarrier is the least time between two barriers injected because
+// the state cache is full.
+const minEarlyBarrier = 50 * time.Millisecond
 
 // inject starts a new epoch. It returns 0 if no barrier was injected
 // (paused, or too many epochs in flight and force is false).

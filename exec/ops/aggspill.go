@@ -207,6 +207,13 @@ func (a *Agg) storedKeys(f func(k string, key types.Row)) error {
 	})
 }
 
+// reportStep is how much an operator's state may grow between two
+// checkpoints before it tells the state cache: a cache over its limit then
+// asks for a checkpoint at once (storage.StateCache.Full), so that the
+// epoch's state becomes clean and can be evicted, instead of growing with
+// the rows of one checkpoint interval.
+const reportStep = 1 << 20
+
 // report tells the state cache the memory the groups hold now.
 func (a *Agg) report() {
 	s := &a.spill

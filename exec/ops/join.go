@@ -689,6 +689,9 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 			j.store(side, jk, r, diff)
 		}
 	}
+	if j.s[0].bytes+j.s[1].bytes-j.reported > reportStep {
+		j.report()
+	}
 	return nil
 }
 
