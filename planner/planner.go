@@ -23,6 +23,10 @@ type Planner struct {
 	ParseType func(string) (types.T, error)
 	// ParseQuery parses the defining query of a plain view.
 	ParseQuery func(string) (ast.StmtNode, error)
+	// ParseView, when set, parses a plain view's query with the dialect
+	// layer's side tables (its TUMBLE/HOP and other FROM functions, NULLS
+	// order, column alias lists), which the view is then planned with.
+	ParseView func(string) (*parser.Query, error)
 	// Nulls returns the NULLS FIRST/LAST choice of an ORDER BY item (0
 	// default, 1 first, 2 last); nil = defaults.
 	Nulls func(*ast.ByItem) int
@@ -150,6 +154,11 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		return nil, err
 	}
 	root := p.plan.Root()
+	if p.EmitOnWindowClose {
+		if err := p.markEOWC(root); err != nil {
+			return nil, err
+		}
+	}
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
 		exprs := make([]spec.Expr, len(q.Columns))
 		for i, c := range q.Columns {
@@ -391,18 +400,25 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 		}
 		node = &spec.Node{Kind: spec.Values, Rows: rows, Cols: rel.Columns}
 	case cat.View:
-		q, err := p.ParseQuery(rel.Query)
+		q, side, err := p.parseView(rel.Query)
 		if err != nil {
 			return 0, nil, err
 		}
 		var idx int
 		var vsc *scope
 		err = p.asOwner(rel.Owner, func() (err error) {
-			idx, vsc, err = p.planDerived(q, alias, nil)
-			return err
+			return p.withSideTables(side, func() error {
+				idx, vsc, err = p.planDerived(q, alias, nil)
+				return err
+			})
 		})
 		if err != nil {
 			return 0, nil, err
+		}
+		if rel.EmitOnWindowClose && p.Streaming {
+			if err := p.markEOWC(idx); err != nil {
+				return 0, nil, pgerror.Wrap(err, pgcode.FeatureNotSupported, "view %q", rel.Name)
+			}
 		}
 		for i := range vsc.cols { // a view's columns are its own
 			vsc.cols[i].rel, vsc.cols[i].att = rel.OID, int16(i+1)
@@ -914,4 +930,42 @@ func pgTypeName(s string) string {
 		return pgTypeName(s[:i])
 	}
 	return s
+}
+
+// parseView parses a plain view's query: with its side tables when
+// ParseView is set (nil side: none).
+func (p *Planner) parseView(text string) (ast.StmtNode, *parser.Query, error) {
+	if p.ParseView != nil {
+		q, err := p.ParseView(text)
+		if err != nil {
+			return nil, nil, err
+		}
+		return q.Node, q, nil
+	}
+	n, err := p.ParseQuery(text)
+	return n, nil, err
+}
+
+// withSideTables runs f with the dialect layer's side tables of a view's
+// query in place of the enclosing query's (their placeholder names,
+// __pg_tumble__1 and so on, are numbered per statement), then restores
+// them.
+func (p *Planner) withSideTables(q *parser.Query, f func() error) error {
+	if q == nil {
+		return f()
+	}
+	tf, nulls, aliases := p.TableFuncs, p.Nulls, p.ColumnAliases
+	p.TableFuncs, p.Nulls = q.TableFuncs, q.Nulls
+	if len(q.ColumnAliases) > 0 {
+		merged := make(map[*ast.TableSource][]string, len(aliases)+len(q.ColumnAliases))
+		for k, v := range aliases {
+			merged[k] = v
+		}
+		for k, v := range q.ColumnAliases {
+			merged[k] = v
+		}
+		p.ColumnAliases = merged
+	}
+	defer func() { p.TableFuncs, p.Nulls, p.ColumnAliases = tf, nulls, aliases }()
+	return f()
 }

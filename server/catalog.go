@@ -141,7 +141,7 @@ func relationOf(e *storage.CatalogEntry) (*cat.Relation, error) {
 		r.Kind = cat.MaterializedView
 	case kindView:
 		r.Kind = cat.View
-		r.Query = e.Query
+		r.Query, r.EmitOnWindowClose = e.Query, e.EmitOnWindowClose
 	default:
 		return nil, pgerror.New(pgcode.WrongObjectType, "%q is a %s, not a relation", e.Name, e.Kind)
 	}

@@ -288,6 +288,19 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 			return err
 		}
 	}
+	if x.EmitOnWindowClose {
+		// Only a streaming reader can wait for windows to close: check
+		// that the query has an aggregation EMIT ON WINDOW CLOSE can mark.
+		vp := e.newPlanner()
+		if x.Parsed != nil {
+			vp.TableFuncs, vp.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+			vp.ColumnAliases = x.Parsed.ColumnAliases
+		}
+		vp.EmitOnWindowClose = true
+		if _, err := vp.PlanView(x.Query, 0, x.Name); err != nil {
+			return err
+		}
+	}
 	var cols []storage.ColumnEntry
 	for _, c := range q.Columns {
 		cols = append(cols, storage.ColumnOf(c))
@@ -296,7 +309,8 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
-		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindView, Name: x.Name, SQL: x.Text(), Columns: cols, Deps: dedup(pl.Deps), Query: x.QueryText}
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindView, Name: x.Name, SQL: x.Text(), Columns: cols, Deps: dedup(pl.Deps), Query: x.QueryText,
+			EmitOnWindowClose: x.EmitOnWindowClose}
 		e.persist(ent)
 		return nil
 	})

@@ -160,6 +160,17 @@ func (e *Engine) newPlanner() *planner.Planner {
 		Funcs:         e.lookupFunc,
 		Access:        e.checkAccess,
 		ParseType:     parser.ParseType,
+		ParseView: func(s string) (*parser.Query, error) {
+			st, err := parser.ParseOne(s)
+			if err != nil {
+				return nil, err
+			}
+			q, ok := st.(*parser.Query)
+			if !ok {
+				return nil, fmt.Errorf("view body is not a query")
+			}
+			return q, nil
+		},
 		ParseQuery: func(s string) (ast.StmtNode, error) {
 			st, err := parser.ParseOne(s)
 			if err != nil {

@@ -78,6 +78,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
 		pl.ColumnAliases = x.Parsed.ColumnAliases
 	}
+	pl.EmitOnWindowClose = x.EmitOnWindowClose
 	q, err := pl.PlanSink(stmt, id, x.Name)
 	if err != nil {
 		return nil, err

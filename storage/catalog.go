@@ -24,6 +24,8 @@ type CatalogEntry struct {
 	Connector string            `json:"connector,omitempty"`
 	Options   map[string]string `json:"options,omitempty"`
 	Query     string            `json:"query,omitempty"`
+	// EmitOnWindowClose: a plain view created with EMIT ON WINDOW CLOSE.
+	EmitOnWindowClose bool `json:"emit_on_window_close,omitempty"`
 	// AppendOnly is true for a materialized view or source whose change
 	// stream never retracts a row.
 	AppendOnly bool `json:"append_only,omitempty"`

@@ -39,6 +39,9 @@ type Relation struct {
 	Source *spec.SourceSpec
 	// Query is the defining query of a plain view (expanded at bind time).
 	Query string
+	// EmitOnWindowClose: the plain view was created with EMIT ON WINDOW
+	// CLOSE, which a materialized view or sink reading it inherits.
+	EmitOnWindowClose bool
 	// Rows returns the rows of a system relation.
 	Rows func() ([]types.Row, error)
 }

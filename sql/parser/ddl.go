@@ -610,11 +610,16 @@ func (r *rewriter) createSink() Statement {
 				}
 			}
 		}
-		if hi <= lo {
-			r.i = hi
-			r.syntaxErr(r.toks[hi])
+		end := hi
+		if hi-lo >= 4 && r.toks[hi-4].isWord("emit") && r.toks[hi-3].isWord("on") && r.toks[hi-2].isWord("window") && r.toks[hi-1].isWord("close") {
+			end -= 4
+			s.EmitOnWindowClose = true
 		}
-		q := r.subQuery(lo, hi)
+		if end <= lo {
+			r.i = end
+			r.syntaxErr(r.toks[end])
+		}
+		q := r.subQuery(lo, end)
 		s.Query, s.QueryText, s.Parsed = q.Node, q.Text(), q
 		r.i = hi
 	default:

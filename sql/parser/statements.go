@@ -206,6 +206,8 @@ type CreateSink struct {
 	FormatOptions Options
 	IfNotExists   bool
 	Parsed        *Query
+	// EmitOnWindowClose: `AS query EMIT ON WINDOW CLOSE`.
+	EmitOnWindowClose bool
 }
 
 // FuncArg is an argument of CREATE FUNCTION; Name is "" when unnamed.
