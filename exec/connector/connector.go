@@ -71,7 +71,9 @@ func BadRecord(source, topic string, partition int32, offset int64, cause string
 // Source reads rows of a source. Read appends up to max rows to b and
 // returns how many it added; it must not block for more than about 10ms
 // when no data is available (return 0 then), so that barriers are not held
-// up. io.EOF means a bounded source is exhausted.
+// up. io.EOF means a bounded source is exhausted for good: no row will
+// ever follow (its watermark, if it has one, goes to the end of time and
+// closes every window), so a source that may grow returns 0 instead.
 type Source interface {
 	Read(ctx context.Context, b *types.Batch, max int) (int, error)
 	Close() error

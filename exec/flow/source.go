@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,11 @@ type sourceWatermark struct {
 	sent    int64
 	sentAny bool
 }
+
+// EndOfTime is the watermark of a bounded source that has ended: later
+// than any event time, with room for operators to add window sizes and
+// gaps to it without overflow.
+const EndOfTime = math.MaxInt64 / 2
 
 // value returns the watermark implied by the rows read so far.
 func (w *sourceWatermark) value() int64 { return w.max - w.delay }
@@ -282,8 +288,10 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		}
 		b := types.NewBatch(1024)
 		n, err := r.src.Read(ctx, b, 1024)
+		ended := false
 		if errors.Is(err, io.EOF) {
 			r.eof = true
+			ended = true
 		} else if err != nil {
 			if r.OnError != nil {
 				r.OnError(err)
@@ -303,7 +311,18 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			}
 		} else if n > 0 {
 			continue // every row was late
-		} else if !r.eof {
+		}
+		if ended && r.wm != nil {
+			// A bounded source that has ended will never read another
+			// row: its watermark goes to the end of time, so that every
+			// window still open closes (EMIT ON WINDOW CLOSE emits it).
+			ended = false
+			r.wm.sent, r.wm.sentAny = EndOfTime, true
+			if err := r.Out.Send(ctx, Msg{Kind: MsgWatermark, Watermark: Watermark{Col: r.wm.col, Ts: EndOfTime}}); err != nil {
+				return nil
+			}
+		}
+		if len(b.Rows) == 0 && n == 0 && !r.eof {
 			select {
 			case b := <-r.barriers:
 				if err := r.barrier(ctx, b); err != nil {
