@@ -84,6 +84,9 @@ type joinSide struct {
 	// index holds every key anyway).
 	partial bool
 	forgot  int64
+	// forgotten holds the keys whose counts were forgotten: a key not in
+	// it has no rows in the store that the side does not know of.
+	forgotten keyFilter
 	// gone holds the keys whose rows were deleted by an epoch that may not
 	// be committed yet (pendingEpoch: by the next barrier): the store may
 	// still show their rows, so a partial side must not look them up.
@@ -383,6 +386,9 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 				s.cold[curKey] = cnt
 				s.bytes += coldBytes(curKey)
 			} else {
+				if !s.partial || !s.forgotten.has(curKey) {
+					s.forgotten.add(curKey)
+				}
 				s.partial = true
 				s.forgot += cnt
 			}
@@ -427,12 +433,18 @@ func (j *Join) bucketKey(buf []byte, side int, jk string) []byte {
 	return append(storage.AppendStateKeyLen(buf, j.opID, jk), byte(side))
 }
 
+// own returns the memory of the join's state: resident rows, counts and
+// filters.
+func (j *Join) own() int64 {
+	return j.s[0].bytes + j.s[1].bytes + j.s[0].forgotten.bytes() + j.s[1].forgotten.bytes()
+}
+
 // report brings the cache's count of this join's bytes up to date.
 func (j *Join) report() {
 	if j.cache == nil {
 		return
 	}
-	own := j.s[0].bytes + j.s[1].bytes
+	own := j.own()
 	j.cache.Add(own - j.reported)
 	j.reported = own
 }
@@ -459,7 +471,7 @@ func (j *Join) probe(side int, jk string) (*bucket, error) {
 			if !s.partial {
 				return nil, nil
 			}
-			if _, ok := s.gone[jk]; ok {
+			if _, ok := s.gone[jk]; ok || !s.forgotten.has(jk) {
 				return nil, nil
 			}
 		}
@@ -772,7 +784,7 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 			b = &bucket{jk: jk, total: n, spilled: true}
 			delete(s.cold, jk)
 			s.bytes -= coldBytes(jk)
-		} else if _, gone := s.gone[jk]; s.partial && !gone {
+		} else if _, gone := s.gone[jk]; s.partial && !gone && s.forgotten.has(jk) {
 			// The store may hold rows of jk: take the change unread.
 			b = &bucket{jk: jk, spilled: true, unknown: true}
 			j.indexBucket(side, jk, true)
@@ -952,7 +964,7 @@ func (j *Join) storedCount(side int, jk string) (int64, error) {
 // its share of the state cache; then, if it still does not, it forgets
 // spilled buckets' counts.
 func (j *Join) evict(committed uint64) {
-	own := j.s[0].bytes + j.s[1].bytes
+	own := j.own()
 	target := j.cache.Target(own)
 	if own <= target {
 		return
@@ -996,6 +1008,7 @@ func (j *Join) evict(committed uint64) {
 			own -= coldBytes(jk)
 			s.forgot += n
 			s.partial = true
+			s.forgotten.add(jk)
 		}
 	}
 	j.report()
@@ -1320,7 +1333,7 @@ func (j *Join) dropBelow(side, i int, ts int64) error {
 	for _, jk := range idx.takeBelow(ts) {
 		b := s.hot[jk]
 		_, gone := s.gone[jk]
-		if _, ok := s.cold[jk]; s.partial && !ok && (b == nil && !gone || b != nil && b.unknown) {
+		if _, ok := s.cold[jk]; s.partial && !ok && (b == nil && !gone && s.forgotten.has(jk) || b != nil && b.unknown) {
 			// Read back, to count its rows out of forgot and delete them.
 			var err error
 			if b, err = j.load(side, jk, b); err != nil {
