@@ -148,8 +148,8 @@ type bucket struct {
 	// have all gone).
 	retracted bool
 	flight    []flight
-	saved   uint64 // the last epoch that wrote the bucket
-	ref     bool   // probed since the last eviction pass
+	saved     uint64 // the last epoch that wrote the bucket
+	ref       bool   // probed since the last eviction pass
 	// dirty lists the row keys changed since the last barrier, once per
 	// entry that carries the dirty flag (a key can recur after its entry
 	// went and came back). queued: the bucket is in its side's dirty list;
