@@ -58,23 +58,27 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 				return nil, err
 			}
 		}
-		src, err := e.selectRows(ctx, ins.Query, ectx, snap)
-		if err != nil {
-			return nil, err
-		}
 		given := make([]bool, width)
 		for _, t := range ins.Targets {
 			given[t] = true
 		}
-		for _, s := range src {
-			r := make(types.Row, width)
-			for i, t := range ins.Targets {
-				r[t] = s[i]
+		// Each query row becomes its full-width row as it comes: the
+		// query's rows are not all held beside the table's.
+		err := e.eachSelected(ctx, ins.Query, ectx, snap, func(src []types.Row) error {
+			for _, s := range src {
+				r := make(types.Row, width)
+				for i, t := range ins.Targets {
+					r[t] = s[i]
+				}
+				if err := fill(r, given); err != nil {
+					return err
+				}
+				rows = append(rows, r)
 			}
-			if err := fill(r, given); err != nil {
-				return nil, err
-			}
-			rows = append(rows, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		return rows, nil
 	}

@@ -62,6 +62,18 @@ func (e *Engine) openQuery(ctx context.Context, q *planner.Query, ectx *eval.Con
 // The rows are charged to the statement's memory budget (statement_mem):
 // INSERT … SELECT from a runaway query ends with 53200.
 func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	var rows []types.Row
+	err := e.eachSelected(ctx, q, ectx, snap, func(chunk []types.Row) error {
+		rows = append(rows, chunk...)
+		return nil
+	})
+	return rows, err
+}
+
+// eachSelected runs a planned query to its end and calls f with each
+// chunk of its rows (f may keep them), charging them to the statement's
+// memory budget (statement_mem) as selectRows does.
+func (e *Engine) eachSelected(ctx context.Context, q *planner.Query, ectx *eval.Context, snap *storage.Snapshot, f func([]types.Row) error) error {
 	if ectx != nil && ectx.Guard == nil {
 		c := *ectx
 		c.Guard = limit.New(ctx, c.MemLimit)
@@ -73,26 +85,27 @@ func (e *Engine) selectRows(ctx context.Context, q *planner.Query, ectx *eval.Co
 	}
 	qr, err := e.openQuery(ctx, q, ectx, snap)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer qr.Close()
-	var rows []types.Row
 	for {
 		chunk, err := qr.Next(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if chunk == nil {
-			return rows, nil
+			return nil
 		}
 		var n int64
 		for _, r := range chunk {
 			n += limit.RowBytes(r)
 		}
 		if err := g.Grow(n); err != nil {
-			return nil, err
+			return err
 		}
-		rows = append(rows, chunk...)
+		if err := f(chunk); err != nil {
+			return err
+		}
 	}
 }
 

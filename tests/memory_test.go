@@ -135,3 +135,61 @@ func TestMemoryGroupBySpills(t *testing.T) {
 // groupBySpillRSSBound bounds TestMemoryGroupBySpills' peak RSS: the 256
 // MiB limit plus what the runtime and Pebble hold beyond it.
 const groupBySpillRSSBound = 330 << 10 // KiB
+
+// TestMemoryJoinForgetsCounts runs a real server under the smallest
+// --memory-limit with an inner join of two sources over 250,000 distinct
+// keys each: its rows spill to the store, and then the row counts of the
+// spilled keys too (exec/ops/join.go: a side that forgot its counts looks
+// a key up in the store, unless an in-memory Bloom filter of the
+// forgotten keys rules it out). The view must count every match exactly,
+// and the peak resident memory stay under joinSpillRSSBound. (At this size
+// the counts would fit under the Go limit too: 234 MiB peak with counts
+// kept, 211 MiB forgotten; TestJoinForgetsSpilledCounts checks the bound
+// on the counts themselves.)
+func TestMemoryJoinForgetsCounts(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	if testing.Short() {
+		t.Skip("joins 250k keys")
+	}
+	const rows = 250_000
+	srv := StartServer(t, Options{PlainBuild: true, ExtraArgs: []string{"--memory-limit", "128MiB"}})
+	conn := srv.Connect(t)
+	src := func(name string) string {
+		return fmt.Sprintf(`CREATE SOURCE %s (id BIGINT, pad TEXT) WITH (connector = 'datagen',
+			fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '%d',
+			fields.pad.length = '40', datagen.rows.per.second = '0')`, name, rows)
+	}
+	ExecAll(t, conn, src("a"), src("b"),
+		`CREATE MATERIALIZED VIEW j AS SELECT count(*) AS n, sum(a.id) AS s FROM a JOIN b ON a.id = b.id + 1`)
+	start := time.Now()
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	// Keys 2..rows match once each.
+	want := fmt.Sprintf("%d %d", rows-1, int64(rows)*(rows+1)/2-1)
+	for {
+		var got string
+		err := conn.QueryRow(ctx, "SELECT coalesce(n || ' ' || s, '') FROM j").Scan(&got)
+		if err != nil && !strings.Contains(err.Error(), "no rows") {
+			t.Fatal(err)
+		}
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the view holds %q, want %q", time.Since(start), got, want)
+		}
+		time.Sleep(time.Second)
+	}
+	elapsed := time.Since(start)
+	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
+	t.Logf("2 x %d rows joined in %v (%.0f rows/s); peak RSS %d MiB", rows, elapsed.Round(time.Second), 2*rows/elapsed.Seconds(), peak>>10)
+	if peak > joinSpillRSSBound {
+		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, joinSpillRSSBound>>10)
+	}
+}
+
+// joinSpillRSSBound bounds TestMemoryJoinForgetsCounts' peak RSS: the 128
+// MiB limit plus what the runtime and Pebble hold beyond it.
+const joinSpillRSSBound = 280 << 10 // KiB

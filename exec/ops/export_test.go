@@ -21,3 +21,7 @@ func SortKeyOrder(ks []string, lenFirst bool) []int {
 	}
 	return pos
 }
+
+// HeldCounts returns how many spilled buckets' row counts the join holds
+// in memory.
+func (j *Join) HeldCounts() int { return len(j.s[0].cold) + len(j.s[1].cold) }

@@ -28,7 +28,9 @@ import (
 // join spills clean, committed buckets and keeps only their row counts, so
 // that a probe of a key that has no rows costs no read. A spilled bucket
 // takes new rows without being read (as Merge deltas of the counts); it is
-// read back from the store when the other side probes it.
+// read back from the store when the other side probes it. When even the
+// counts outgrow the cache, a side forgets them (joinSide.partial): a
+// probe of a key it does not hold then looks the key up in the store.
 type Join struct {
 	kind   spec.JoinKind
 	keys   [2][]int
@@ -76,6 +78,19 @@ type joinSide struct {
 	// not yet known committed; cold the other spilled buckets' row counts.
 	hot  map[string]*bucket
 	cold map[string]int64
+	// partial: the side forgot the counts of some spilled buckets (the
+	// store holds buckets that neither hot nor cold names); forgot is
+	// their number of rows. A side with a key index keeps its counts (the
+	// index holds every key anyway).
+	partial bool
+	forgot  int64
+	// forgotten holds the keys whose counts were forgotten: a key not in
+	// it has no rows in the store that the side does not know of.
+	forgotten keyFilter
+	// gone holds the keys whose rows were deleted by an epoch that may not
+	// be committed yet (pendingEpoch: by the next barrier): the store may
+	// still show their rows, so a partial side must not look them up.
+	gone map[string]uint64
 	// dirty: the buckets changed since the last barrier, in the order of
 	// their first change (a bucket that replaces an emptied one of the same
 	// key comes after it, so its writes win).
@@ -84,8 +99,38 @@ type joinSide struct {
 	// next barrier; flying: spilled buckets with writes in flight.
 	drop   map[string]struct{}
 	flying map[string]struct{}
-	bytes  int64 // estimated memory of the resident rows
+	bytes  int64 // estimated memory of the resident rows and of cold
 }
+
+// pendingEpoch marks a deletion of the epoch in progress.
+const pendingEpoch = math.MaxUint64
+
+// markGone records that the rows of key jk are deleted in this epoch.
+func (s *joinSide) markGone(jk string) {
+	if s.gone == nil {
+		s.gone = map[string]uint64{}
+	}
+	s.gone[jk] = pendingEpoch
+}
+
+// settleGone dates the deletions of the epoch ending and forgets those
+// known committed.
+func (s *joinSide) settleGone(epoch, committed uint64) {
+	for jk, e := range s.gone {
+		switch {
+		case e == pendingEpoch:
+			s.gone[jk] = epoch
+		case e <= committed:
+			delete(s.gone, jk)
+		}
+	}
+}
+
+// coldBytes estimates the memory of one entry of a side's cold counts.
+func coldBytes(jk string) int64 { return int64(len(jk)) + 64 }
+
+// keepCold reports whether side must keep its spilled buckets' counts.
+func (j *Join) keepCold(side int) bool { return len(j.keyIdx[side]) > 0 || len(j.tidx[side]) > 0 }
 
 type bucket struct {
 	jk string
@@ -96,9 +141,15 @@ type bucket struct {
 	// spilled buckets: flight holds the changes that barriers wrote and
 	// that may not be committed yet.
 	spilled bool
-	flight  []flight
-	saved   uint64 // the last epoch that wrote the bucket
-	ref     bool   // probed since the last eviction pass
+	// unknown: a spilled bucket of a partial side whose stored rows were
+	// not counted: total counts only the changes since it was made.
+	unknown bool
+	// retracted: an unknown bucket took a retraction (its stored rows may
+	// have all gone).
+	retracted bool
+	flight    []flight
+	saved     uint64 // the last epoch that wrote the bucket
+	ref       bool   // probed since the last eviction pass
 	// dirty lists the row keys changed since the last barrier, once per
 	// entry that carries the dirty flag (a key can recur after its entry
 	// went and came back). queued: the bucket is in its side's dirty list;
@@ -329,7 +380,18 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 			}
 		}
 		if cur == nil {
-			s.cold[curKey] += cnt
+			if _, ok := s.cold[curKey]; ok {
+				s.cold[curKey] += cnt
+			} else if j.keepCold(side) || s.bytes+j.s[1-side].bytes < room {
+				s.cold[curKey] = cnt
+				s.bytes += coldBytes(curKey)
+			} else {
+				if !s.partial || !s.forgotten.has(curKey) {
+					s.forgotten.add(curKey)
+				}
+				s.partial = true
+				s.forgot += cnt
+			}
 		}
 		rks := string(rk)
 		if len(j.tidx[side]) > 0 {
@@ -371,12 +433,18 @@ func (j *Join) bucketKey(buf []byte, side int, jk string) []byte {
 	return append(storage.AppendStateKeyLen(buf, j.opID, jk), byte(side))
 }
 
+// own returns the memory of the join's state: resident rows, counts and
+// filters.
+func (j *Join) own() int64 {
+	return j.s[0].bytes + j.s[1].bytes + j.s[0].forgotten.bytes() + j.s[1].forgotten.bytes()
+}
+
 // report brings the cache's count of this join's bytes up to date.
 func (j *Join) report() {
 	if j.cache == nil {
 		return
 	}
-	own := j.s[0].bytes + j.s[1].bytes
+	own := j.own()
 	j.cache.Add(own - j.reported)
 	j.reported = own
 }
@@ -399,11 +467,13 @@ func (j *Join) probe(side int, jk string) (*bucket, error) {
 		return b, nil
 	}
 	if b == nil {
-		if len(s.cold) == 0 {
-			return nil, nil
-		}
 		if _, ok := s.cold[jk]; !ok {
-			return nil, nil
+			if !s.partial {
+				return nil, nil
+			}
+			if _, ok := s.gone[jk]; ok || !s.forgotten.has(jk) {
+				return nil, nil
+			}
 		}
 	}
 	return j.load(side, jk, b)
@@ -414,9 +484,12 @@ func (j *Join) probe(side int, jk string) (*bucket, error) {
 // not have yet, and makes it resident.
 func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 	s := &j.s[side]
-	want := s.cold[jk]
+	want, known := s.cold[jk]
+	if known {
+		s.bytes -= coldBytes(jk)
+	}
 	if b != nil {
-		want = b.total
+		want, known = b.total, !b.unknown
 	}
 	nb := &bucket{jk: jk, ref: true}
 	add := func(rk string, row types.Row, n int64) {
@@ -465,7 +538,13 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 		}
 		delete(s.flying, jk)
 	}
-	if nb.total != want {
+	switch {
+	case !known && b != nil:
+		s.forgot -= nb.total - b.total // b.total: its changes since it was forgotten
+	case !known:
+		s.forgot -= nb.total
+	}
+	if known && nb.total != want {
 		return nil, pgerror.Newf(pgcode.DataCorrupted, "join state of a spilled key holds %d rows, want %d", nb.total, want)
 	}
 	for i := 0; i < len(nb.rows.list); {
@@ -500,6 +579,9 @@ func (j *Join) load(side int, jk string, b *bucket) (*bucket, error) {
 		j.indexBucket(side, jk, false)
 		if found {
 			s.drop[jk] = struct{}{} // what the store holds nets to nothing
+		}
+		if found || b != nil {
+			s.markGone(jk)
 		}
 		return nil, nil
 	}
@@ -704,6 +786,11 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 		if n, ok := s.cold[jk]; ok {
 			b = &bucket{jk: jk, total: n, spilled: true}
 			delete(s.cold, jk)
+			s.bytes -= coldBytes(jk)
+		} else if _, gone := s.gone[jk]; s.partial && !gone && s.forgotten.has(jk) {
+			// The store may hold rows of jk: take the change unread.
+			b = &bucket{jk: jk, spilled: true, unknown: true}
+			j.indexBucket(side, jk, true)
 		} else {
 			b = &bucket{jk: jk}
 			j.indexBucket(side, jk, true)
@@ -725,6 +812,7 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	e := &b.rows.list[i]
 	e.n += diff
 	b.total += diff
+	b.retracted = b.retracted || diff < 0
 	s.touch(b, e)
 	if e.n == 0 {
 		if !b.spilled {
@@ -734,6 +822,7 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 	}
 	if len(b.rows.list) == 0 && !b.spilled {
 		delete(s.hot, jk)
+		s.markGone(jk)
 		j.indexBucket(side, jk, false)
 	}
 }
@@ -749,6 +838,7 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 	committed := j.db.CommittedEpoch()
 	for side := 0; side < 2; side++ {
 		s := &j.s[side]
+		s.settleGone(bar.Epoch, committed)
 		for jk := range s.drop {
 			j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
 			bar.W.DeleteRange(j.kbuf, storage.PrefixEnd(j.kbuf))
@@ -822,13 +912,32 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 			}
 			delete(s.flying, jk)
 			delete(s.hot, jk)
-			if b.total != 0 {
+			switch {
+			case b.unknown:
+				// Its rows stay uncounted, unless a retraction may have
+				// emptied it: then it is deleted whole if it has none.
+				s.forgot += b.total
+				if !b.retracted {
+					break
+				}
+				n, err := j.storedCount(side, jk)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					j.indexBucket(side, jk, false)
+					s.drop[jk] = struct{}{}
+					s.markGone(jk)
+				}
+			case b.total != 0:
 				s.cold[jk] = b.total
-			} else {
+				s.bytes += coldBytes(jk)
+			default:
 				// Its rows netted to nothing: the stored counts, zero, go
 				// at the next barrier.
 				j.indexBucket(side, jk, false)
 				s.drop[jk] = struct{}{}
+				s.markGone(jk)
 			}
 		}
 	}
@@ -837,11 +946,28 @@ func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 	return nil
 }
 
+// storedCount returns the number of rows the committed store holds in
+// side's bucket jk.
+func (j *Join) storedCount(side int, jk string) (int64, error) {
+	j.kbuf = j.bucketKey(j.kbuf[:0], side, jk)
+	var n int64
+	err := j.db.Scan(j.kbuf, func(_, v []byte) error {
+		c, m := binary.Varint(v)
+		if m <= 0 {
+			return pgerror.New(pgcode.DataCorrupted, "corrupt join state")
+		}
+		n += c
+		return nil
+	})
+	return n, err
+}
+
 // evict spills clean resident buckets, saved at or before the committed
 // epoch and not probed since the last pass, until the join's memory fits
-// its share of the state cache.
+// its share of the state cache; then, if it still does not, it forgets
+// spilled buckets' counts.
 func (j *Join) evict(committed uint64) {
-	own := j.s[0].bytes + j.s[1].bytes
+	own := j.own()
 	target := j.cache.Target(own)
 	if own <= target {
 		return
@@ -863,11 +989,29 @@ func (j *Join) evict(committed uint64) {
 			for _, e := range b.rows.list {
 				n += rowBytes(e.rk, j.widths[side])
 			}
+			n -= coldBytes(jk)
 			s.bytes -= n
 			own -= n
 			delete(s.hot, jk)
 			s.cold[jk] = b.total
 			j.evicted++
+		}
+	}
+	for side := 0; side < 2 && own > target; side++ {
+		s := &j.s[side]
+		if j.keepCold(side) {
+			continue
+		}
+		for jk, n := range s.cold {
+			if own <= target {
+				break
+			}
+			delete(s.cold, jk)
+			s.bytes -= coldBytes(jk)
+			own -= coldBytes(jk)
+			s.forgot += n
+			s.partial = true
+			s.forgotten.add(jk)
 		}
 	}
 	j.report()
@@ -1065,7 +1209,9 @@ func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Wa
 		out = j.appendOutWatermarks(out, j.keys[0][i], ts)
 		out = j.appendOutWatermarks(out, j.widths[0]+j.keys[1][i], ts)
 		for side := 0; side < 2; side++ {
-			j.dropBelow(side, i, ts)
+			if err := j.dropBelow(side, i, ts); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, b := range j.bounds {
@@ -1142,6 +1288,7 @@ func (j *Join) dropRows(side, col int, ts int64) error {
 		b.rows.remove(i)
 		if len(b.rows.list) == 0 {
 			delete(s.hot, ref.jk)
+			s.markGone(ref.jk)
 			j.indexBucket(side, ref.jk, false)
 		}
 	}
@@ -1149,7 +1296,7 @@ func (j *Join) dropRows(side, col int, ts int64) error {
 }
 
 // dropBelow deletes side's buckets whose key i is below ts.
-func (j *Join) dropBelow(side, i int, ts int64) {
+func (j *Join) dropBelow(side, i int, ts int64) error {
 	s := &j.s[side]
 	if j.keyIdx[side] == nil {
 		j.keyIdx[side] = map[int]*valueIndex{}
@@ -1169,9 +1316,37 @@ func (j *Join) dropBelow(side, i int, ts int64) {
 		for jk := range s.cold {
 			add(jk)
 		}
+		if s.partial {
+			// The keys whose counts the side forgot are in the store only.
+			last := ""
+			err := j.db.Scan(storage.StatePrefix(j.opID), func(k, _ []byte) error {
+				sd, jk, _, err := j.splitKey(k)
+				if err != nil || sd != side || string(jk) == last {
+					return err
+				}
+				last = string(jk)
+				add(last)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 	}
 	for _, jk := range idx.takeBelow(ts) {
 		b := s.hot[jk]
+		_, gone := s.gone[jk]
+		if _, ok := s.cold[jk]; s.partial && !ok && (b == nil && !gone && s.forgotten.has(jk) || b != nil && b.unknown) {
+			// Read back, to count its rows out of forgot and delete them.
+			var err error
+			if b, err = j.load(side, jk, b); err != nil {
+				return err
+			}
+			if b == nil {
+				j.indexBucket(side, jk, false)
+				continue
+			}
+		}
 		switch {
 		case b != nil && !b.spilled:
 			// Its rows are deleted at the barrier, one by one.
@@ -1193,11 +1368,14 @@ func (j *Join) dropBelow(side, i int, ts int64) {
 				continue
 			}
 			delete(s.cold, jk)
+			s.bytes -= coldBytes(jk)
 			s.drop[jk] = struct{}{}
 		}
+		s.markGone(jk)
 		// Out of the other keys' indexes too.
 		j.indexBucket(side, jk, false)
 	}
+	return nil
 }
 
 // StoredRows returns the number of distinct rows the join keeps in memory
@@ -1215,6 +1393,7 @@ func (j *Join) StoredRows() int {
 		for _, c := range j.s[side].cold {
 			n += int(c)
 		}
+		n += int(j.s[side].forgot)
 	}
 	return n
 }
