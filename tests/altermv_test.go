@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -152,4 +153,77 @@ func TestAlterMViewKeepsStateAndSendsOnlyChanges(t *testing.T) {
 	ExecAll(t, conn, `INSERT INTO a VALUES (1004, 1, 100)`)
 	amvEqual(t, srv, "agg", filtered)
 	amvEqual(t, srv, "dep", `SELECT name, total FROM (`+filtered+`) s WHERE n > 1`)
+}
+
+// TestAlterMViewKill9 kills the server at moments during ALTER
+// MATERIALIZED VIEW: after the restart the view is either the old one or
+// the new one, whole (its rows are what its stored query computes), and it
+// keeps running.
+func TestAlterMViewKill9(t *testing.T) {
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE TABLE a (id BIGINT PRIMARY KEY, k BIGINT, v BIGINT)`,
+		`CREATE TABLE b (k BIGINT PRIMARY KEY, name TEXT)`,
+		`INSERT INTO b VALUES (1, 'x'), (2, 'y'), (3, 'z')`,
+		`INSERT INTO a SELECT i, i % 3 + 1, i FROM generate_series(1, 3000) AS i`,
+		`CREATE MATERIALIZED VIEW agg AS `+amvJoinAgg,
+		`CREATE MATERIALIZED VIEW dep AS SELECT name, total FROM agg`,
+	)
+	_ = conn.Close(context.Background())
+	queries := []string{
+		amvJoinAgg,
+		`SELECT b.name, count(*) AS n, sum(a.v) * 7 AS total FROM a JOIN b ON a.k = b.k GROUP BY b.name`,
+		`SELECT b.name, count(*) AS n, sum(a.v) AS total FROM a JOIN b ON a.k = b.k WHERE a.v % 3 = 0 GROUP BY b.name`,
+	}
+	delays := []time.Duration{0, 10 * time.Millisecond, 40 * time.Millisecond, 90 * time.Millisecond, 150 * time.Millisecond, 250 * time.Millisecond}
+	outcomes := map[string]int{}
+	for r, d := range delays {
+		target := queries[(r+1)%len(queries)]
+		conn := srv.Connect(t)
+		done := make(chan error, 1)
+		go func() {
+			_, err := conn.Exec(context.Background(), `ALTER MATERIALIZED VIEW agg AS `+target)
+			done <- err
+		}()
+		time.Sleep(d) // a moment during the ALTER
+		if err := srv.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		show := strings.Join(amvRows(t, srv, `SHOW CREATE MATERIALIZED VIEW agg`), " ")
+		which := -1
+		for i, q := range queries {
+			if strings.Contains(show, q) {
+				which = i
+			}
+		}
+		if which < 0 {
+			t.Fatalf("round %d: SHOW CREATE gives %q, none of the queries", r, show)
+		}
+		got := amvEqual(t, srv, "agg", queries[which])
+		amvEqual(t, srv, "dep", `SELECT name, total FROM (`+queries[which]+`) s`)
+		if queries[which] == target {
+			outcomes["new"]++
+		} else {
+			outcomes["old"]++
+		}
+		t.Logf("round %d (kill after %v): the %s view, %v", r, d, map[bool]string{true: "new", false: "old"}[queries[which] == target], got)
+		// It keeps running.
+		c := srv.Connect(t)
+		ExecAll(t, c, fmt.Sprintf(`INSERT INTO a VALUES (%d, %d, %d)`, 10000+r, r%3+1, r))
+		_ = c.Close(context.Background())
+		amvEqual(t, srv, "agg", queries[which])
+		// Make the next round start from the other query.
+		if queries[which] != target {
+			c := srv.Connect(t)
+			ExecAll(t, c, `ALTER MATERIALIZED VIEW agg AS `+target)
+			_ = c.Close(context.Background())
+			amvEqual(t, srv, "agg", target)
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
 }
