@@ -105,9 +105,11 @@ func MatchPlans(old, nw *Plan, canReplay func(*Node) bool) *Match {
 		}
 	}
 	// Top-down (inputs precede their consumers): a node's consumers are
-	// settled before the node.
+	// settled before the node. The root takes new rows unless the plans
+	// are the same.
+	m.Kept[newRoot] = m.Same
 	for i := len(nw.Nodes) - 1; i >= 0; i-- {
-		if !m.Kept[i] {
+		if !m.Kept[i] || i == newRoot {
 			continue
 		}
 		newConsumer := false
@@ -128,7 +130,7 @@ func MatchPlans(old, nw *Plan, canReplay func(*Node) bool) *Match {
 	}
 	used := map[uint64]bool{}
 	for i, n := range nw.Nodes {
-		if m.Kept[i] {
+		if m.Kept[i] && i != newRoot {
 			used[n.StateID] = true
 		}
 	}
