@@ -28,6 +28,11 @@ type replace struct {
 	// swap: the new plan computes other rows (the Materialize replaces
 	// them); false when the old plan is started again after a failure.
 	swap bool
+	// ops are the old job's operators by StateID: a kept node runs on with
+	// its operator and the state in its memory, which equals the committed
+	// state (the graph is paused at a committed epoch), instead of loading
+	// it from the store again.
+	ops map[uint64]flow.Operator
 }
 
 // backfills reports whether a replace starts a subscription that reads
@@ -85,12 +90,26 @@ func (r *Runtime) ReplaceJob(id uint64, name string, old, nw *spec.Plan, m *spec
 	}
 	absorbed := j.absorbed
 	r.mu.Unlock()
+	kept := map[uint64]flow.Operator{}
+	for i, n := range nw.Nodes {
+		if a := j.stateful[n.StateID]; a != nil && m.Kept[i] && n.StateID != 0 {
+			a.Keep.Store(true)
+			kept[n.StateID] = a.Op
+		}
+	}
 	r.stop(j)
-	nj, err := r.startJob(id, name, nw, false, &replace{match: m, stream: stream, swap: true})
+	nj, err := r.startJob(id, name, nw, false, &replace{match: m, stream: stream, swap: true, ops: kept})
 	if err != nil {
 		all := &spec.Match{Kept: make([]bool, len(old.Nodes)), Replay: make([]bool, len(old.Nodes))}
 		for i := range all.Kept {
 			all.Kept[i] = true
+		}
+		// The kept operators may have been handed to the failed start, and
+		// replayed; the old plan loads its state from the store again.
+		for _, op := range kept {
+			if rl, ok := op.(flow.Releaser); ok {
+				rl.Release()
+			}
 		}
 		if oj, err2 := r.startJob(id, name, old, false, &replace{match: all, stream: stream}); err2 != nil {
 			r.logf("%s: the old plan did not start again after a failed change: %v", name, err2)

@@ -84,6 +84,10 @@ type Job struct {
 	then *storage.Snapshot
 	// rebuild: the job never completed an epoch and is built from scratch.
 	rebuild bool
+	// stateful holds the actors of the job's operators built by newOp,
+	// by StateID: a view changed in place reuses the kept ones' operators
+	// with the state they hold (replace.go).
+	stateful map[uint64]*flow.Actor
 }
 
 type sub struct {
@@ -441,6 +445,10 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		case spec.UpsertKey:
 			op, err = ops.NewUpsertKey(n.Key, opID, r.db)
 		default:
+			if rp != nil && rp.match.Kept[idx] && rp.ops[n.StateID] != nil {
+				op = rp.ops[n.StateID]
+				break
+			}
 			var ok bool
 			if op, ok, err = newOp(plan, n, opID, r.db, ectx, &j.Errors); !ok && err == nil {
 				err = pgerror.Unsupported("%s in a streaming job", n.Kind)
@@ -453,6 +461,12 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
 		if rp != nil && n.Kind == spec.Materialize {
 			a.Out, stream = rp.stream, rp.stream
+		}
+		if _, ok := op.(*ops.Subscribe); !ok && n.Kind != spec.Materialize && n.Kind != spec.Sink && n.Kind != spec.UpsertKey {
+			if j.stateful == nil {
+				j.stateful = map[uint64]*flow.Actor{}
+			}
+			j.stateful[n.StateID] = a
 		}
 		if ag, ok := op.(*ops.Agg); ok && rp != nil && rp.match.Replay[idx] {
 			ag.Replay = true
