@@ -251,6 +251,9 @@ func (s *session) authorize(st parser.Statement) error {
 		}
 		return create(x.Name)
 	case *parser.CreateMaterializedView:
+		if x.OrReplace && e.cat.get(x.Name) != nil {
+			return ownerIfExists(x.Name)
+		}
 		return create(x.Name)
 	case *parser.CreateSequence:
 		return create(x.Name)

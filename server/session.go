@@ -275,6 +275,15 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		}
 		return w.Complete("CREATE SOURCE")
 	case *parser.CreateMaterializedView:
+		if x.OrReplace {
+			if err := s.e.replaceMView(ctx, x); err != nil {
+				return err
+			}
+			if x.Alter {
+				return w.Complete("ALTER MATERIALIZED VIEW")
+			}
+			return w.Complete("CREATE MATERIALIZED VIEW")
+		}
 		if err := s.e.createMView(ctx, x); err != nil {
 			return err
 		}

@@ -62,6 +62,11 @@ func ddlTag(st parser.Statement) string {
 // a block's DDL when the block commits (ROLLBACK discards it), so a block
 // may hold DDL or writes, not both.
 func (s *session) deferDDL(st parser.Statement, w pgwire.ResultWriter) error {
+	if mv, ok := st.(*parser.CreateMaterializedView); ok && mv.OrReplace {
+		s.tx.failed = true
+		return pgerror.New(pgcode.ActiveSQLTransaction, "%s … AS cannot run inside a transaction block", map[bool]string{true: "ALTER MATERIALIZED VIEW", false: "CREATE OR REPLACE MATERIALIZED VIEW"}[mv.Alter]).
+			WithHint("Run it outside BEGIN … COMMIT: the change commits in one epoch of its own.")
+	}
 	if s.tx.wrote {
 		s.tx.failed = true
 		return pgerror.New(pgcode.ActiveSQLTransaction, "%s cannot run inside a transaction block that has written rows", ddlTag(st)).

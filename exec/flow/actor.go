@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"sync/atomic"
 
 	"sluice/sql/types"
 )
@@ -33,6 +34,10 @@ type Actor struct {
 	// Failpoint, if set, is called with each batch's row count before the
 	// operator sees it; a panic or error there fails the operator (tests).
 	Failpoint func(rows int) error
+	// Keep, set before the actor is stopped, hands its operator on
+	// whole to a successor (a view changed in place): Release is not
+	// called.
+	Keep atomic.Bool
 
 	failed bool
 }
@@ -40,7 +45,11 @@ type Actor struct {
 // Run processes messages until ctx is done or every input has ended.
 func (a *Actor) Run(ctx context.Context) (err error) {
 	if r, ok := a.Op.(Releaser); ok {
-		defer r.Release()
+		defer func() {
+			if !a.Keep.Load() {
+				r.Release()
+			}
+		}()
 	}
 	out := NewEmitter(func(b *types.Batch) error {
 		return a.Out.Send(ctx, Msg{Kind: MsgData, Batch: b})

@@ -84,6 +84,10 @@ type Job struct {
 	then *storage.Snapshot
 	// rebuild: the job never completed an epoch and is built from scratch.
 	rebuild bool
+	// stateful holds the actors of the job's operators built by newOp,
+	// by StateID: a view changed in place reuses the kept ones' operators
+	// with the state they hold (replace.go).
+	stateful map[uint64]*flow.Actor
 }
 
 type sub struct {
@@ -295,11 +299,15 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 // from the last checkpoint (recovery). The graph must be paused or not yet
 // running.
 func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill bool) (*Job, error) {
+	return r.startJob(id, name, plan, backfill, nil)
+}
+
+func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill bool, rp *replace) (*Job, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	j := r.newJob(id, name)
 	j.cancel = cancel
 	resumed := false // started from a committed epoch recorded by this build
-	if !backfill {
+	if !backfill && rp == nil {
 		v, err := r.db.Get(epochKey(id))
 		if err != nil {
 			cancel()
@@ -331,7 +339,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	var actors []*flow.Actor
 	var readers []*flow.ReaderSource
 	var snap *storage.Snapshot
-	if backfill {
+	if backfill || rp.backfills(plan) {
 		snap = r.db.Snapshot()
 	}
 	fail := func(err error) (*Job, error) {
@@ -358,6 +366,10 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 	var stream *flow.Output
 	for idx, n := range plan.Nodes {
 		opID := nodeOpID(id, idx, n)
+		backfill := backfill
+		if rp != nil {
+			backfill = !rp.match.Kept[idx] || rp.match.Replay[idx]
+		}
 		inputs := make([]chan flow.Msg, len(n.Inputs))
 		for i, in := range n.Inputs {
 			c := flow.NewChan()
@@ -415,6 +427,14 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			op, err = m, err2
 			j.Mat = m
 			stream = outs[n.Inputs[0]]
+			if rp != nil && m != nil {
+				// The view's dependents stay attached to its stream, which
+				// is from now on the Materialize's output.
+				if rp.swap {
+					m.Replace()
+				}
+				m.Forward = true
+			}
 		case spec.Sink:
 			var d *sink.Deliverer
 			if d, err = r.deliverer(n); err == nil {
@@ -425,6 +445,10 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		case spec.UpsertKey:
 			op, err = ops.NewUpsertKey(n.Key, opID, r.db)
 		default:
+			if rp != nil && rp.match.Kept[idx] && rp.ops[n.StateID] != nil {
+				op = rp.ops[n.StateID]
+				break
+			}
 			var ok bool
 			if op, ok, err = newOp(plan, n, opID, r.db, ectx, &j.Errors); !ok && err == nil {
 				err = pgerror.Unsupported("%s in a streaming job", n.Kind)
@@ -435,6 +459,18 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
 			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
+		if rp != nil && n.Kind == spec.Materialize {
+			a.Out, stream = rp.stream, rp.stream
+		}
+		if _, ok := op.(*ops.Subscribe); !ok && n.Kind != spec.Materialize && n.Kind != spec.Sink && n.Kind != spec.UpsertKey {
+			if j.stateful == nil {
+				j.stateful = map[uint64]*flow.Actor{}
+			}
+			j.stateful[n.StateID] = a
+		}
+		if ag, ok := op.(*ops.Agg); ok && rp != nil && rp.match.Replay[idx] {
+			ag.Replay = true
+		}
 		if s, ok := op.(*ops.Subscribe); ok {
 			if err := r.subscribe(j, a, s, opID, n.Rel, n.RelName, backfill, snap); err != nil {
 				return fail(err)

@@ -63,6 +63,9 @@ type Agg struct {
 	// (aggfold.go): emitGroup returns it, failing the job.
 	foldErr error
 	spill   aggSpill // aggspill.go
+	// Replay: Start emits the current rows of every group (a view
+	// changed in place, spec.Match.Replay).
+	Replay bool
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -943,4 +946,44 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 		return nil, bad
 	}
 	return g, nil
+}
+
+// Start implements flow.Starter: with Replay set (a view changed in place
+// whose new part reads this aggregation), it first emits every group's
+// current row, read from its state, so the new part is built without the
+// aggregation's input being read again.
+func (a *Agg) Start(out *flow.Emitter) error {
+	if !a.Replay {
+		return nil
+	}
+	a.Replay = false
+	var stored []string
+	if err := a.storedKeys(func(k string, _ types.Row) { stored = append(stored, k) }); err != nil {
+		return err
+	}
+	for _, k := range stored {
+		if _, err := a.readBack(k); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(a.groups))
+	for k := range a.groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		g := a.groups[k]
+		if g.count <= 0 && !a.global {
+			continue
+		}
+		r := a.output(g)
+		if a.foldErr != nil {
+			return a.foldErr
+		}
+		if err := out.Emit(r, 1); err != nil {
+			return err
+		}
+		g.emitted = true
+	}
+	return nil
 }

@@ -34,6 +34,11 @@ type Materialize struct {
 	kbuf   []byte
 	// Rows counts the relation's rows, for SHOW and tests.
 	Rows atomic.Int64
+	// Forward: emit the input's changes downstream (materialize_replace.go).
+	Forward bool
+	// replacing: the first epoch of a new plan; fresh gathers its output.
+	replacing bool
+	fresh     map[string]*jrow
 }
 
 // matChange is one key's change in an epoch: its net multiplicity change
@@ -106,7 +111,11 @@ func RelKey(buf []byte, key []int, r types.Row) []byte {
 func (m *Materialize) Terminal() bool { return true }
 
 // Process implements flow.Operator.
-func (m *Materialize) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
+func (m *Materialize) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	if m.replacing {
+		m.processReplace(b)
+		return nil
+	}
 	for i, r := range b.Rows {
 		m.kbuf = RelKey(m.kbuf[:0], m.key, r)
 		c := m.dirty[string(m.kbuf)]
@@ -119,6 +128,11 @@ func (m *Materialize) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
 		}
 		c.n += b.Diffs[i]
 		m.Rows.Add(b.Diffs[i])
+		if m.Forward {
+			if err := out.Emit(r, b.Diffs[i]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -139,7 +153,7 @@ func (m *Materialize) prior(k string, key []byte) (int64, types.Row, error) {
 }
 
 // Checkpoint implements flow.Operator.
-func (m *Materialize) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
+func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	committed := uint64(0)
 	if m.db != nil {
 		committed = m.db.CommittedEpoch()
@@ -148,6 +162,9 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		if w.epoch <= committed {
 			delete(m.flying, k)
 		}
+	}
+	if m.replacing {
+		return m.checkpointReplace(b, out)
 	}
 	for k, c := range m.dirty {
 		key := append(append(m.kbuf[:0], m.prefix...), k...)

@@ -35,7 +35,7 @@ func (r *rewriter) create() Statement {
 	case t.isWord("materialized"):
 		r.i++
 		r.expectWord("view")
-		return r.createMV()
+		return r.createMV(orReplace)
 	case t.isWord("view"):
 		r.i++
 		return r.createView(orReplace)
@@ -552,8 +552,8 @@ func (r *rewriter) viewQuery() (*Query, bool) {
 	return q, eowc
 }
 
-func (r *rewriter) createMV() Statement {
-	mv := &CreateMaterializedView{IfNotExists: r.ifNotExists()}
+func (r *rewriter) createMV(orReplace bool) Statement {
+	mv := &CreateMaterializedView{IfNotExists: r.ifNotExists(), OrReplace: orReplace}
 	mv.Name = r.nameChainString()
 	if r.tok().isWord("with") && r.peek(1).isPunct("(") {
 		r.unsupported(r.tok(), "CREATE MATERIALIZED VIEW ... WITH (...) is not supported")

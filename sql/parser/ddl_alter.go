@@ -21,6 +21,15 @@ func (r *rewriter) alterTable() Statement {
 		r.i++
 		return r.alterSecret()
 	}
+	if t.isWord("materialized") && r.peek(1).isWord("view") && !r.peek(2).isWord("if") &&
+		(r.peek(3).isWord("as") || (r.peek(3).isPunct(".") && r.peek(5).isWord("as"))) {
+		r.i += 2
+		mv := &CreateMaterializedView{Alter: true, OrReplace: true}
+		mv.Name = r.nameChainString()
+		q, eowc := r.viewQuery()
+		mv.Query, mv.QueryText, mv.Parsed, mv.EmitOnWindowClose = q.Node, q.Text(), q, eowc
+		return mv
+	}
 	if (t.isWord("materialized") && r.peek(1).isWord("view")) || t.isWord("sink") {
 		return r.alterResume()
 	}

@@ -160,8 +160,8 @@ type CreateSource struct {
 	IfNotExists   bool
 }
 
-// CreateMaterializedView is CREATE MATERIALIZED VIEW name AS query [EMIT ON
-// WINDOW CLOSE].
+// CreateMaterializedView is CREATE [OR REPLACE] MATERIALIZED VIEW name AS
+// query [EMIT ON WINDOW CLOSE], or ALTER MATERIALIZED VIEW name AS query.
 type CreateMaterializedView struct {
 	stmtText
 	Name string
@@ -171,6 +171,11 @@ type CreateMaterializedView struct {
 	QueryText         string
 	IfNotExists       bool
 	EmitOnWindowClose bool
+	// OrReplace (CREATE OR REPLACE MATERIALIZED VIEW) replaces an existing
+	// view's query in place, keeping the state the old and the new plan
+	// share; Alter (ALTER MATERIALIZED VIEW name AS query) does the same
+	// and requires that the view exists.
+	OrReplace, Alter bool
 	// Parsed is the query with the rewriter's side tables (TableFuncs,
 	// NullsOrder, ColumnAliases).
 	Parsed *Query
