@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"sluice/exec/connector"
@@ -195,7 +196,7 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource, text 
 		key = append(key, found)
 	}
 	for i, c := range x.Columns {
-		if c.PrimaryKey {
+		if c.PrimaryKey && !slices.Contains(key, i) { // CREATE TABLE's parse lists it in both
 			key = append(key, i)
 		}
 	}

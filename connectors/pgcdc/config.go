@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -196,7 +197,42 @@ func (Factory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.
 	if _, err := probe(pctx, c); err != nil && !transient(err) {
 		return nil, err
 	}
+	if !claimSlot(c.slotID()) {
+		return nil, pgerror.New("55006", "postgres-cdc source %s: replication slot %q is already read by another job", c.name, c.slot).
+			WithHint("a replication slot has one reader: read the source from one materialized view and build other views on that view, or create another source with its own slot.name")
+	}
 	return newReader(c), nil
+}
+
+// slots holds the slots read by this process's open readers: a slot has
+// one reader, and a second one would take turns with the first (or drop
+// the slot of a first one still taking its snapshot).
+var slots struct {
+	sync.Mutex
+	held map[string]bool
+}
+
+func (c *config) slotID() string {
+	return net.JoinHostPort(c.host, strconv.Itoa(c.port)) + "/" + c.database + "/" + c.slot
+}
+
+func claimSlot(id string) bool {
+	slots.Lock()
+	defer slots.Unlock()
+	if slots.held[id] {
+		return false
+	}
+	if slots.held == nil {
+		slots.held = map[string]bool{}
+	}
+	slots.held[id] = true
+	return true
+}
+
+func releaseSlot(id string) {
+	slots.Lock()
+	defer slots.Unlock()
+	delete(slots.held, id)
 }
 
 // quoteDSN quotes a keyword/value connection-string value.

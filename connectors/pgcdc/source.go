@@ -40,6 +40,7 @@ type reader struct {
 	w      *worker // nil until the first Read
 	chunks chan *chunk
 	fatal  error
+	closed bool
 }
 
 var (
@@ -152,5 +153,9 @@ func (r *reader) stopWorker() {
 // Close implements connector.Source.
 func (r *reader) Close() error {
 	r.stopWorker()
+	if !r.closed {
+		r.closed = true
+		releaseSlot(r.cfg.slotID())
+	}
 	return nil
 }
