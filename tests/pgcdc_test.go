@@ -213,3 +213,124 @@ func TestPostgresCDC(t *testing.T) {
 		t.Fatalf("a second reader of the slot: %v, want 55006", err)
 	}
 }
+
+// cdcExpect runs stmt on conn and fails unless it errs with code and a
+// message holding every one of mentions.
+func cdcExpect(t *testing.T, conn *pgx.Conn, stmt, code string, mentions ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := QueryText(ctx, conn, stmt)
+	if err == nil {
+		t.Fatalf("%s: succeeded, want SQLSTATE %s", stmt, code)
+	}
+	if PgCode(err) != code {
+		t.Fatalf("%s: %v, want SQLSTATE %s", stmt, err, code)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(err.Error(), m) {
+			t.Fatalf("%s: %v, want it to mention %q", stmt, err, m)
+		}
+	}
+	return err
+}
+
+// waitLine polls q on conn until a row holds want.
+func waitLine(t *testing.T, conn *pgx.Conn, q, want string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := cdcLines(context.Background(), conn, q)
+		for _, l := range got {
+			if strings.Contains(l, want) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %q (err %v), want a row holding %q", q, got, err, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPostgresCDCBadInput: what the source cannot honour is refused with
+// a SQLSTATE and a hint (wal_level not logical, a wrong password, a table
+// without a key, a declared key that is not the table's), an upstream
+// down at start is retried with its error shown in SHOW SOURCES, and
+// schema changes upstream are followed (ADD COLUMN) or reported (DROP
+// COLUMN, TRUNCATE).
+func TestPostgresCDCBadInput(t *testing.T) {
+	srv := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
+	sl := srv.Connect(t)
+
+	replica := startCDCPostgres(t, "replica", "", true)
+	ExecAll(t, replica.Connect(t), `CREATE TABLE r (id int PRIMARY KEY, v text)`)
+	err := cdcExpect(t, sl, `CREATE SOURCE r (id INT PRIMARY KEY, v TEXT) WITH (`+replica.withOpts("postgres", "", "r", "s_r")+`)`,
+		"55000", "wal_level is replica, not logical")
+	if !strings.Contains(fmt.Sprintf("%+v", err), "wal_level = logical") {
+		t.Logf("error detail: %+v", err)
+	}
+
+	pg := startCDCPostgres(t, "logical", "", true)
+	up := pg.Connect(t)
+	ExecAll(t, up, `CREATE ROLE cdc LOGIN REPLICATION PASSWORD 'right-pw'`,
+		`CREATE TABLE nokey (id int, v text)`, `CREATE TABLE kv (id int PRIMARY KEY, v text, extra int)`,
+		`GRANT SELECT ON nokey, kv TO cdc`, `GRANT CREATE ON DATABASE postgres TO cdc`, `ALTER TABLE kv OWNER TO cdc`,
+		`INSERT INTO kv SELECT g, 'v'||g, g FROM generate_series(1, 50) g`)
+	err = cdcExpect(t, sl, `CREATE SOURCE w (id INT PRIMARY KEY, v TEXT) WITH (`+pg.withOpts("cdc", "wrong-pw", "kv", "s_w")+`)`,
+		"28P01", "password authentication failed")
+	if strings.Contains(err.Error(), "wrong-pw") {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	cdcExpect(t, sl, `CREATE SOURCE nk (id INT PRIMARY KEY, v TEXT) WITH (`+pg.withOpts("postgres", "", "nokey", "s_nk")+`)`,
+		"55000", "no primary key and no replica identity")
+	cdcExpect(t, sl, `CREATE SOURCE wk (id INT, v TEXT PRIMARY KEY) WITH (`+pg.withOpts("postgres", "", "kv", "s_wk")+`)`,
+		"42P17", "is not the upstream key (id)")
+	cdcExpect(t, sl, `CREATE SOURCE nodecl (id INT, v TEXT) WITH (`+pg.withOpts("postgres", "", "kv", "s_nd")+`)`,
+		"42P17", "needs a PRIMARY KEY")
+	cdcExpect(t, sl, `CREATE SOURCE badtype (id INT PRIMARY KEY, v BIGINT) WITH (`+pg.withOpts("postgres", "", "kv", "s_bt")+`)`,
+		"42804", "column v is text upstream")
+	cdcExpect(t, sl, `CREATE SOURCE nocol (id INT PRIMARY KEY, nope TEXT) WITH (`+pg.withOpts("postgres", "", "kv", "s_nc")+`)`,
+		"42703", "column nope does not exist")
+
+	// The right password, as a role that is not a superuser (it owns the
+	// table, so it may create the publication).
+	ExecAll(t, sl, `CREATE SOURCE kv (id INT PRIMARY KEY, v TEXT) WITH (`+pg.withOpts("cdc", "right-pw", "kv", "s_kv")+`)`,
+		`CREATE MATERIALIZED VIEW kv_v AS SELECT * FROM kv`)
+	waitSame(t, sl, up, `SELECT * FROM kv_v ORDER BY id`, `SELECT id, v FROM kv ORDER BY id`, 30*time.Second)
+	// ADD COLUMN is followed: the source keeps its declared columns.
+	ExecAll(t, up, `ALTER TABLE kv ADD COLUMN added text DEFAULT 'x'`, `INSERT INTO kv VALUES (51, 'v51', 51, 'new')`, `UPDATE kv SET v = 'u' WHERE id = 2`)
+	waitSame(t, sl, up, `SELECT * FROM kv_v ORDER BY id`, `SELECT id, v FROM kv ORDER BY id`, 30*time.Second)
+	// Dropping a declared column stops the view with a clear error.
+	ExecAll(t, up, `ALTER TABLE kv DROP COLUMN v`, `INSERT INTO kv (id) VALUES (52)`)
+	waitLine(t, sl, `SHOW MATERIALIZED VIEWS`, "schema change upstream: column v of \"public\".\"kv\" was dropped or renamed", 30*time.Second)
+
+	// TRUNCATE upstream is reported.
+	ExecAll(t, up, `CREATE TABLE tr (id int PRIMARY KEY)`, `INSERT INTO tr VALUES (1), (2)`)
+	ExecAll(t, sl, `CREATE SOURCE tr (id INT PRIMARY KEY) WITH (`+pg.withOpts("postgres", "", "tr", "s_tr")+`)`,
+		`CREATE MATERIALIZED VIEW tr_v AS SELECT * FROM tr`)
+	waitSame(t, sl, up, `SELECT * FROM tr_v ORDER BY id`, `SELECT * FROM tr ORDER BY id`, 30*time.Second)
+	ExecAll(t, up, `TRUNCATE tr`)
+	waitLine(t, sl, `SHOW MATERIALIZED VIEWS`, "was truncated", 30*time.Second)
+
+	// Upstream down at start: the source retries, SHOW SOURCES shows why,
+	// and the rows arrive once PostgreSQL is up.
+	down := startCDCPostgres(t, "logical", "", true)
+	dc := down.Connect(t)
+	ExecAll(t, dc, `CREATE TABLE late (id int PRIMARY KEY, v text)`, `INSERT INTO late VALUES (1, 'a'), (2, 'b')`)
+	_ = dc.Close(context.Background()) // a smart shutdown waits for every client
+	if err := down.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ExecAll(t, sl, `CREATE SOURCE late (id INT PRIMARY KEY, v TEXT) WITH (`+down.withOpts("postgres", "", "late", "s_late")+`)`,
+		`CREATE MATERIALIZED VIEW late_v AS SELECT * FROM late`)
+	line := waitLine(t, sl, `SHOW SOURCES`, "connection refused", 30*time.Second)
+	if !strings.HasPrefix(line, "late postgres-cdc 0 0 EXACTLY_ONCE ") {
+		t.Fatalf("SHOW SOURCES: %q", line)
+	}
+	if err := down.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitSame(t, sl, down.Connect(t), `SELECT * FROM late_v ORDER BY id`, `SELECT * FROM late ORDER BY id`, 30*time.Second)
+	waitLine(t, sl, `SHOW SOURCES`, "late postgres-cdc 0 0 EXACTLY_ONCE ·", 10*time.Second)
+}
