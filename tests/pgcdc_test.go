@@ -187,6 +187,27 @@ func TestPostgresCDC(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// Writes to other tables only: the slot's confirmed position passes
+	// them once a checkpoint holds a position after them.
+	var walAfter string
+	ExecAll(t, up, `CREATE TABLE other (x int)`, `INSERT INTO other SELECT generate_series(1, 10000)`)
+	if err := up.QueryRow(context.Background(), `SELECT pg_current_wal_lsn()::text`).Scan(&walAfter); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var passed bool
+		if err := up.QueryRow(context.Background(), `SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 's_types'`, walAfter).Scan(&passed); err != nil {
+			t.Fatal(err)
+		}
+		if passed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot's confirmed_flush_lsn stayed before %s (other tables' writes)", walAfter)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	res, err := QueryText(context.Background(), sl, `SHOW SOURCES`)
 	if err != nil {
 		t.Fatal(err)

@@ -312,6 +312,7 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 	skip := w.pos.skip // rows of the first transaction already emitted
 	first := true
 	var emitted uint64 // rows of the current transaction so far
+	inTxn := false
 	lastCommit := w.pos.lsn
 	cur := &chunk{}
 	flush := func(p position) error {
@@ -356,6 +357,15 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 				if pk.ReplyRequested {
 					next = time.Time{}
 				}
+				// Between transactions, everything before the server's sent
+				// position has reached us: a position there skips WAL of other
+				// tables' writes, so the slot need not keep it.
+				if !inTxn && !(first && skip > 0) && pk.ServerWALEnd > lastCommit && len(cur.rows) == 0 {
+					lastCommit = pk.ServerWALEnd
+					if err := flush(position{phase: phaseStream, slotLSN: w.pos.slotLSN, lsn: lastCommit}); err != nil {
+						return err
+					}
+				}
 			case pglogrepl.XLogDataByteID:
 				xld, err := pglogrepl.ParseXLogData(m.Data[1:])
 				if err != nil {
@@ -367,10 +377,10 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 				}
 				switch msg := msg.(type) {
 				case *pglogrepl.BeginMessage:
-					emitted = 0
+					emitted, inTxn = 0, true
 				case *pglogrepl.CommitMessage:
 					lastCommit = msg.TransactionEndLSN
-					first, skip = false, 0
+					first, skip, inTxn = false, 0, false
 					if err := flush(position{phase: phaseStream, slotLSN: w.pos.slotLSN, lsn: lastCommit}); err != nil {
 						return err
 					}
