@@ -39,6 +39,7 @@ type reader struct {
 	sh     *shared
 	w      *worker // nil until the first Read
 	chunks chan *chunk
+	held   *chunk // taken from chunks, not yet returned
 	fatal  error
 	closed bool
 }
@@ -61,28 +62,31 @@ func (r *reader) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 		return 0, r.fatal
 	}
 	if r.w == nil {
-		r.chunks = make(chan *chunk, 8)
+		r.chunks = make(chan *chunk, 64)
 		r.w = startWorker(r.cfg, r.pos, r.sh, r.chunks)
 	}
 	n := 0
 	var timer <-chan time.Time
 	for n < max {
-		var c *chunk
-		select {
-		case c = <-r.chunks:
-		default:
-			if n > 0 {
-				return n, nil
-			}
-			if timer == nil {
-				timer = time.After(readWait)
-			}
+		c := r.held
+		r.held = nil
+		if c == nil {
 			select {
 			case c = <-r.chunks:
-			case <-timer:
-				return 0, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
+			default:
+				if n > 0 {
+					return n, nil
+				}
+				if timer == nil {
+					timer = time.After(readWait)
+				}
+				select {
+				case c = <-r.chunks:
+				case <-timer:
+					return 0, nil
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
 			}
 		}
 		if c.err != nil {
@@ -92,14 +96,15 @@ func (r *reader) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 			}
 			return 0, c.err
 		}
+		if n > 0 && n+len(c.rows) > max {
+			r.held = c // whole chunks only: its rows and position go together
+			return n, nil
+		}
 		for i, row := range c.rows {
 			b.Add(row, c.diffs[i])
 		}
 		n += len(c.rows)
 		r.pos = c.pos
-		if n+chunkRows > max {
-			break
-		}
 	}
 	return n, nil
 }
@@ -147,7 +152,7 @@ func (r *reader) stopWorker() {
 		return
 	}
 	r.w.stop()
-	r.w, r.chunks = nil, nil
+	r.w, r.chunks, r.held = nil, nil, nil
 }
 
 // Close implements connector.Source.
