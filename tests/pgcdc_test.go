@@ -394,7 +394,11 @@ func TestPostgresCDCCrash(t *testing.T) {
 		`CREATE MATERIALIZED VIEW per_grp AS SELECT grp, count(*) AS n, sum(v) AS s, max(note) AS m FROM mirror GROUP BY grp`)
 	_ = sl.Close(context.Background())
 
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	// The writers run until the killer is done: dur, and at least
+	// minKills kills of sluice and the restart of PostgreSQL (a loaded
+	// machine restarts slowly).
+	const minKills = 4
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	var commits, failed atomic.Int64
@@ -409,15 +413,9 @@ func TestPostgresCDCCrash(t *testing.T) {
 	kills := 0
 	pgRestarted := false
 	start := time.Now()
-	for ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(500+rng.IntN(2000)) * time.Millisecond):
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if !pgRestarted && time.Since(start) > dur/2 {
+	for time.Since(start) < dur || kills < minKills || !pgRestarted {
+		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+		if !pgRestarted && (time.Since(start) > dur/2 || kills >= minKills) {
 			pgRestarted = true
 			if err := pg.Kill(); err != nil {
 				t.Fatal(err)
@@ -436,12 +434,13 @@ func TestPostgresCDCCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	cancel()
 	wg.Wait()
 	if !pgRestarted {
 		t.Fatal("PostgreSQL was not restarted")
 	}
 	t.Logf("%d upstream transactions committed, %d failed (upstream restart), %d kills of sluice", commits.Load(), failed.Load(), kills)
-	if commits.Load() < 100 || kills < 3 {
+	if commits.Load() < 100 {
 		t.Fatalf("too little happened: %d commits, %d kills", commits.Load(), kills)
 	}
 	sl = srv.Connect(t)
