@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"sluice/exec/connector"
@@ -84,6 +85,15 @@ func (e *Engine) ddl(ctx context.Context, f func() error) error {
 func (e *Engine) createTable(ctx context.Context, x *parser.CreateTable) error {
 	if len(x.With) > 0 {
 		if c, _ := x.With.Get("connector"); c != "" {
+			// A CDC connector's table is a source of keyed changes, read
+			// through materialized views like any source.
+			if f, err := connector.LookupSource(strings.ToLower(c)); err == nil {
+				if _, ok := f.(connector.ChangeSource); ok {
+					return e.createSource(ctx, &parser.CreateSource{Name: x.Name, Columns: x.Columns, PrimaryKey: x.PrimaryKey,
+						With: x.With, Format: x.Format, Encode: x.Encode, FormatOptions: x.FormatOptions, Includes: x.Includes,
+						IfNotExists: x.IfNotExists, Watermark: x.Watermark}, x.Text())
+				}
+			}
 			return pgerror.Unsupported("tables with a connector").WithHint("use CREATE SOURCE")
 		}
 	}
@@ -128,7 +138,7 @@ func (e *Engine) persist(ent *storage.CatalogEntry) {
 	e.coord.OnNextEpoch(func(w *storage.EpochWriter) { storage.PutCatalog(w, ent, next) })
 }
 
-func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error {
+func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource, text string) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
@@ -166,6 +176,9 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 	if x.Format != "" {
 		opts["format"] = x.Format
 	}
+	if _, ok := f.(connector.ChangeSource); ok && x.Format == "" {
+		opts["format"] = "UPSERT"
+	}
 	if x.Encode != "" {
 		opts["encode"] = x.Encode
 	}
@@ -183,7 +196,7 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 		key = append(key, found)
 	}
 	for i, c := range x.Columns {
-		if c.PrimaryKey {
+		if c.PrimaryKey && !slices.Contains(key, i) { // CREATE TABLE's parse lists it in both
 			key = append(key, i)
 		}
 	}
@@ -218,7 +231,7 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource) error
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
-		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: x.Text(), Columns: ccols, Connector: conn, Options: opts,
+		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindSource, Name: x.Name, SQL: text, Columns: ccols, Connector: conn, Options: opts,
 			Key: key, AppendOnly: appendOnly, Watermark: wm}
 		e.persist(ent)
 		return nil

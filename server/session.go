@@ -270,7 +270,7 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		}
 		return w.Complete("CREATE TABLE")
 	case *parser.CreateSource:
-		if err := s.e.createSource(ctx, x); err != nil {
+		if err := s.e.createSource(ctx, x, x.Text()); err != nil {
 			return err
 		}
 		return w.Complete("CREATE SOURCE")

@@ -56,7 +56,7 @@ func showListCols(what string) []types.Column {
 	}
 	if what == "SOURCES" {
 		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8},
-			{Name: "Late Records", Type: types.TInt8}}
+			{Name: "Late Records", Type: types.TInt8}, {Name: "Guarantee", Type: types.TText}, {Name: "Status", Type: types.TText}}
 	}
 	if what == "SINKS" {
 		return showSinksCols()
@@ -83,8 +83,12 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 		var rows []types.Row
 		for _, ent := range s.e.cat.list(kind) {
 			if kind == kindSource {
+				status := types.NewString(s.e.redactText(s.e.rt.SourceStatus(ent.ID)))
+				if !s.ownsOrSuper(ent) {
+					status = types.Null
+				}
 				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewString(ent.Connector), types.NewInt(s.e.rt.BadRecords(ent.ID)),
-					types.NewInt(s.e.rt.LateRecords(ent.ID))})
+					types.NewInt(s.e.rt.LateRecords(ent.ID)), types.NewString(s.e.sourceGuarantee(ent).String()), status})
 				continue
 			}
 			if kind == kindSink {

@@ -188,6 +188,17 @@ func (e *Engine) unreplayableSource(deps []uint64) (name, conn, why string) {
 	return
 }
 
+// sourceGuarantee is what a source gives on its own: exactly once when it
+// replays from its checkpointed position, at most once when it cannot.
+func (e *Engine) sourceGuarantee(ent *storage.CatalogEntry) connector.Guarantee {
+	if f, err := connector.LookupSource(ent.Connector); err == nil {
+		if u, ok := f.(connector.Unreplayable); ok && u.Unreplayable(connector.SourceConfig{Name: ent.Name, Columns: ent.Cols(), Options: ent.Options}) != "" {
+			return connector.AtMostOnce
+		}
+	}
+	return connector.ExactlyOnce
+}
+
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {

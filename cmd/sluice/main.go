@@ -25,6 +25,7 @@ import (
 	_ "sluice/connectors/file"
 	_ "sluice/connectors/kafka"
 	_ "sluice/connectors/nexmark"
+	_ "sluice/connectors/pgcdc"
 	_ "sluice/connectors/postgres"
 	_ "sluice/connectors/redis"
 	_ "sluice/connectors/socket"

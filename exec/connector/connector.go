@@ -131,3 +131,28 @@ func LookupSource(name string) (SourceFactory, error) {
 func OptionError(connector, key, format string, args ...any) error {
 	return pgerror.New(pgcode.InvalidParameterValue, "%s option %s: %s", connector, key, fmt.Sprintf(format, args...))
 }
+
+// Committer is implemented by replayable sources that must tell their
+// upstream how far a durable checkpoint covers (a PostgreSQL replication
+// slot's confirmed position). After the checkpoint that saved a Position
+// is durable, the runtime calls Committed with that position, from the
+// goroutine that calls Read, and never with a position of an epoch that
+// did not commit.
+type Committer interface {
+	Committed(pos []byte)
+}
+
+// Statuser is implemented by sources that keep working through trouble
+// they retry (an upstream that is down): Status returns the last such
+// error, or "" when healthy. SHOW SOURCES shows it.
+type Statuser interface {
+	Status() string
+}
+
+// ChangeSource is implemented by source factories whose rows are keyed
+// changes of an upstream table (CDC): the server reads them as FORMAT
+// UPSERT (a keyed operator turns them into exact retractions), and
+// CREATE TABLE … WITH (connector = …) creates such a source.
+type ChangeSource interface {
+	KeyedChanges()
+}

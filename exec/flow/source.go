@@ -111,6 +111,48 @@ type ReaderSource struct {
 	opID uint64
 	dead []connector.DeadLetter
 	wm   *sourceWatermark
+	// commit is the source's Committer (nil: none); pending holds the
+	// positions saved at barriers whose epochs have not committed yet.
+	commit  connector.Committer
+	pending []pendingPos
+}
+
+// pendingPos is a position saved at the barrier of epoch.
+type pendingPos struct {
+	epoch uint64
+	pos   []byte
+}
+
+// Status returns the source's own status (connector.Statuser), or "".
+func (r *ReaderSource) Status() string {
+	if st, ok := r.src.(connector.Statuser); ok {
+		return st.Status()
+	}
+	return ""
+}
+
+// notifyCommitted hands the source the position of the newest committed
+// epoch it saved one at. A halted reader (its job failed, its later
+// shares discarded) notifies nothing more: Halt is set before the failed
+// job's shares are discarded, so reading it after Committed catches them.
+func (r *ReaderSource) notifyCommitted() {
+	if r.commit == nil || len(r.pending) == 0 {
+		return
+	}
+	c := r.coord.Committed()
+	if r.Halt.Load() {
+		r.pending = nil
+		return
+	}
+	i := 0
+	for i < len(r.pending) && r.pending[i].epoch <= c {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	r.commit.Committed(r.pending[i-1].pos)
+	r.pending = append(r.pending[:0], r.pending[i:]...)
 }
 
 // sourceWatermark is the event-time state of a source with a WATERMARK:
@@ -233,7 +275,11 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 			b.W.Set(r.wm.key, binary.AppendVarint(nil, r.wm.max))
 		}
 	}
-	return r.emitBarrier(ctx, b, r.position(), 0)
+	pos := r.position()
+	if r.commit != nil && pos != nil && !r.Halt.Load() {
+		r.pending = append(r.pending, pendingPos{epoch: b.Epoch, pos: pos})
+	}
+	return r.emitBarrier(ctx, b, pos, 0)
 }
 
 // NewReaderSource wraps src; if it is Seekable and a position was saved
@@ -241,6 +287,7 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 func NewReaderSource(db *storage.DB, coord *Coordinator, name string, opID uint64, src connector.Source) (*ReaderSource, error) {
 	r := &ReaderSource{sourceBase: newSourceBase(name, opID, coord), src: src, opID: opID}
 	r.dls, _ = src.(connector.DeadLetterSource)
+	r.commit, _ = src.(connector.Committer)
 	if sk, ok := src.(connector.Seekable); ok {
 		r.seek = sk
 		pos, err := db.Get(r.posKey)
@@ -286,6 +333,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		r.notifyCommitted()
 		b := types.NewBatch(1024)
 		n, err := r.src.Read(ctx, b, 1024)
 		ended := false

@@ -233,6 +233,23 @@ func (r *Runtime) BadRecords(source uint64) int64 {
 	return n
 }
 
+// SourceStatus returns the status of the readers of source id (the
+// trouble they are retrying through), "" when every one is healthy.
+func (r *Runtime) SourceStatus(source uint64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range r.mu.jobs {
+		for _, rs := range j.Readers {
+			if rs.SourceID == source {
+				if st := rs.Status(); st != "" {
+					return st
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // LateRecords returns how many rows the readers of source id have dropped
 // as late (behind the source's watermark), over every job reading it.
 func (r *Runtime) LateRecords(source uint64) int64 {
