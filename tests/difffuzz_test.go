@@ -63,7 +63,7 @@ func TestDiffFuzz(t *testing.T) {
 		seed = v
 	}
 	srv := StartServer(t, Options{})
-	pgURL := FreshPostgresDB(t, "sluice_difffuzz")
+	pgURL := FreshPostgresDB(t, fmt.Sprintf("sluice_difffuzz_%d", os.Getpid())) // a private database per run
 	sl := MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
 	pg := MustConnectMode(t, pgURL, pgx.QueryExecModeSimpleProtocol)
 	var st diffStats
