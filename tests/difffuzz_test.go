@@ -41,6 +41,7 @@ const (
 
 type diffStats struct {
 	rounds, queries, refused, bothErr, compared, mismatches, crashes int
+	refusals                                                         map[string]int // by message
 }
 
 func TestDiffFuzz(t *testing.T) {
@@ -66,7 +67,7 @@ func TestDiffFuzz(t *testing.T) {
 	pgURL := FreshPostgresDB(t, fmt.Sprintf("sluice_difffuzz_%d", os.Getpid())) // a private database per run
 	sl := MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
 	pg := MustConnectMode(t, pgURL, pgx.QueryExecModeSimpleProtocol)
-	var st diffStats
+	st := diffStats{refusals: map[string]int{}}
 	start := time.Now()
 	for r := 0; r < rounds; r++ {
 		if dur > 0 && time.Since(start) > dur {
@@ -79,6 +80,9 @@ func TestDiffFuzz(t *testing.T) {
 	}
 	t.Logf("differential: %d rounds, %d queries tried, %d refused (0A000), %d rejected by both, %d comparisons, %d mismatches, %d crashes, %s",
 		st.rounds, st.queries, st.refused, st.bothErr, st.compared, st.mismatches, st.crashes, time.Since(start).Round(time.Second))
+	for msg, n := range st.refusals {
+		t.Logf("refused %d×: %s", n, msg)
+	}
 	if st.mismatches > 0 || st.crashes > 0 {
 		t.Errorf("%d mismatches, %d crashes", st.mismatches, st.crashes)
 	}
@@ -142,6 +146,7 @@ func diffRound(t *testing.T, srv *Server, sl, pg *pgx.Conn, seed int64, st *diff
 			continue
 		case err != nil && PgCode(err) == "0A000":
 			st.refused++
+			st.refusals[err.Error()]++
 			continue
 		case err != nil:
 			st.mismatches++
@@ -445,7 +450,11 @@ func (g *diffGen) query() string {
 		if g.rng.Intn(2) == 0 {
 			q += " WHERE " + g.pred("", 1)
 		}
-		q += " GROUP BY 1"
+		if g.rng.Intn(4) == 0 {
+			q += " GROUP BY 1" // refused in views today (0A000): counted as refused
+		} else {
+			q += " GROUP BY " + key
+		}
 		if g.rng.Intn(3) == 0 {
 			q += " HAVING count(*) > 1"
 		}
