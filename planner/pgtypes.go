@@ -49,8 +49,13 @@ func (b *binder) castToUnsupported(x spec.Expr, name string, perr error) (spec.E
 		}
 		return &spec.Func{Name: "__pg_regtype_names", Args: []spec.Expr{arr}, T: types.TTextArray}, nil
 	case strings.HasSuffix(name, "[]"):
-		if _, err := b.p.ParseType(strings.TrimSuffix(name, "[]")); err == nil {
-			return b.castTo(x, types.TTextArray)
+		if et, err := b.p.ParseType(strings.TrimSuffix(name, "[]")); err == nil {
+			arr, err := b.castTo(x, types.TTextArray)
+			if err != nil || et.Fam == types.Text {
+				return arr, err
+			}
+			// The elements take the element type's input and output.
+			return b.call("__pg_array_elems", []spec.Expr{arr, &spec.Const{D: types.NewInt(int64(et.OID())), T: types.TInt4}})
 		}
 	}
 	return nil, perr

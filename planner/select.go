@@ -619,7 +619,11 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 			}
 			c, ok := x.(*spec.Const)
 			if !ok {
-				return nil, pgerror.Unsupported("non-constant VALUES")
+				if c, ok, err = foldValuesExpr(x); err != nil {
+					return nil, err
+				} else if !ok {
+					return nil, pgerror.Unsupported("non-constant VALUES")
+				}
 			}
 			consts[ri][i] = c
 			if i >= len(colTypes) {

@@ -52,6 +52,10 @@ func resolveArrayCtor(name string, args []types.T) (*resolution, error) {
 			nested = true
 		case t.IsString():
 			casts[i] = t
+		case t.Fam == types.Bool:
+			// Kept as boolean and printed as boolout does inside an
+			// array ({t,f}), not as bool::text ('true').
+			casts[i] = t
 		default:
 			casts[i] = types.TText
 		}
@@ -78,6 +82,9 @@ func resolveArrayCtor(name string, args []types.T) (*resolution, error) {
 				}
 				if nested && d.K == types.KNull {
 					return types.Null, pgerror.New(pgcode.Syntax, "multidimensional arrays must have array expressions with matching dimensions")
+				}
+				if d.K == types.KBool {
+					d = types.NewString(types.FormatText(d, types.TBool))
 				}
 				elems[i] = d
 			}

@@ -38,3 +38,46 @@ func init() {
 			}}}, tableFuncs["unnest"]...)
 	}
 }
+
+// "__pg_array_elems"(a text[], elem oid) converts every element of a to
+// the element type and back to its text form, so that a cast to int[] or
+// bool[] (Sluice's arrays are text[]) applies to the elements as in
+// PostgreSQL: ARRAY[1,0]::bool[] is {t,f}, ARRAY['x']::int[] is 22P02.
+func init() {
+	reg("__pg_array_elems", fams(types.TextArray, types.Int4), types.TTextArray, build2(func(a, oid types.Datum) (types.Datum, error) {
+		t, ok := types.FromOID(uint32(oid.I))
+		if !ok || a.K != types.KArray {
+			return a, nil
+		}
+		return convertArrayElems(a, t)
+	}))
+}
+
+func convertArrayElems(a types.Datum, t types.T) (types.Datum, error) {
+	out := make([]types.Datum, len(a.A))
+	for i, e := range a.A {
+		switch e.K {
+		case types.KNull:
+			out[i] = e
+		case types.KArray:
+			c, err := convertArrayElems(e, t)
+			if err != nil {
+				return types.Null, err
+			}
+			out[i] = c
+		default:
+			s := e.S
+			if e.K != types.KString {
+				s = types.FormatText(e, types.TUnknown)
+			}
+			d, err := types.ParseText(s, t)
+			if err != nil {
+				return types.Null, err
+			}
+			out[i] = types.NewString(types.FormatText(d, t))
+		}
+	}
+	r := a
+	r.A = out
+	return r, nil
+}

@@ -454,13 +454,10 @@ func (r *rewriter) primary() expr {
 			return prim(frag{syn("(", t.pos), exact(t, r.src), syn(")", t.pos)})
 		}
 		if strings.ContainsAny(t.val, "eE") {
-			mant, _, _ := strings.Cut(strings.ToLower(t.val), "e")
-			if f, err := strconv.ParseFloat(t.val, 64); err != nil || f == 0 && strings.ContainsAny(mant, "123456789") {
-				// Past float8's range (1e400, 1e-400): TiDB's lexer cannot
-				// read it, but in PostgreSQL it is a numeric constant,
-				// 22003 only when it overflows numeric itself.
-				return call("__pg_cast", t.pos, frag{syn(strLit(t.val), t.pos)}, frag{syn(strLit("numeric"), t.pos)})
-			}
+			// In PostgreSQL a literal with an exponent is a numeric
+			// constant (1e30 prints 1000000000000000000000000000000, and
+			// 1e400 is no overflow); TiDB's lexer reads it as a double.
+			return call("__pg_cast", t.pos, frag{syn(strLit(t.val), t.pos)}, frag{syn(strLit("numeric"), t.pos)})
 		}
 		return prim(frag{exact(t, r.src)})
 	case tkString:
