@@ -52,6 +52,8 @@ type Engine struct {
 	rt    *job.Runtime
 	cat   *catalog
 	roles *roleCatalog // role.go
+	// metrics is the engine's Prometheus registry (metrics.go).
+	metrics *metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -109,6 +111,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()
 		db.Close()
@@ -197,5 +200,10 @@ func (e *Engine) Close() error {
 
 // Connect implements pgwire.Handler.
 func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
-	return e.connect(p)
+	s, err := e.connect(p)
+	if err == nil {
+		e.metrics.connections.Inc()
+		e.metrics.connectionsTotal.Inc()
+	}
+	return s, err
 }

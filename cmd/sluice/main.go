@@ -2,7 +2,7 @@
 // serves the Postgres wire protocol, keeps its state in an embedded Pebble
 // store and runs materialized views as checkpointed dataflows.
 //
-//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--memory-limit 1GiB] [--state-cache-mb 512]
+//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--memory-limit 1GiB] [--state-cache-mb 512] [--http 127.0.0.1:4567]
 //	sluice backup --data-dir ./sluice-data --to /abs/dir (backup.go)
 //	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
@@ -74,6 +74,7 @@ func main() {
 	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	version := flag.Bool("version", false, "print the build and the data directory formats it reads and writes, and exit")
 	memFlag := registerMemoryFlag(flag.CommandLine)
+	httpf := registerHTTPFlags(flag.CommandLine) // http.go
 	flag.Parse()
 	if *version {
 		fmt.Print(versionText())
@@ -89,7 +90,7 @@ func main() {
 	stateBytes := *stateCache << 20
 	split.apply(&stateBytes, &sf.memory, memFlag.stateCacheSet())
 	logger.Print(split)
-	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logger, confine); err != nil {
+	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logger, confine, httpf); err != nil {
 		logger.Printf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
 			logger.Printf("hint: %s", e.Hint)
@@ -117,7 +118,7 @@ type storeFlags struct {
 	memory      storage.MemorySizes // from --memory-limit (memlimit.go)
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logger *log.Logger, confine confineFlags) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logger *log.Logger, confine confineFlags, httpf *httpFlags) error {
 	if err := sec.check(); err != nil {
 		return err
 	}
@@ -150,6 +151,13 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 		eng.Close()
 		return err
 	}
+	web, err := startHTTP(httpf, eng, eng.Superuser(), password, logger.Printf)
+	if err != nil {
+		ln.Close()
+		eng.Close()
+		return err
+	}
+	defer web.Close()
 	if err := writeAddr(dataDir, ln.Addr()); err != nil {
 		logger.Printf("warning: recording the address for `sluice backup`: %v", err)
 	}
@@ -165,6 +173,9 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 		mode = "trust (no password configured: local connections only)"
 	}
 	logger.Printf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
+	if web != nil {
+		logger.Printf("HTTP endpoint on http://%s (/metrics, /debug/pprof)", web.addr)
+	}
 	var unixDone chan error
 	if uln != nil {
 		logger.Printf("listening on unix socket %s", uln.Addr())

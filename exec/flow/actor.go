@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"time"
 
 	"sluice/sql/types"
 )
@@ -33,8 +34,29 @@ type Actor struct {
 	// Failpoint, if set, is called with each batch's row count before the
 	// operator sees it; a panic or error there fails the operator (tests).
 	Failpoint func(rows int) error
+	// Kind names the operator (its plan node's kind) for metrics; Stats,
+	// if set, receives the actor's figures (stats.go).
+	Kind  string
+	Stats *ActorStats
 
-	failed bool
+	failed  bool
+	blocked int64 // nanoseconds spent in send so far (Stats only)
+}
+
+// send sends m downstream, timing the wait and counting rows for Stats.
+func (a *Actor) send(ctx context.Context, m Msg) error {
+	if a.Stats == nil {
+		return a.Out.Send(ctx, m)
+	}
+	t := time.Now()
+	err := a.Out.Send(ctx, m)
+	d := time.Since(t).Nanoseconds()
+	a.blocked += d
+	a.Stats.BlockedNanos.Add(d)
+	if m.Kind == MsgData {
+		a.Stats.RowsOut.Add(int64(len(m.Batch.Rows)))
+	}
+	return err
 }
 
 // Run processes messages until ctx is done or every input has ended.
@@ -43,8 +65,13 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		defer r.Release()
 	}
 	out := NewEmitter(func(b *types.Batch) error {
-		return a.Out.Send(ctx, Msg{Kind: MsgData, Batch: b})
+		return a.send(ctx, Msg{Kind: MsgData, Batch: b})
 	})
+	st := a.Stats
+	// busy accounting: the time from receiving a message to the next
+	// receive, less the time blocked sending, is busy.
+	var t0 time.Time
+	var b0 int64
 	n := len(a.Inputs)
 	blocked := make([]bool, n) // input has delivered the pending barrier
 	ended := make([]bool, n)
@@ -64,6 +91,9 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}
 	}
 	for nended < n {
+		if st != nil && !t0.IsZero() {
+			st.BusyNanos.Add(time.Since(t0).Nanoseconds() - (a.blocked - b0))
+		}
 		var in int
 		var m Msg
 		if n == 1 {
@@ -94,6 +124,13 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				m = v.Interface().(Msg)
 			}
 			in = chosen
+		}
+		if st != nil {
+			t0, b0 = time.Now(), a.blocked
+			if m.Kind == MsgData {
+				st.RowsIn.Add(int64(len(m.Batch.Rows)))
+				st.BatchesIn.Add(1)
+			}
 		}
 		switch m.Kind {
 		case MsgData:
@@ -130,7 +167,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				if !outWM.advance(0, w.Col, w.Ts) {
 					continue
 				}
-				if err := a.Out.Send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
+				if err := a.send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
 					return err
 				}
 			}
@@ -179,7 +216,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	return a.Out.Send(ctx, Msg{Kind: MsgEOS})
+	return a.send(ctx, Msg{Kind: MsgEOS})
 }
 
 func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
@@ -189,11 +226,19 @@ func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
 		} else if err := out.Flush(); err != nil {
 			return err
 		}
+		if sr, ok := a.Op.(StateReporter); ok && a.Stats != nil {
+			ss := sr.StateStats()
+			a.Stats.StateBytes.Store(ss.Bytes)
+			a.Stats.StateKeys.Store(ss.Keys)
+			a.Stats.CacheLookups.Store(ss.Lookups)
+			a.Stats.CacheMisses.Store(ss.Misses)
+			a.Stats.HasState.Store(true)
+		}
 	}
 	if a.OnCollect != nil {
 		a.OnCollect(b.Epoch)
 	}
-	return a.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
+	return a.send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
 }
 
 func (a *Actor) fail(err error) {

@@ -1,8 +1,10 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -58,6 +60,10 @@ type Job struct {
 	Deliverer *sink.Deliverer
 	// Readers are the job's source readers.
 	Readers []*flow.ReaderSource
+	// Table is a table's change source (a table's job); Actors the job's
+	// operators (for metrics: each has Stats).
+	Table  *flow.TableSource
+	Actors []*flow.Actor
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -245,6 +251,18 @@ func (r *Runtime) LateRecords(source uint64) int64 {
 	return n
 }
 
+// Jobs returns the running jobs, ordered by id.
+func (r *Runtime) Jobs() []*Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Job, 0, len(r.mu.jobs))
+	for _, j := range r.mu.jobs {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Table returns the change source of table id.
 func (r *Runtime) Table(id uint64) *flow.TableSource {
 	r.mu.Lock()
@@ -274,8 +292,11 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	ts.Share = j.shares.share
 	ts.KeepLog = true
 	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
-		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name)}
+		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name),
+		Kind: spec.Materialize.String(), Stats: flow.NewActorStats()}
 	j.sources = []flow.SourceActor{ts}
+	j.Table = ts
+	j.Actors = []*flow.Actor{act}
 	r.coord.AddSource(ts)
 	r.coord.AddCollectors(1)
 	r.mu.Lock()
@@ -434,7 +455,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			return fail(err)
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
-			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
+			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name), Kind: n.Kind.String(), Stats: flow.NewActorStats()}
 		if s, ok := op.(*ops.Subscribe); ok {
 			if err := r.subscribe(j, a, s, opID, n.Rel, n.RelName, backfill, snap); err != nil {
 				return fail(err)
@@ -450,6 +471,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 		return fail(fmt.Errorf("plan of %s has no Materialize or Sink root", name))
 	}
 	j.Readers = readers
+	j.Actors = actors
 	if resumed {
 		if err := r.catchUp(j); err != nil {
 			r.logf("%s: %v", name, err)
