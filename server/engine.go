@@ -42,6 +42,11 @@ type Config struct {
 	// Auth configures roles and what SHOW reports of the connection
 	// limits (role.go).
 	Auth AuthConfig
+	// NoMetrics runs the dataflow without its per-actor figures (the
+	// metrics of sources, operators; sluice bench --no-metrics).
+	NoMetrics bool
+	// SlowCheckpoint: a checkpoint slower than it is logged (0: none).
+	SlowCheckpoint time.Duration
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -111,6 +116,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	e.rt.NoStats = cfg.NoMetrics
 	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()

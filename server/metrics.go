@@ -62,6 +62,14 @@ func newMetrics(e *Engine) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&jobCollector{e: e})
 	e.coord.OnCheckpoint(m.checkpoint)
+	if slow := e.cfg.SlowCheckpoint; slow > 0 {
+		e.coord.OnCheckpoint(func(r flow.CheckpointRecord) {
+			if r.Duration > slow && !r.Failed {
+				e.cfg.Logf("warning: slow checkpoint: epoch %d took %s (barrier aligned after %s, commit %s, %d bytes; threshold --slow-checkpoint %s)",
+					r.Epoch, r.Duration.Round(time.Millisecond), r.Aligned.Round(time.Millisecond), r.Commit.Round(time.Millisecond), r.Bytes, slow)
+			}
+		})
+	}
 	return m
 }
 
@@ -195,6 +203,9 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 		var names []string
 		sums := map[string]*srcSum{}
 		add := func(name string, st *flow.SourceStats, late, bad int64) {
+			if st == nil {
+				return
+			}
 			s := sums[name]
 			if s == nil {
 				s = &srcSum{lag: map[string]int64{}}
@@ -219,7 +230,7 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
-		if t := j.Table; t != nil {
+		if t := j.Table; t != nil && t.Stats != nil {
 			add(j.Name, t.Stats, -1, -1)
 		}
 		for _, r := range j.Readers {

@@ -231,7 +231,12 @@ func (s *session) evalCtx(params []types.Datum) *eval.Context {
 // block in the failed state: until ROLLBACK (or ROLLBACK TO SAVEPOINT) every
 // other statement fails with 25P02.
 func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) (err error) {
-	defer func(start time.Time) { s.e.metrics.statement(st, start, err) }(time.Now())
+	defer func(start time.Time) {
+		s.e.metrics.statement(st, start, err)
+		if err == nil && isDDL(st) && s.tx == nil {
+			s.e.cfg.Logf("ddl: %s by role %s (%s)", ddlTag(st), s.role(), time.Since(start).Round(time.Millisecond))
+		}
+	}(time.Now())
 	if s.tx != nil && s.tx.failed && !txControl(st) {
 		return errAborted
 	}

@@ -29,12 +29,16 @@ type sourceBase struct {
 	// Share, if set, gives the job's own barrier (its share of the epoch)
 	// for each barrier injected.
 	Share ShareFunc
-	// Stats receives the source's figures (stats.go).
+	// Stats receives the source's figures (stats.go); set it to nil
+	// before Run for none.
 	Stats *SourceStats
 }
 
 // sendData sends a batch downstream, counting it and the time blocked.
 func (s *sourceBase) sendData(ctx context.Context, m Msg) error {
+	if s.Stats == nil {
+		return s.Out.Send(ctx, m)
+	}
 	t := time.Now()
 	err := s.Out.Send(ctx, m)
 	s.Stats.BlockedNanos.Add(time.Since(t).Nanoseconds())
@@ -231,7 +235,7 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 	}
 	clear(r.dead)
 	r.dead = r.dead[:0]
-	if r.meter != nil {
+	if r.meter != nil && r.Stats != nil {
 		m := r.meter.Meter()
 		r.Stats.Bytes.Store(m.Bytes)
 		lag := make([]Lag, len(m.Lag))

@@ -30,6 +30,9 @@ type Runtime struct {
 	// Policy confines the connectors' files, ports and hosts and resolves
 	// their secret references; set before the first job starts.
 	Policy *connector.Policy
+	// NoStats runs actors and sources without their metrics figures (to
+	// measure what the figures cost: sluice bench --no-metrics).
+	NoStats bool
 
 	mu struct {
 		sync.Mutex
@@ -251,6 +254,14 @@ func (r *Runtime) LateRecords(source uint64) int64 {
 	return n
 }
 
+// newStats returns an actor's stats (nil with NoStats).
+func (r *Runtime) newStats() *flow.ActorStats {
+	if r.NoStats {
+		return nil
+	}
+	return flow.NewActorStats()
+}
+
 // Jobs returns the running jobs, ordered by id.
 func (r *Runtime) Jobs() []*Job {
 	r.mu.Lock()
@@ -293,7 +304,10 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	ts.KeepLog = true
 	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
 		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name),
-		Kind: spec.Materialize.String(), Stats: flow.NewActorStats()}
+		Kind: spec.Materialize.String(), Stats: r.newStats()}
+	if r.NoStats {
+		ts.Stats = nil
+	}
 	j.sources = []flow.SourceActor{ts}
 	j.Table = ts
 	j.Actors = []*flow.Actor{act}
@@ -409,6 +423,9 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			}
 			rs.OnError = j.fail
 			rs.Share = j.shares.share
+			if r.NoStats {
+				rs.Stats = nil
+			}
 			rs.SourceID, rs.SourceName = n.Source.SourceID, n.Source.Name
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
@@ -455,7 +472,7 @@ func (r *Runtime) StartJob(id uint64, name string, plan *spec.Plan, backfill boo
 			return fail(err)
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
-			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name), Kind: n.Kind.String(), Stats: flow.NewActorStats()}
+			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name), Kind: n.Kind.String(), Stats: r.newStats()}
 		if s, ok := op.(*ops.Subscribe); ok {
 			if err := r.subscribe(j, a, s, opID, n.Rel, n.RelName, backfill, snap); err != nil {
 				return fail(err)
