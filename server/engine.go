@@ -42,6 +42,11 @@ type Config struct {
 	// Auth configures roles and what SHOW reports of the connection
 	// limits (role.go).
 	Auth AuthConfig
+	// NoMetrics runs the dataflow without its per-actor figures (the
+	// metrics of sources, operators; sluice bench --no-metrics).
+	NoMetrics bool
+	// SlowCheckpoint: a checkpoint slower than it is logged (0: none).
+	SlowCheckpoint time.Duration
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -52,6 +57,8 @@ type Engine struct {
 	rt    *job.Runtime
 	cat   *catalog
 	roles *roleCatalog // role.go
+	// metrics is the engine's Prometheus registry (metrics.go).
+	metrics *metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -109,6 +116,8 @@ func Open(cfg Config) (*Engine, error) {
 	e.cat.system = systemRelations(e)
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
+	e.rt.NoStats = cfg.NoMetrics
+	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()
 		db.Close()
@@ -208,5 +217,10 @@ func (e *Engine) Close() error {
 
 // Connect implements pgwire.Handler.
 func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Session, error) {
-	return e.connect(p)
+	s, err := e.connect(p)
+	if err == nil {
+		e.metrics.connections.Inc()
+		e.metrics.connectionsTotal.Inc()
+	}
+	return s, err
 }

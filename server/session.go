@@ -100,6 +100,7 @@ func (s *session) ChangedParameters() map[string]string {
 // Close ends the session: an open transaction block is rolled back and
 // every cursor closed.
 func (s *session) Close() {
+	s.e.metrics.connections.Dec()
 	s.closeAllCursors()
 	if s.tx != nil {
 		s.tx.rollback()
@@ -229,7 +230,13 @@ func (s *session) evalCtx(params []types.Datum) *eval.Context {
 // run executes one statement. An error inside a transaction block puts the
 // block in the failed state: until ROLLBACK (or ROLLBACK TO SAVEPOINT) every
 // other statement fails with 25P02.
-func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) error {
+func (s *session) run(ctx context.Context, st parser.Statement, params []types.Datum, ptypes []types.T, w pgwire.ResultWriter) (err error) {
+	defer func(start time.Time) {
+		s.e.metrics.statement(st, start, err)
+		if err == nil && isDDL(st) && s.tx == nil {
+			s.e.cfg.Logf("ddl: %s by role %s (%s)", ddlTag(st), s.role(), time.Since(start).Round(time.Millisecond))
+		}
+	}(time.Now())
 	if s.tx != nil && s.tx.failed && !txControl(st) {
 		return errAborted
 	}
@@ -252,7 +259,7 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 			return err
 		}
 	}
-	err := s.e.redactErr(s.exec(ctx, st, params, ptypes, w), st)
+	err = s.e.redactErr(s.exec(ctx, st, params, ptypes, w), st)
 	if err != nil && s.tx != nil {
 		s.tx.failed = true
 	}

@@ -590,6 +590,17 @@ func (w *EpochWriter) DeleteRange(start, end []byte) {
 	w.mu.Unlock()
 }
 
+// Len returns the size in bytes of the writes collected so far (ingested
+// runs not included).
+func (w *EpochWriter) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b == nil {
+		return 0
+	}
+	return w.b.Len()
+}
+
 // Apply adds every write of the local batch b (which it closes).
 func (w *EpochWriter) Apply(b *pebble.Batch) error {
 	w.mu.Lock()

@@ -289,8 +289,14 @@ func NewServer(t testing.TB, opts Options) *Server {
 			opts.Addr = FreeAddr(t)
 		}
 		// No Unix socket unless a test asks for one (ExtraArgs come later
-		// and win): killed servers would leave socket files in /tmp.
+		// and win): killed servers would leave socket files in /tmp. No
+		// HTTP endpoint either (earlier builds, opts.Binary, have none):
+		// parallel servers would race for its default port (a test passes
+		// --http with a FreeAddr).
 		args = []string{"--listen", opts.Addr, "--data-dir", opts.DataDir, "--unix-socket-dir", ""}
+		if opts.Binary == "" {
+			args = append(args, "--http", "")
+		}
 		if opts.CheckpointInterval != 0 {
 			args = append(args, "--checkpoint-interval", opts.CheckpointInterval.String())
 		}

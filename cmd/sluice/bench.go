@@ -115,6 +115,7 @@ func runBench(args []string) error {
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to FILE")
 	traceFile := fs.String("trace", "", "write an execution trace of the run to FILE (go tool trace)")
 	stateCache := fs.Int64("state-cache-mb", 0, "memory for operator state before it spills to the store, MiB (0: the server's default)")
+	noMetrics := fs.Bool("no-metrics", false, "run without the dataflow's metrics figures (to measure their cost)")
 	printSQL := fs.Bool("print-sql", false, "print the statements of the query and exit")
 	memFlag := registerMemoryFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -161,7 +162,7 @@ func runBench(args []string) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, split)
-	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval, StateCacheBytes: stateBytes, Memory: memory})
+	eng, err := server.Open(server.Config{DataDir: dir, CheckpointInterval: *interval, StateCacheBytes: stateBytes, Memory: memory, NoMetrics: *noMetrics})
 	if err != nil {
 		return err
 	}

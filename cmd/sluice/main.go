@@ -2,7 +2,7 @@
 // serves the Postgres wire protocol, keeps its state in an embedded Pebble
 // store and runs materialized views as checkpointed dataflows.
 //
-//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--memory-limit 1GiB] [--state-cache-mb 512]
+//	sluice [--listen 127.0.0.1:4566] [--data-dir ./sluice-data] [--checkpoint-interval 1s] [--memory-limit 1GiB] [--state-cache-mb 512] [--http 127.0.0.1:4567]
 //	sluice backup --data-dir ./sluice-data --to /abs/dir (backup.go)
 //	sluice bench nexmark --query q5 [--events 10000000] [--splits N] [--checkpoint-interval 1s] (bench.go)
 package main
@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log"
 	"net"
 	"os"
 	"os/signal"
@@ -75,25 +74,34 @@ func main() {
 	diskReserve := flag.Uint64("disk-reserve-mb", storage.DefaultReserveBytes>>20, "free disk space, MiB, that writes leave for the store's own flushes and compactions: a write that would use it fails with 53100 and checkpoints wait")
 	version := flag.Bool("version", false, "print the build and the data directory formats it reads and writes, and exit")
 	memFlag := registerMemoryFlag(flag.CommandLine)
+	httpf := registerHTTPFlags(flag.CommandLine) // http.go
+	logs := registerLogFlags(flag.CommandLine)   // logging.go
+	slow := flag.Duration("slow-checkpoint", 10*time.Second, "log a warning for every checkpoint that takes longer than this (0: never)")
 	flag.Parse()
 	if *version {
 		fmt.Print(versionText())
 		return
 	}
-	logger := log.New(os.Stderr, "sluice: ", log.LstdFlags|log.Lmicroseconds)
+	sl, err := logs.newLogger(os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sluice: error: %v\n", err)
+		os.Exit(2)
+	}
+	logf := logfOf(sl)
 	split, err := memFlag.split()
 	if err != nil {
-		logger.Printf("error: %v", err)
+		logf("error: %v", err)
 		os.Exit(2)
 	}
 	sf := storeFlags{recover: *recoverStore, diskReserve: *diskReserve << 20}
 	stateBytes := *stateCache << 20
 	split.apply(&stateBytes, &sf.memory, memFlag.stateCacheSet())
-	logger.Print(split)
-	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logger, confine); err != nil {
-		logger.Printf("error: %v", err)
+	logf("%v", split)
+	sf.slowCheckpoint = *slow
+	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logf, confine, httpf); err != nil {
+		logf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
-			logger.Printf("hint: %s", e.Hint)
+			logf("hint: %s", e.Hint)
 		}
 		if storage.IsFormatError(err) {
 			os.Exit(3) // a data directory this build does not read
@@ -116,9 +124,11 @@ type storeFlags struct {
 	recover     bool
 	diskReserve uint64
 	memory      storage.MemorySizes // from --memory-limit (memlimit.go)
+	// slowCheckpoint: checkpoints slower than it are logged.
+	slowCheckpoint time.Duration
 }
 
-func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logger *log.Logger, confine confineFlags) error {
+func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logf func(string, ...any), confine confineFlags, httpf *httpFlags) error {
 	if err := sec.check(); err != nil {
 		return err
 	}
@@ -133,7 +143,7 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	if err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Memory: sf.memory, Logf: logger.Printf,
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Memory: sf.memory, Logf: logf, SlowCheckpoint: sf.slowCheckpoint,
 		Auth: sec.authConfig(password)}
 	if err := confine.apply(&cfg); err != nil {
 		return err
@@ -151,24 +161,34 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 		eng.Close()
 		return err
 	}
+	web, err := startHTTP(httpf, eng, eng.Superuser(), password, logf)
+	if err != nil {
+		ln.Close()
+		eng.Close()
+		return err
+	}
+	defer web.Close()
 	if err := writeAddr(dataDir, ln.Addr()); err != nil {
-		logger.Printf("warning: recording the address for `sluice backup`: %v", err)
+		logf("warning: recording the address for `sluice backup`: %v", err)
 	}
 	uln, err := listenUnix(sec.unixSocketDir, ln.Addr())
 	if err != nil {
-		logger.Printf("warning: %v (serving TCP only)", err)
+		logf("warning: %v (serving TCP only)", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := pgwire.NewServer(eng, sec.pgwireOptions(eng, tlsCfg, logger.Printf))
+	srv := pgwire.NewServer(eng, sec.pgwireOptions(eng, tlsCfg, logf))
 	mode := "password authentication"
 	if eng.TrustMode() {
 		mode = "trust (no password configured: local connections only)"
 	}
-	logger.Printf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
+	logf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
+	if web != nil {
+		logf("HTTP endpoint on http://%s (/metrics, /debug/pprof)", web.addr)
+	}
 	var unixDone chan error
 	if uln != nil {
-		logger.Printf("listening on unix socket %s", uln.Addr())
+		logf("listening on unix socket %s", uln.Addr())
 		unixDone = make(chan error, 1)
 		go func() { unixDone <- srv.Serve(ctx, uln) }() // owned: waited for below
 	}

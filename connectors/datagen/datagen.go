@@ -197,6 +197,22 @@ func (r *reader) Read(_ context.Context, b *types.Batch, max int) (int, error) {
 	return int(n), nil
 }
 
+// Meter implements connector.Metered: the lag is the rows due by now (at
+// the configured rate, within the row count) not yet generated.
+func (r *reader) Meter() connector.SourceMeter {
+	due := int64(-1)
+	if r.cfg.rate > 0 {
+		due = r.base + int64(time.Since(r.started).Seconds()*r.cfg.rate) + 1
+	}
+	if r.cfg.rows >= 0 && (due < 0 || due > r.cfg.rows) {
+		due = r.cfg.rows
+	}
+	if due < 0 {
+		return connector.SourceMeter{Bytes: -1} // unbounded, no rate: never behind
+	}
+	return connector.SourceMeter{Bytes: -1, Lag: []connector.PartitionLag{{Behind: max(0, due-r.next)}}}
+}
+
 // Row returns row idx of a datagen source (for tests and tools).
 func (r *reader) row(idx int64) types.Row {
 	row := make(types.Row, len(r.cfg.fields))

@@ -328,15 +328,37 @@ type srcReader struct {
 	pending error // a bad record met after rows were added to the batch
 	dead    chunkq.DeadLetters
 	take    chunkq.Taker[*srcChunk]
+	// hwm is each partition's latest high watermark seen, bytes the record
+	// bytes taken from the fetcher (Meter).
+	hwm   map[int32]int64
+	bytes int64
 }
 
 var (
 	_ connector.Seekable         = (*srcReader)(nil)
 	_ connector.DeadLetterSource = (*srcReader)(nil)
+	_ connector.Metered          = (*srcReader)(nil)
 )
 
+// Meter implements connector.Metered: per partition, the offsets between
+// the position and the high watermark of the partition's last fetch.
+func (r *srcReader) Meter() connector.SourceMeter {
+	m := connector.SourceMeter{Bytes: r.bytes}
+	parts := make([]int32, 0, len(r.hwm))
+	for p := range r.hwm {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		if next, ok := r.next[p]; ok && next >= 0 {
+			m.Lag = append(m.Lag, connector.PartitionLag{Partition: strconv.Itoa(int(p)), Behind: max(0, r.hwm[p]-next)})
+		}
+	}
+	return m
+}
+
 func newSrcReader(c *srcConfig) *srcReader {
-	return &srcReader{cfg: c, client: newSrcClient(c), next: map[int32]int64{}}
+	return &srcReader{cfg: c, client: newSrcClient(c), next: map[int32]int64{}, hwm: map[int32]int64{}}
 }
 
 // Read implements connector.Source. It takes only what the fetcher has
@@ -369,6 +391,10 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 				return n, nil
 			}
 			r.cur, r.item = c, 0
+			r.bytes += c.bytes
+			if c.hwm > 0 {
+				r.hwm[c.part] = c.hwm
+			}
 		}
 		c := r.cur
 		if c.err != nil {

@@ -249,6 +249,9 @@ type srcChunk struct {
 	// records and aborted transactions that produced no item.
 	end int64
 	err error // the source cannot go on
+	// hwm is the partition's high watermark in the fetch response; bytes
+	// the key and value bytes of its records (metrics).
+	hwm, bytes int64
 }
 
 // srcItem is one record: the rows it gave (rows[first:first+nrows]), or
@@ -510,7 +513,7 @@ func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *src
 	if rp.RecordSet.Records == nil {
 		return nil, false
 	}
-	c = &srcChunk{part: part, end: from}
+	c = &srcChunk{part: part, end: from, hwm: rp.HighWatermark}
 	// Records at or after the last stable offset belong to transactions
 	// still open: read_committed never returns them (brokers do not send
 	// them; this guards against one that does).
@@ -612,6 +615,7 @@ func (f *srcFetcher) readBatch(c *srcChunk, b protocol.RecordReader, from, limit
 		f.kbuf, keyNull = srcReadBytes(f.kbuf, rec.Key)
 		f.vbuf, valueNull = srcReadBytes(f.vbuf, rec.Value)
 		srcCloseRecord(rec)
+		c.bytes += int64(len(f.kbuf) + len(f.vbuf))
 		f.record(c, rec.Offset, rec.Time, f.kbuf, f.vbuf, keyNull, valueNull)
 		c.end = rec.Offset + 1
 	}

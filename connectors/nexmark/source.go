@@ -340,6 +340,24 @@ func (r *reader) Read(_ context.Context, b *types.Batch, max int) (int, error) {
 	return n, nil
 }
 
+// Meter implements connector.Metered: the lag is the stream indexes due
+// by now (at the event rate, within nexmark.event.num) not yet looked at,
+// in events of the whole stream (all kinds).
+func (r *reader) Meter() connector.SourceMeter {
+	due := r.end
+	if r.s.gapNs > 0 {
+		el := float64(r.now().Sub(r.started).Nanoseconds())
+		seen := el*float64(r.splits)/float64(r.s.gapNs) + 1
+		if seen < float64(math.MaxInt64/(2*r.stride)) {
+			due = min(due, r.base+int64(seen)*r.stride)
+		}
+	}
+	if due == math.MaxInt64 {
+		return connector.SourceMeter{Bytes: -1}
+	}
+	return connector.SourceMeter{Bytes: -1, Lag: []connector.PartitionLag{{Behind: max(0, (due-r.next)/r.stride)}}}
+}
+
 // row builds the output row of event number n.
 func (r *reader) row(n int64, ps pos) (types.Row, error) {
 	row := make(types.Row, len(r.cols))

@@ -86,6 +86,30 @@ type Seekable interface {
 	Seek(pos []byte) error
 }
 
+// Metered is an optional capability of a Source: figures for metrics.
+// Meter is called on the reading goroutine, between Reads (at each
+// barrier), so it needs no locking of its own.
+type Metered interface {
+	Meter() SourceMeter
+}
+
+// SourceMeter is what a Metered source reports.
+type SourceMeter struct {
+	// Bytes counts the bytes read from the external system since the
+	// reader opened (-1: not known).
+	Bytes int64
+	// Lag is how far the reader is behind, per partition.
+	Lag []PartitionLag
+}
+
+// PartitionLag is a reader's lag on one partition ("" for sources without
+// partitions): offsets behind the high watermark (Kafka) or events due and
+// not yet generated (generators with a rate or a bounded count).
+type PartitionLag struct {
+	Partition string
+	Behind    int64
+}
+
 // SourceFactory creates source readers for one connector.
 type SourceFactory interface {
 	// Validate checks options and columns at CREATE SOURCE time and returns

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"sluice/sql/types"
 )
@@ -38,8 +39,29 @@ type Actor struct {
 	// whole to a successor (a view changed in place): Release is not
 	// called.
 	Keep atomic.Bool
+	// Kind names the operator (its plan node's kind) for metrics; Stats,
+	// if set, receives the actor's figures (stats.go).
+	Kind  string
+	Stats *ActorStats
 
-	failed bool
+	failed  bool
+	blocked int64 // nanoseconds spent in send so far (Stats only)
+}
+
+// send sends m downstream, timing the wait and counting rows for Stats.
+func (a *Actor) send(ctx context.Context, m Msg) error {
+	if a.Stats == nil {
+		return a.Out.Send(ctx, m)
+	}
+	t := time.Now()
+	err := a.Out.Send(ctx, m)
+	d := time.Since(t).Nanoseconds()
+	a.blocked += d
+	a.Stats.BlockedNanos.Add(d)
+	if m.Kind == MsgData {
+		a.Stats.RowsOut.Add(int64(len(m.Batch.Rows)))
+	}
+	return err
 }
 
 // Run processes messages until ctx is done or every input has ended.
@@ -52,8 +74,13 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}()
 	}
 	out := NewEmitter(func(b *types.Batch) error {
-		return a.Out.Send(ctx, Msg{Kind: MsgData, Batch: b})
+		return a.send(ctx, Msg{Kind: MsgData, Batch: b})
 	})
+	st := a.Stats
+	// busy accounting: the time from receiving a message to the next
+	// receive, less the time blocked sending, is busy.
+	var t0 time.Time
+	var b0 int64
 	n := len(a.Inputs)
 	blocked := make([]bool, n) // input has delivered the pending barrier
 	ended := make([]bool, n)
@@ -73,6 +100,9 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}
 	}
 	for nended < n {
+		if st != nil && !t0.IsZero() {
+			st.BusyNanos.Add(time.Since(t0).Nanoseconds() - (a.blocked - b0))
+		}
 		var in int
 		var m Msg
 		if n == 1 {
@@ -103,6 +133,13 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				m = v.Interface().(Msg)
 			}
 			in = chosen
+		}
+		if st != nil {
+			t0, b0 = time.Now(), a.blocked
+			if m.Kind == MsgData {
+				st.RowsIn.Add(int64(len(m.Batch.Rows)))
+				st.BatchesIn.Add(1)
+			}
 		}
 		switch m.Kind {
 		case MsgData:
@@ -139,7 +176,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 				if !outWM.advance(0, w.Col, w.Ts) {
 					continue
 				}
-				if err := a.Out.Send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
+				if err := a.send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
 					return err
 				}
 			}
@@ -188,7 +225,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	return a.Out.Send(ctx, Msg{Kind: MsgEOS})
+	return a.send(ctx, Msg{Kind: MsgEOS})
 }
 
 func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
@@ -198,11 +235,19 @@ func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
 		} else if err := out.Flush(); err != nil {
 			return err
 		}
+		if sr, ok := a.Op.(StateReporter); ok && a.Stats != nil {
+			ss := sr.StateStats()
+			a.Stats.StateBytes.Store(ss.Bytes)
+			a.Stats.StateKeys.Store(ss.Keys)
+			a.Stats.CacheLookups.Store(ss.Lookups)
+			a.Stats.CacheMisses.Store(ss.Misses)
+			a.Stats.HasState.Store(true)
+		}
 	}
 	if a.OnCollect != nil {
 		a.OnCollect(b.Epoch)
 	}
-	return a.Out.Send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
+	return a.send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
 }
 
 func (a *Actor) fail(err error) {

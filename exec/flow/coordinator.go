@@ -40,12 +40,15 @@ type Coordinator struct {
 	}
 	commitCh chan uint64
 	done     chan struct{}
+	history  checkpointHistory // stats.go
 }
 
 type epochState struct {
 	w         *storage.EpochWriter
 	remaining int
 	pause     bool
+	started   time.Time // injected
+	aligned   time.Time // every collector reported it
 }
 
 type waiter struct {
@@ -183,7 +186,7 @@ func (c *Coordinator) inject(pause, force bool) uint64 {
 		f(w)
 	}
 	c.mu.next = nil
-	st := &epochState{w: w, remaining: c.mu.collectors, pause: pause}
+	st := &epochState{w: w, remaining: c.mu.collectors, pause: pause, started: time.Now()}
 	c.mu.inflight[e] = st
 	if pause {
 		c.mu.paused = true
@@ -193,6 +196,7 @@ func (c *Coordinator) inject(pause, force bool) uint64 {
 		s.InjectBarrier(b)
 	}
 	if st.remaining == 0 {
+		st.aligned = st.started
 		c.commitCh <- e
 	}
 	return e
@@ -209,6 +213,9 @@ func (c *Coordinator) Collect(e uint64) {
 	}
 	st.remaining--
 	ready := st.remaining == 0
+	if ready {
+		st.aligned = time.Now()
+	}
 	c.mu.Unlock()
 	if ready {
 		c.commitCh <- e
@@ -226,6 +233,8 @@ func (c *Coordinator) committer(ctx context.Context) {
 			failed := c.mu.err != nil
 			pre := c.mu.preCommit
 			c.mu.Unlock()
+			commitStart := time.Now()
+			var bytes int64
 			// After a failed epoch no later one may commit: operators wrote
 			// only their changes since the failed barrier.
 			var err error
@@ -238,6 +247,7 @@ func (c *Coordinator) committer(ctx context.Context) {
 			}
 			if !failed && err == nil {
 				connector.Crashpoint("checkpoint-before-commit")
+				bytes = int64(st.w.Len())
 				err = c.db.CommitCtx(ctx, st.w, e)
 				connector.Crashpoint("checkpoint-after-commit")
 			}
@@ -265,6 +275,9 @@ func (c *Coordinator) committer(ctx context.Context) {
 				post = c.mu.postCommit
 			}
 			c.mu.Unlock()
+			end := time.Now()
+			c.history.add(CheckpointRecord{Epoch: e, Started: st.started, Aligned: st.aligned.Sub(st.started), Commit: end.Sub(commitStart),
+				Duration: end.Sub(st.started), Bytes: bytes, Failed: failed || err != nil})
 			for _, f := range post {
 				f(e)
 			}

@@ -30,6 +30,22 @@ type sourceBase struct {
 	// Share, if set, gives the job's own barrier (its share of the epoch)
 	// for each barrier injected.
 	Share ShareFunc
+	// Stats receives the source's figures (stats.go); set it to nil
+	// before Run for none.
+	Stats *SourceStats
+}
+
+// sendData sends a batch downstream, counting it and the time blocked.
+func (s *sourceBase) sendData(ctx context.Context, m Msg) error {
+	if s.Stats == nil {
+		return s.Out.Send(ctx, m)
+	}
+	t := time.Now()
+	err := s.Out.Send(ctx, m)
+	s.Stats.BlockedNanos.Add(time.Since(t).Nanoseconds())
+	s.Stats.Rows.Add(int64(len(m.Batch.Rows)))
+	s.Stats.Batches.Add(1)
+	return err
 }
 
 func newSourceBase(name string, opID uint64, coord *Coordinator) sourceBase {
@@ -40,6 +56,7 @@ func newSourceBase(name string, opID uint64, coord *Coordinator) sourceBase {
 		posKey:   storage.Key(storage.SpacePosition, opID),
 		barriers: make(chan *Barrier, 2*maxInflight+4),
 		resume:   make(chan struct{}, 1),
+		Stats:    &SourceStats{Started: time.Now()},
 	}
 }
 
@@ -88,10 +105,11 @@ func (s *sourceBase) emitBarrier(ctx context.Context, b *Barrier, pos []byte, se
 // ReaderSource runs a connector's source reader.
 type ReaderSource struct {
 	sourceBase
-	src  connector.Source
-	seek connector.Seekable
-	dls  connector.DeadLetterSource
-	eof  bool
+	src   connector.Source
+	seek  connector.Seekable
+	dls   connector.DeadLetterSource
+	meter connector.Metered
+	eof   bool
 
 	// KeepDeadLetters stores bad records (on_error = 'dead_letter') with
 	// the checkpoint under d/<op>/<epoch>/<n>; otherwise they are only
@@ -265,6 +283,15 @@ func (r *ReaderSource) barrier(ctx context.Context, b *Barrier) error {
 	}
 	clear(r.dead)
 	r.dead = r.dead[:0]
+	if r.meter != nil && r.Stats != nil {
+		m := r.meter.Meter()
+		r.Stats.Bytes.Store(m.Bytes)
+		lag := make([]Lag, len(m.Lag))
+		for i, l := range m.Lag {
+			lag[i] = Lag{Partition: l.Partition, Behind: l.Behind}
+		}
+		r.Stats.setLag(lag)
+	}
 	if r.wm != nil {
 		// The watermark goes first, so that what it closes belongs to this
 		// epoch, and the largest time read is saved with the position.
@@ -288,6 +315,10 @@ func NewReaderSource(db *storage.DB, coord *Coordinator, name string, opID uint6
 	r := &ReaderSource{sourceBase: newSourceBase(name, opID, coord), src: src, opID: opID}
 	r.dls, _ = src.(connector.DeadLetterSource)
 	r.commit, _ = src.(connector.Committer)
+	r.meter, _ = src.(connector.Metered)
+	if r.meter == nil {
+		r.Stats.Bytes.Store(-1)
+	}
 	if sk, ok := src.(connector.Seekable); ok {
 		r.seek = sk
 		pos, err := db.Get(r.posKey)
@@ -351,7 +382,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			r.dropLate(b)
 		}
 		if len(b.Rows) > 0 {
-			if err := r.Out.Send(ctx, Msg{Kind: MsgData, Batch: b}); err != nil {
+			if err := r.sendData(ctx, Msg{Kind: MsgData, Batch: b}); err != nil {
 				return nil
 			}
 			if err := r.sendWatermark(ctx); err != nil {
@@ -448,6 +479,7 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096),
 		cutOf: map[uint64]uint64{}}
 	t.cuts = make(chan uint64, cap(t.barriers))
+	t.Stats.Bytes.Store(-1)
 	pos, err := db.Get(t.posKey)
 	if err != nil {
 		return nil, err
@@ -574,7 +606,7 @@ func (t *TableSource) Run(ctx context.Context) error {
 func (t *TableSource) send(ctx context.Context, c TableChunk) error {
 	t.pos = c.Seq
 	t.sent.Store(c.Seq)
-	return t.Out.Send(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
+	return t.sendData(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
 }
 
 // LogRange returns the keys of table id's log entries up to sequence upto.

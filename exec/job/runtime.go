@@ -1,8 +1,10 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,6 +30,9 @@ type Runtime struct {
 	// Policy confines the connectors' files, ports and hosts and resolves
 	// their secret references; set before the first job starts.
 	Policy *connector.Policy
+	// NoStats runs actors and sources without their metrics figures (to
+	// measure what the figures cost: sluice bench --no-metrics).
+	NoStats bool
 
 	mu struct {
 		sync.Mutex
@@ -58,6 +63,10 @@ type Job struct {
 	Deliverer *sink.Deliverer
 	// Readers are the job's source readers.
 	Readers []*flow.ReaderSource
+	// Table is a table's change source (a table's job); Actors the job's
+	// operators (for metrics: each has Stats).
+	Table  *flow.TableSource
+	Actors []*flow.Actor
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -266,6 +275,26 @@ func (r *Runtime) LateRecords(source uint64) int64 {
 	return n
 }
 
+// newStats returns an actor's stats (nil with NoStats).
+func (r *Runtime) newStats() *flow.ActorStats {
+	if r.NoStats {
+		return nil
+	}
+	return flow.NewActorStats()
+}
+
+// Jobs returns the running jobs, ordered by id.
+func (r *Runtime) Jobs() []*Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Job, 0, len(r.mu.jobs))
+	for _, j := range r.mu.jobs {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Table returns the change source of table id.
 func (r *Runtime) Table(id uint64) *flow.TableSource {
 	r.mu.Lock()
@@ -295,8 +324,14 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	ts.Share = j.shares.share
 	ts.KeepLog = true
 	act := &flow.Actor{Name: name + "/materialize", Op: mat, Inputs: []chan flow.Msg{in}, Out: &flow.Output{},
-		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name)}
+		OnCollect: r.coord.Collect, OnError: j.fail, Share: j.shares.share, Failpoint: theFailpoint.hook("materialize", name),
+		Kind: spec.Materialize.String(), Stats: r.newStats()}
+	if r.NoStats {
+		ts.Stats = nil
+	}
 	j.sources = []flow.SourceActor{ts}
+	j.Table = ts
+	j.Actors = []*flow.Actor{act}
 	r.coord.AddSource(ts)
 	r.coord.AddCollectors(1)
 	r.mu.Lock()
@@ -417,6 +452,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			}
 			rs.OnError = j.fail
 			rs.Share = j.shares.share
+			if r.NoStats {
+				rs.Stats = nil
+			}
 			rs.SourceID, rs.SourceName = n.Source.SourceID, n.Source.Name
 			rs.KeepDeadLetters = strings.EqualFold(n.Source.Options["on_error"], "dead_letter")
 			readers = append(readers, rs)
@@ -475,7 +513,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			return fail(err)
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
-			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name)}
+			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name), Kind: n.Kind.String(), Stats: r.newStats()}
 		if rp != nil && n.Kind == spec.Materialize {
 			a.Out, stream = rp.stream, rp.stream
 		}
@@ -503,6 +541,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		return fail(fmt.Errorf("plan of %s has no Materialize or Sink root", name))
 	}
 	j.Readers = readers
+	j.Actors = actors
 	if resumed {
 		if err := r.catchUp(j); err != nil {
 			r.logf("%s: %v", name, err)

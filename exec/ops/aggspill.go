@@ -3,6 +3,8 @@ package ops
 import (
 	"errors"
 
+	"sluice/exec/flow"
+
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -27,8 +29,15 @@ type aggSpill struct {
 	// gone holds the groups dropped by epochs not yet known committed,
 	// with the epoch that deleted them: the store may still show them.
 	gone map[string]uint64
-	// evicted and loaded count groups spilled and read back.
+	// evicted and loaded count groups spilled and read back; lookups the
+	// group lookups, reads those that went to the store.
 	evicted, loaded int
+	lookups, reads  int64
+}
+
+// StateStats implements flow.StateReporter.
+func (a *Agg) StateStats() flow.StateStats {
+	return flow.StateStats{Bytes: a.spill.bytes, Keys: int64(len(a.groups)), Lookups: a.spill.lookups, Misses: a.spill.reads}
 }
 
 // Spills returns how many groups the aggregation has evicted and read
@@ -132,6 +141,7 @@ func (a *Agg) restoreStored(g *group, ci int, vk string, v []byte) error {
 // lookup returns group k: in memory, or read back from the store if it
 // was evicted; nil if there is none.
 func (a *Agg) lookup(k []byte) (*group, error) {
+	a.spill.lookups++
 	if g := a.groups[string(k)]; g != nil || !a.spill.spilled {
 		return g, nil
 	}
@@ -146,6 +156,7 @@ func (a *Agg) lookup(k []byte) (*group, error) {
 
 // readBack reads evicted group k from the store.
 func (a *Agg) readBack(k string) (*group, error) {
+	a.spill.reads++
 	v, err := a.spill.db.Get(a.headerKey(k))
 	if err != nil || v == nil {
 		return nil, err

@@ -60,8 +60,10 @@ type Join struct {
 	kbuf     []byte
 	rkbuf    []byte // store's row key buffer
 	sorter   keySorter
-	// evicted and loaded count buckets spilled and read back.
+	// evicted and loaded count buckets spilled and read back; lookups the
+	// bucket probes.
 	evicted, loaded int
+	lookups         int64
 	// bounds are the interval-join bounds of the condition; tidx indexes
 	// each side's rows by the time columns bounds can delete them by:
 	// side -> column -> index.
@@ -439,6 +441,12 @@ func (j *Join) own() int64 {
 	return j.s[0].bytes + j.s[1].bytes + j.s[0].forgotten.bytes() + j.s[1].forgotten.bytes()
 }
 
+// StateStats implements flow.StateReporter.
+func (j *Join) StateStats() flow.StateStats {
+	return flow.StateStats{Bytes: j.own(), Keys: int64(len(j.s[0].hot) + len(j.s[0].cold) + len(j.s[1].hot) + len(j.s[1].cold)),
+		Lookups: j.lookups, Misses: int64(j.loaded)}
+}
+
 // report brings the cache's count of this join's bytes up to date.
 func (j *Join) report() {
 	if j.cache == nil {
@@ -460,6 +468,7 @@ func (j *Join) Release() {
 // probe returns side's bucket jk whole (reading it back if spilled), or
 // nil if it has no rows.
 func (j *Join) probe(side int, jk string) (*bucket, error) {
+	j.lookups++
 	s := &j.s[side]
 	b := s.hot[jk]
 	if b != nil && !b.spilled {

@@ -35,7 +35,32 @@ type Deliverer struct {
 		lastErrAt time.Time
 		written   int64 // changes confirmed since start
 		paused    error // set once delivery must wait for a person (restore.go)
+		metrics   Metrics
 	}
+}
+
+// CommitBuckets are the upper bounds, in seconds, of the commit latency
+// histogram in Metrics.
+var CommitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Metrics are a deliverer's counters since it started.
+type Metrics struct {
+	Bytes   int64 // bytes of the encoded changes handed to the connector
+	Errors  int64 // failed attempts (connect, progress, write)
+	Retries int64 // attempts made after a failure
+	Commits int64 // epochs the connector confirmed
+	// CommitCounts[i] counts the commits that took at most CommitBuckets[i]
+	// (not cumulative; the last entry counts the rest); CommitSeconds is
+	// their total time.
+	CommitCounts  [13]int64
+	CommitSeconds float64
+}
+
+// Metrics returns the deliverer's counters.
+func (d *Deliverer) Metrics() Metrics {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.metrics
 }
 
 // Status is what SHOW SINKS reports about delivery.
@@ -88,6 +113,7 @@ func DeliveredKey(id uint64) []byte { return storage.Key(storage.SpacePosition, 
 func (d *Deliverer) fail(err error) {
 	d.mu.Lock()
 	d.mu.failures++
+	d.mu.metrics.Errors++
 	first := d.mu.failures == 1
 	d.mu.lastErr = err.Error()
 	d.mu.lastErrAt = time.Now()
@@ -123,6 +149,9 @@ func (d *Deliverer) sleep(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		d.mu.Lock()
+		d.mu.metrics.Retries++
+		d.mu.Unlock()
 		return nil
 	}
 }
@@ -240,6 +269,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	prefix := LogPrefix(d.ID)
 	var epoch uint64
 	var changes []connector.Change
+	var size int64
 	epochs := map[uint64]struct{}{}
 	err := d.DB.Scan(prefix, func(k, v []byte) error {
 		e, ok := epochOf(d.ID, k)
@@ -257,6 +287,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 			return nil
 		}
 		var err error
+		size += int64(len(v))
 		changes, err = decodeChanges(v, changes)
 		return err
 	})
@@ -270,10 +301,13 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	if epoch == 0 {
 		return false, nil
 	}
+	var took time.Duration
 	if epoch > delivered && len(changes) > 0 {
+		t := time.Now()
 		if err := s.Write(ctx, epoch, changes); err != nil {
 			return false, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
+		took = time.Since(t)
 		connector.Crashpoint("sink-after-write")
 		d.ok()
 	}
@@ -290,6 +324,18 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	if epoch > d.mu.delivered {
 		d.mu.delivered = epoch
 		d.mu.written += int64(len(changes))
+		if len(changes) > 0 {
+			m := &d.mu.metrics
+			m.Bytes += size
+			m.Commits++
+			sec := took.Seconds()
+			m.CommitSeconds += sec
+			i := 0
+			for i < len(CommitBuckets) && sec > CommitBuckets[i] {
+				i++
+			}
+			m.CommitCounts[i]++
+		}
 	}
 	d.mu.pending = max(0, len(epochs)-1)
 	d.mu.Unlock()
