@@ -75,6 +75,7 @@ const (
 	DataCorrupted                    Code = "XX001"
 	ConfigFileError                  Code = "F0000"
 	DuplicateFile                    Code = "58P02"
+	UndefinedFile                    Code = "58P01"
 )
 
 // IsInternal reports whether c is an internal (XX) code, which a wrapping
