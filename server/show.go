@@ -56,7 +56,7 @@ func showListCols(what string) []types.Column {
 	}
 	if what == "SOURCES" {
 		return []types.Column{{Name: "Name", Type: types.TText}, {Name: "Connector", Type: types.TText}, {Name: "Bad Records", Type: types.TInt8},
-			{Name: "Late Records", Type: types.TInt8}}
+			{Name: "Late Records", Type: types.TInt8}, {Name: "Guarantee", Type: types.TText}}
 	}
 	if what == "SINKS" {
 		return showSinksCols()
@@ -84,7 +84,7 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 		for _, ent := range s.e.cat.list(kind) {
 			if kind == kindSource {
 				rows = append(rows, types.Row{types.NewString(ent.Name), types.NewString(ent.Connector), types.NewInt(s.e.rt.BadRecords(ent.ID)),
-					types.NewInt(s.e.rt.LateRecords(ent.ID))})
+					types.NewInt(s.e.rt.LateRecords(ent.ID)), types.NewString(sourceGuarantee(ent))})
 				continue
 			}
 			if kind == kindSink {

@@ -71,7 +71,7 @@ func TestLateRowsDroppedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each job reads the source with its own reader: two jobs, one late row each.
-	if got := res.Lines(); len(got) != 1 || got[0] != "clicks kafka 0 2" {
+	if got := res.Lines(); len(got) != 1 || got[0] != "clicks kafka 0 2 EXACTLY_ONCE" {
 		t.Fatalf("SHOW SOURCES: %q (columns %v), want the late row counted by each of the two readers", got, res.ColumnNames())
 	}
 }
