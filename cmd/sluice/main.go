@@ -23,6 +23,8 @@ import (
 	_ "sluice/connectors/datagen"
 	_ "sluice/connectors/file"
 	_ "sluice/connectors/kafka"
+	_ "sluice/connectors/mqtt"
+	_ "sluice/connectors/nats"
 	_ "sluice/connectors/nexmark"
 	_ "sluice/connectors/pgcdc"
 	_ "sluice/connectors/postgres"
