@@ -454,7 +454,17 @@ func (p *Planner) planCorrelated(sel *ast.SelectStmt, sc *scope, bindFields bool
 		rel.residual = append(rel.residual, r)
 	}
 	if len(local) > 0 {
-		idx = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{idx}, Pred: andAll(local), Cols: ssc.columns()})
+		// As in planSelect: equalities over a comma join become its keys.
+		top := p.plan.Nodes[idx]
+		rest := p.pushJoinConds(idx, local)
+		for i, n := range p.plan.Nodes {
+			if n == top {
+				idx = i
+			}
+		}
+		if len(rest) > 0 {
+			idx = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{idx}, Pred: andAll(rest), Cols: ssc.columns()})
+		}
 	}
 	if len(nested) > 0 {
 		if idx, err = p.applySubqueryConds(idx, ssc, nested, nil); err != nil {

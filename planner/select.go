@@ -159,7 +159,10 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		having := s.Having.Expr
+		var having ast.ExprNode
+		if s.Having != nil {
+			having = s.Having.Expr
+		}
 		var subHaving []ast.ExprNode
 		if p.Streaming && having != nil {
 			having, subHaving = splitSubqueryConds(having)

@@ -19,7 +19,8 @@ import (
 // statement's snapshot). A column the subquery's scope lacks is looked up
 // in the enclosing queries' scopes: it becomes a spec.OuterRef, and the
 // enclosing row's value is handed to the plan (spec.Subquery.Outer).
-// Dataflow jobs have no per-row plans, so materialized views reject them.
+// Dataflow jobs have no per-row plans: a materialized view's subqueries are
+// decorrelated into joins instead (decorrelate.go).
 
 // outerLevel is an enclosing query of the subquery being planned: the scope
 // its expressions see and the values it hands to the subquery.
