@@ -10,6 +10,9 @@
 //	  GROUP BY  → Project(pre) → HashAgg → Filter(HAVING)
 //	  SELECT    → Project
 //	  UNION ALL → Union
+//	  WHERE/HAVING/SELECT subqueries of a view → semi/anti HashJoins and
+//	            grouped HashAggs LEFT JOINed on the correlation keys
+//	            (decorrelate.go)
 //	  view root → Materialize (key = group key or primary key)
 //	  EMIT ON WINDOW CLOSE → the view's HashAgg is marked EOWC; it needs a
 //	              group column that carries a watermark (watermarkCols
@@ -17,7 +20,8 @@
 //
 // Batch queries (SELECT) also have what a dataflow cannot run: subqueries
 // in expressions, correlated or not (spec.Subquery, each with its own plan,
-// run per outer row; subquery.go), set-returning functions in FROM
+// run per outer row; subquery.go; a view's are decorrelated instead, or
+// refused), set-returning functions in FROM
 // (spec.TableFunc; tablefunc.go), the aggregates that keep all their
 // inputs (string_agg, array_agg, bool_and, bool_or), and the oid types
 // resolved against the system relations (regclass, regnamespace, ...;

@@ -59,6 +59,9 @@ type Planner struct {
 	// outer holds the enclosing queries of the subquery being planned,
 	// outermost first (see subquery.go).
 	outer []*outerLevel
+	// subCols holds the scalar subqueries of a view already joined on as
+	// columns, while the expression holding them is bound (decorrelate.go).
+	subCols map[*ast.SubqueryExpr]spec.Expr
 	// Deps lists the relations the statement reads.
 	Deps []uint64
 	// AppendOnlyRel reports whether a relation's change stream never

@@ -133,7 +133,7 @@ func pruneJoinSources(plan *spec.Plan) {
 		return ok
 	}
 	for ji, j := range plan.Nodes {
-		if j.Kind != spec.Join || len(consumers[ji]) != 1 || (j.Cond != nil && !mappable(j.Cond)) {
+		if j.Kind != spec.Join || j.JoinKind == spec.SemiJoin || j.JoinKind == spec.AntiJoin || len(consumers[ji]) != 1 || (j.Cond != nil && !mappable(j.Cond)) {
 			continue
 		}
 		// Above: filters and window functions (which pass their input's

@@ -41,8 +41,15 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			return nil, pgerror.Unsupported("a materialized view needs a FROM clause")
 		}
 	}
-	if s.Where != nil {
-		pred, err := b.bind(s.Where, sc, nil)
+	// A view's subqueries in WHERE become joins (decorrelate.go), applied
+	// after the other conditions have given the joins of FROM their keys.
+	where := s.Where
+	var subConds []ast.ExprNode
+	if p.Streaming && where != nil {
+		where, subConds = splitSubqueryConds(where)
+	}
+	if where != nil {
+		pred, err := b.bind(where, sc, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -70,6 +77,11 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: andAll(rest), Cols: sc.columns()})
 		}
 		p.keys[in] = key
+	}
+	if len(subConds) > 0 {
+		if in, err = p.applySubqueryConds(in, sc, subConds, nil); err != nil {
+			return nil, err
+		}
 	}
 
 	// Expand the select list.
@@ -147,8 +159,16 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
+		var having ast.ExprNode
 		if s.Having != nil {
-			pred, err := b.bind(s.Having.Expr, sc, h)
+			having = s.Having.Expr
+		}
+		var subHaving []ast.ExprNode
+		if p.Streaming && having != nil {
+			having, subHaving = splitSubqueryConds(having)
+		}
+		if having != nil {
+			pred, err := b.bind(having, sc, h)
 			if err != nil {
 				return nil, err
 			}
@@ -156,6 +176,12 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 				return nil, err
 			}
 			in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: pred, Cols: p.plan.Nodes[in].Cols})
+		}
+		if len(subHaving) > 0 {
+			p.keys[in] = outKey
+			if in, err = p.applySubqueryConds(in, sc, subHaving, h); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -196,6 +222,31 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		}
 		if found {
 			outKey = nil // a row may repeat
+		}
+	}
+
+	// A view's scalar subqueries in the select list are joined on as
+	// columns (decorrelate.go).
+	if p.Streaming {
+		var sqs []*ast.SubqueryExpr
+		for _, it := range items {
+			if it.expr == nil {
+				continue
+			}
+			f := findSubqueries(it.expr)
+			if f.other {
+				return nil, errSubquery("EXISTS, IN or ANY/ALL (subquery) in the select list")
+			}
+			sqs = append(sqs, f.scalars...)
+		}
+		if len(sqs) > 0 {
+			key := p.keys[in]
+			var err error
+			if in, sc, err = p.joinScalars(in, sc, sqs); err != nil {
+				return nil, err
+			}
+			p.keys[in] = key
+			defer p.forgetScalars(sqs)
 		}
 	}
 

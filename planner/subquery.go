@@ -19,7 +19,8 @@ import (
 // statement's snapshot). A column the subquery's scope lacks is looked up
 // in the enclosing queries' scopes: it becomes a spec.OuterRef, and the
 // enclosing row's value is handed to the plan (spec.Subquery.Outer).
-// Dataflow jobs have no per-row plans, so materialized views reject them.
+// Dataflow jobs have no per-row plans: a materialized view's subqueries are
+// decorrelated into joins instead (decorrelate.go).
 
 // outerLevel is an enclosing query of the subquery being planned: the scope
 // its expressions see and the values it hands to the subquery.
@@ -73,8 +74,7 @@ func (b *binder) outerColumn(table, name string) (e spec.Expr, ok bool, err erro
 func (b *binder) planSubquery(q ast.ResultSetNode, sc *scope) (*spec.Subquery, *Query, error) {
 	p := b.p
 	if p.Streaming {
-		return nil, nil, pgerror.Unsupported("subqueries in materialized views").
-			WithHint("use a join")
+		return nil, nil, errSubquery("a subquery in this position")
 	}
 	lvl := &outerLevel{sc: sc}
 	p.outer = append(p.outer, lvl)
@@ -141,6 +141,9 @@ func (b *binder) castFirstColumn(s *spec.Subquery, t types.T) error {
 func (b *binder) bindSubqueryExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) {
 	switch n := e.(type) {
 	case *ast.SubqueryExpr:
+		if x, ok := b.p.subCols[n]; ok {
+			return x, nil
+		}
 		s, q, err := b.planSubquery(n.Query, sc)
 		if err != nil {
 			return nil, err

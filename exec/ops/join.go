@@ -332,7 +332,7 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 			drop: map[string]struct{}{}, flying: map[string]struct{}{},
 		}
 	}
-	j.preserve[0] = n.JoinKind == spec.LeftJoin || n.JoinKind == spec.FullJoin
+	j.preserve[0] = n.JoinKind == spec.LeftJoin || n.JoinKind == spec.FullJoin || j.filtering()
 	j.preserve[1] = n.JoinKind == spec.RightJoin || n.JoinKind == spec.FullJoin
 	if n.Cond != nil {
 		c, err := eval.CompilePredicate(n.Cond, ctx)
@@ -697,8 +697,18 @@ func (j *Join) degree(side int, r types.Row, b *bucket) (int64, error) {
 	return d, nil
 }
 
+// filtering reports whether the join is a semi or anti join: it outputs
+// left rows (never pairs) by whether they have matches, which it derives,
+// as an outer join does, from the right rows stored under the row's key.
+func (j *Join) filtering() bool {
+	return j.kind == spec.SemiJoin || j.kind == spec.AntiJoin
+}
+
 // Process implements flow.Operator.
 func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
+	if j.filtering() {
+		return j.processFiltering(side, b, out)
+	}
 	other := 1 - side
 	var kbuf []byte
 	for i, r := range b.Rows {
@@ -782,6 +792,90 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 	}
 	if j.s[0].bytes+j.s[1].bytes-j.reported > reportStep {
 		j.report()
+	}
+	return nil
+}
+
+// processFiltering is Process for semi and anti joins. A left row is
+// emitted (semi) or withheld (anti) while its degree, the number of
+// matching right rows, is above zero; a right change that moves a left
+// row's degree between zero and non-zero emits or retracts that row.
+func (j *Join) processFiltering(side int, b *types.Batch, out *flow.Emitter) error {
+	other := 1 - side
+	semi := j.kind == spec.SemiJoin
+	var kbuf []byte
+	for i, r := range b.Rows {
+		diff := b.Diffs[i]
+		kbuf = kbuf[:0]
+		null := false
+		for _, c := range j.keys[side] {
+			if r[c].IsNull() {
+				null = true
+			}
+			kbuf = types.AppendKey(kbuf, r[c])
+		}
+		jk := string(kbuf)
+		var ob *bucket
+		if !null {
+			var err error
+			if ob, err = j.probe(other, jk); err != nil {
+				return err
+			}
+		}
+		if side == 0 {
+			deg, err := j.degree(0, r, ob)
+			if err != nil {
+				return err
+			}
+			if (deg > 0) == semi {
+				if err := out.Emit(j.combine(0, r, nil), diff); err != nil {
+					return err
+				}
+			}
+		} else if ob != nil {
+			var own *bucket
+			if !null {
+				var err error
+				if own, err = j.probe(side, jk); err != nil {
+					return err
+				}
+			}
+			for k := range ob.rows.list {
+				o := &ob.rows.list[k]
+				orow, err := ob.rows.row(k)
+				if err != nil {
+					return err
+				}
+				ok, err := j.matches(side, r, orow)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				before, err := j.degree(0, orow, own)
+				if err != nil {
+					return err
+				}
+				after := before + diff
+				var sign int64
+				switch {
+				case before == 0 && after > 0:
+					sign = 1
+				case before > 0 && after == 0:
+					sign = -1
+				default:
+					continue
+				}
+				if !semi {
+					sign = -sign
+				}
+				if err := out.Emit(j.combine(0, orow, nil), sign*o.n); err != nil {
+					return err
+				}
+			}
+		}
+		j.store(side, jk, r, diff)
 	}
 	return nil
 }

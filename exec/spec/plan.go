@@ -64,9 +64,14 @@ const (
 	LeftJoin
 	RightJoin
 	FullJoin
+	// SemiJoin outputs each left row that has a match on the right, once
+	// (EXISTS, IN (SELECT …)); AntiJoin each left row that has none (NOT
+	// EXISTS, NOT IN). Both output the left columns only (JoinOut).
+	SemiJoin
+	AntiJoin
 )
 
-var joinNames = [...]string{"inner", "left outer", "right outer", "full outer"}
+var joinNames = [...]string{"inner", "left outer", "right outer", "full outer", "left semi", "left anti"}
 
 func (k JoinKind) String() string { return joinNames[k] }
 
