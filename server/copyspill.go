@@ -34,8 +34,9 @@ import (
 // one epoch. A crash before the ingestion leaves only scratch files,
 // which storage removes when it opens.
 
-// spillRunBytes is the key and row bytes of one sorted run.
-const spillRunBytes = 16 << 20
+// spillRunBytes is the key and row bytes of one sorted run (a variable:
+// tests make many small runs).
+var spillRunBytes = 16 << 20
 
 // spillFileBytes is the size of one ingested sstable of rows.
 const spillFileBytes = 64 << 20
