@@ -57,9 +57,13 @@ func (s *session) copyFrom(ctx context.Context, rel *cat.Relation, idx []int, co
 			}
 		}
 		n, err = s.insertRows(ctx, rel.ID, rows)
-	} else {
+	} else if tw.cons == nil || len(tw.cons.uniques) == 0 {
 		// Outside a transaction block the workers encode the rows for the
-		// bulk insert as they decode them.
+		// bulk insert as they decode them, and the rows spill to scratch
+		// files (copyspill.go): memory does not grow with the rows.
+		n, err = s.copySpilled(ctx, d, tw)
+	} else {
+		// UNIQUE constraints are checked over the rows in memory.
 		b := &bulkLoad{tw: tw}
 		if err := d.pipeline(tw, func(c *copyChunk) { b.add(c.enc) }); err != nil {
 			return err
