@@ -147,6 +147,30 @@ func TestEmitOnWindowCloseSinks(t *testing.T) {
 			t.Fatalf("closed_mv: %q", got)
 		}
 	}
+	// A bounded scan (scan.bounded = 'latest') ends at the topic's end
+	// when it started: its watermark then closes the last window too.
+	ExecAll(t, conn,
+		`CREATE SOURCE clicks_b (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '4' SECOND)
+		   WITH (connector = 'kafka', topic = 'clicks', properties.bootstrap.server = '`+b.Addr+`', scan.bounded = 'latest')
+		   FORMAT PLAIN ENCODE JSON`,
+		`CREATE MATERIALIZED VIEW bounded_windows AS SELECT window_start, count(*) AS n, sum(id) AS ids
+		   FROM TUMBLE(clicks_b, ts, INTERVAL '10' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE`)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "clicks", Value: []byte(`{"id":6,"ts":"2026-01-01 00:00:26"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := QueryText(ctx, conn, "SELECT window_start, n, ids FROM bounded_windows ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Lines()
+		if equalLines(got, []string{"2026-01-01 00:00:00 2 4", "2026-01-01 00:00:10 1 2", "2026-01-01 00:00:20 1 5"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bounded_windows: %q", got)
+		}
+	}
 	for _, bad := range []string{
 		`CREATE VIEW nothing_to_close AS SELECT id FROM clicks EMIT ON WINDOW CLOSE`,
 		`CREATE SINK nothing_to_close AS SELECT id FROM clicks EMIT ON WINDOW CLOSE WITH (connector = 'file', path = 'x')`,

@@ -13,7 +13,9 @@
 //
 // Options: topic and properties.bootstrap.server (comma-separated) are
 // required; scan.startup.mode is earliest (default), latest or timestamp
-// (with scan.startup.timestamp.millis); isolation.level is read_committed
+// (with scan.startup.timestamp.millis); scan.bounded = 'latest' ends the
+// source (io.EOF) at the offsets the partitions had when it first started,
+// kept in its position (version 2) across restarts; isolation.level is read_committed
 // (default) or read_uncommitted; on_error is fail (default), skip or
 // dead_letter; max.message.bytes (default 1048576) bounds key plus value,
 // and a larger record is a bad record.

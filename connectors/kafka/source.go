@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -64,6 +65,7 @@ var srcKnownOptions = map[string]bool{
 	"properties.bootstrap.servers":  true,
 	"scan.startup.mode":             true,
 	"scan.startup.timestamp.millis": true,
+	"scan.bounded":                  true,
 	"isolation.level":               true,
 	"on_error":                      true,
 	"max.message.bytes":             true,
@@ -80,17 +82,20 @@ type srcConfig struct {
 	startup       int64 // srcEarliest, srcLatest or srcTimestamp
 	startTS       int64 // scan.startup.timestamp.millis
 	readCommitted bool
-	onError       srcOnError
-	maxBytes      int
-	format        srcFormat
-	enc           decode.Encoding
-	cols          []types.Column
-	key           []int
-	skip          []bool // pseudo-columns, not in the payload
-	keyCol        int    // _key, or -1
-	partCol       int    // _partition, or -1
-	offCol        int    // _offset, or -1
-	tsCol         int    // _timestamp, or -1
+	// bounded (scan.bounded = 'latest'): the source ends at the offsets
+	// the topic's partitions had when it first started.
+	bounded  bool
+	onError  srcOnError
+	maxBytes int
+	format   srcFormat
+	enc      decode.Encoding
+	cols     []types.Column
+	key      []int
+	skip     []bool // pseudo-columns, not in the payload
+	keyCol   int    // _key, or -1
+	partCol  int    // _partition, or -1
+	offCol   int    // _offset, or -1
+	tsCol    int    // _timestamp, or -1
 }
 
 func srcOptionError(key, format string, args ...any) error {
@@ -105,7 +110,7 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	for k := range cfg.Options {
 		if !srcKnownOptions[k] {
 			return nil, pgerror.New(pgcode.InvalidParameterValue, "kafka option %s: unknown option", k).
-				WithHint("kafka source options are topic, properties.bootstrap.server, scan.startup.mode, scan.startup.timestamp.millis, isolation.level, on_error and max.message.bytes")
+				WithHint("kafka source options are topic, properties.bootstrap.server, scan.startup.mode, scan.startup.timestamp.millis, scan.bounded, isolation.level, on_error and max.message.bytes")
 		}
 	}
 	get := func(k string) string { return strings.TrimSpace(cfg.Options[k]) }
@@ -158,6 +163,13 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	}
 	if c.startup != srcTimestamp && get("scan.startup.timestamp.millis") != "" {
 		return nil, srcOptionError("scan.startup.timestamp.millis", "needs scan.startup.mode = 'timestamp'")
+	}
+	switch v := strings.ToLower(get("scan.bounded")); v {
+	case "", "none":
+	case "latest":
+		c.bounded = true
+	default:
+		return nil, srcOptionError("scan.bounded", "%q is not 'none' or 'latest'", v)
 	}
 	switch v := strings.ToLower(get("isolation.level")); v {
 	case "", "read_committed":
@@ -278,6 +290,15 @@ func (SourceFactory) Open(ctx context.Context, cfg connector.SourceConfig) (conn
 			} else {
 				r.next = srcStartOffsets(c, parts)
 			}
+			if c.bounded {
+				// The end of a bounded scan: the partitions' ends now
+				// (the last stable offsets under read_committed). A
+				// restart keeps the bound saved in the position (Seek).
+				if r.bound, err = r.client.listOffsets(probe, parts, srcLatest, c.readCommitted); err != nil {
+					r.Close()
+					return nil, pgerror.Wrap(err, pgcode.SQLClientUnableToEstablishSQLConnection, "kafka source %s: reading the end offsets of scan.bounded", c.name)
+				}
+			}
 			break
 		}
 		if errors.Is(err, errSrcNoTopic) {
@@ -290,6 +311,13 @@ func (SourceFactory) Open(ctx context.Context, cfg connector.SourceConfig) (conn
 			if ctx.Err() != nil {
 				r.Close()
 				return nil, ctx.Err()
+			}
+			if c.bounded {
+				// The bound must be the topic's end when the scan starts,
+				// not whenever the broker comes back.
+				r.Close()
+				return nil, pgerror.New(pgcode.SQLClientUnableToEstablishSQLConnection, "kafka source %s: cannot reach %s to read the end offsets of scan.bounded", c.name, strings.Join(c.brokers, ",")).
+					WithHint("a bounded scan fixes its end when it starts: start it when the broker is up")
 			}
 			return r, nil // the broker is unreachable for now
 		case <-time.After(200 * time.Millisecond):
@@ -332,6 +360,9 @@ type srcReader struct {
 	// bytes taken from the fetcher (Meter).
 	hwm   map[int32]int64
 	bytes int64
+	// bound is where a bounded scan ends, per partition (nil: unbounded);
+	// a partition not in it (created later) is not read.
+	bound map[int32]int64
 }
 
 var (
@@ -374,6 +405,9 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 		r.pending = nil
 		return 0, err
 	}
+	if r.bound != nil && r.reachedBound() {
+		return 0, io.EOF
+	}
 	if r.fetch == nil {
 		r.startFetcher()
 	}
@@ -407,6 +441,12 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 		}
 		for r.item < len(c.items) && n < max {
 			it := &c.items[r.item]
+			if r.bound != nil && it.off >= r.bound[c.part] {
+				// Past the end of a bounded scan: the rest of the chunk
+				// is not read.
+				r.item = len(c.items)
+				break
+			}
 			if it.bad != nil {
 				if r.cfg.onError == srcFail {
 					err := connector.BadRecord(r.cfg.name, r.cfg.topic, c.part, it.off, it.bad.Error)
@@ -432,11 +472,28 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 			r.item++
 		}
 		if r.item == len(c.items) {
-			r.next[c.part] = c.end // past control records and aborted transactions
+			end := c.end // past control records and aborted transactions
+			if r.bound != nil {
+				end = min(end, r.bound[c.part])
+			}
+			if end > r.next[c.part] {
+				r.next[c.part] = end
+			}
 			r.cur = nil
 		}
 	}
 	return n, nil
+}
+
+// reachedBound reports whether a bounded scan has read every partition up
+// to its bound.
+func (r *srcReader) reachedBound() bool {
+	for p, end := range r.bound {
+		if next, ok := r.next[p]; end > 0 && (!ok || next < end) {
+			return false
+		}
+	}
+	return true
 }
 
 // TakeDeadLetters implements connector.DeadLetterSource.
@@ -445,65 +502,102 @@ func (r *srcReader) TakeDeadLetters(buf []connector.DeadLetter) []connector.Dead
 }
 
 // srcPosVersion is the first byte of an encoded position.
-const srcPosVersion = 1
+// Position versions: 1 holds the next offsets; 2 (a bounded scan) also
+// the bound.
+const (
+	srcPosVersion        = 1
+	srcPosVersionBounded = 2
+)
 
 // Position implements connector.Seekable: a version byte, the number of
-// partitions, then (partition, next offset) pairs as varints, by partition.
+// partitions, then (partition, next offset) pairs as varints, by
+// partition; a bounded scan's position (version 2) then holds its bound
+// the same way.
 func (r *srcReader) Position() []byte {
-	parts := make([]int32, 0, len(r.next))
-	for p := range r.next {
+	buf := make([]byte, 0, 4+(len(r.next)+len(r.bound))*6)
+	if r.bound == nil {
+		buf = append(buf, srcPosVersion)
+		return srcAppendOffsets(buf, r.next)
+	}
+	buf = append(buf, srcPosVersionBounded)
+	buf = srcAppendOffsets(buf, r.next)
+	return srcAppendOffsets(buf, r.bound)
+}
+
+func srcAppendOffsets(buf []byte, m map[int32]int64) []byte {
+	parts := make([]int32, 0, len(m))
+	for p := range m {
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	buf := make([]byte, 0, 2+len(parts)*6)
-	buf = append(buf, srcPosVersion)
 	buf = binary.AppendUvarint(buf, uint64(len(parts)))
 	for _, p := range parts {
 		buf = binary.AppendVarint(buf, int64(p))
-		buf = binary.AppendVarint(buf, r.next[p])
+		buf = binary.AppendVarint(buf, m[p])
 	}
 	return buf
 }
 
-// srcDecodePosition decodes a Position.
-func srcDecodePosition(pos []byte) (map[int32]int64, error) {
+// srcDecodePosition decodes a Position: the next offsets, and the bound
+// of a bounded scan (nil for version 1).
+func srcDecodePosition(pos []byte) (next, bound map[int32]int64, err error) {
 	bad := pgerror.New(pgcode.DataCorrupted, "bad kafka source position")
-	if len(pos) < 2 || pos[0] != srcPosVersion {
-		return nil, bad
+	if len(pos) < 2 || (pos[0] != srcPosVersion && pos[0] != srcPosVersionBounded) {
+		return nil, nil, bad
 	}
-	pos = pos[1:]
+	v := pos[0]
+	next, rest, ok := srcDecodeOffsets(pos[1:])
+	if !ok {
+		return nil, nil, bad
+	}
+	if v == srcPosVersionBounded {
+		if bound, rest, ok = srcDecodeOffsets(rest); !ok {
+			return nil, nil, bad
+		}
+		if bound == nil {
+			bound = map[int32]int64{}
+		}
+	}
+	if len(rest) != 0 {
+		return nil, nil, bad
+	}
+	return next, bound, nil
+}
+
+// srcDecodeOffsets decodes what srcAppendOffsets wrote, returning the rest.
+func srcDecodeOffsets(pos []byte) (map[int32]int64, []byte, bool) {
 	n, k := binary.Uvarint(pos)
 	if k <= 0 || n > 1<<20 {
-		return nil, bad
+		return nil, nil, false
 	}
 	pos = pos[k:]
 	m := make(map[int32]int64, n)
 	for i := uint64(0); i < n; i++ {
 		p, k := binary.Varint(pos)
 		if k <= 0 || p < 0 || p > 1<<31-1 {
-			return nil, bad
+			return nil, nil, false
 		}
 		pos = pos[k:]
 		off, k := binary.Varint(pos)
 		if k <= 0 || off < srcTimestamp {
-			return nil, bad
+			return nil, nil, false
 		}
 		pos = pos[k:]
 		m[int32(p)] = off
 	}
-	if len(pos) != 0 {
-		return nil, bad
-	}
-	return m, nil
+	return m, pos, true
 }
 
 // Seek implements connector.Seekable. A partition missing from pos (but
 // known to the source) appeared after pos was taken: it starts at its
 // earliest offset. A pos without partitions leaves the startup offsets.
 func (r *srcReader) Seek(pos []byte) error {
-	m, err := srcDecodePosition(pos)
+	m, bound, err := srcDecodePosition(pos)
 	if err != nil {
 		return err
+	}
+	if r.cfg.bounded && bound != nil {
+		r.bound = bound // the bound fixed when the scan first started
 	}
 	r.stopFetcher()
 	r.fatal, r.pending = nil, nil

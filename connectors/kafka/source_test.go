@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -458,7 +460,7 @@ func TestSourceNewPartition(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	srcEqual(t, srcReadN(t, r, 1, 100), []string{"+1:2|p1"})
-	pos, err := srcDecodePosition(r.Position())
+	pos, _, err := srcDecodePosition(r.Position())
 	if err != nil || len(pos) != 2 || pos[1] != 1 {
 		t.Errorf("position %v %v", pos, err)
 	}
@@ -633,11 +635,62 @@ func TestSourceBadRecords(t *testing.T) {
 					t.Error("dead letters taken twice")
 				}
 				// The position is past the bad record.
-				pos, _ := srcDecodePosition(r.Position())
+				pos, _, _ := srcDecodePosition(r.Position())
 				if pos[1] != 3 || pos[0] != 1 {
 					t.Errorf("position %v", pos)
 				}
 			})
+		}
+	}
+}
+
+// TestSourceBounded: scan.bounded = 'latest' reads what the partitions held
+// when the source opened, then ends (io.EOF), never the records produced
+// after; a reader restored from its position keeps the same bound.
+func TestSourceBounded(t *testing.T) {
+	addr := srcTestCluster(t, 2, "t")
+	cl := srcTestClient(t, addr)
+	for i := 0; i < 5; i++ {
+		srcProduce(t, cl, srcRec("t", int32(i%2), "", fmt.Sprintf(`{"id":%d,"v":"old"}`, i)))
+	}
+	opts := srcOpts(addr, "t", "scan.bounded", "latest")
+	r := srcOpen(t, srcTestCols, nil, opts)
+	srcProduce(t, cl, srcRec("t", 0, "", `{"id":5,"v":"new"}`), srcRec("t", 1, "", `{"id":6,"v":"new"}`))
+	first := srcReadN(t, r, 2, 2)
+	pos := r.Position() // after two of the bounded records
+	rest := srcReadN(t, r, 3, 100)
+	srcEqual(t, append(append([]string{}, first...), rest...), []string{"+1:0|old", "+1:1|old", "+1:2|old", "+1:3|old", "+1:4|old"})
+	srcExpectEOF(t, r)
+
+	// A reader opened later, then restored: the bound of the position,
+	// not the topic's end now.
+	r2 := srcOpen(t, srcTestCols, nil, opts)
+	if err := r2.Seek(pos); err != nil {
+		t.Fatal(err)
+	}
+	srcEqual(t, srcReadN(t, r2, 3, 100), rest)
+	srcExpectEOF(t, r2)
+
+	if _, err := srcParse(connector.SourceConfig{Name: "s", Columns: srcTestCols, Options: srcOpts(addr, "t", "scan.bounded", "forever")}); err == nil {
+		t.Fatal("scan.bounded = 'forever' accepted")
+	}
+}
+
+// srcExpectEOF reads until r ends, failing on any row or a timeout.
+func srcExpectEOF(t *testing.T, r *srcReader) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b := types.NewBatch(8)
+		n, err := r.Read(context.Background(), b, 8)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil || n > 0 {
+			t.Fatalf("after the bound: %d rows, %v; want io.EOF", n, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no io.EOF after the bound")
 		}
 	}
 }
