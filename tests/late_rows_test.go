@@ -18,14 +18,7 @@ import (
 // record that is out of order but within the delay; an EMIT ON WINDOW
 // CLOSE view over TUMBLE emits only windows the watermark has passed.
 func TestLateRowsDroppedAndCounted(t *testing.T) {
-	b := StartBroker(t, 1, "clicks")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, cl, ctx := clicksTopic(t)
 	for _, v := range []string{
 		`{"id":1,"ts":"2026-01-01 00:00:01"}`,
 		`{"id":2,"ts":"2026-01-01 00:00:12"}`,
@@ -89,14 +82,7 @@ func TestLateRowsDroppedAndCounted(t *testing.T) {
 // view whose EMIT ON WINDOW CLOSE has nothing to close is refused (it was
 // accepted and the clause dropped).
 func TestEmitOnWindowCloseSinks(t *testing.T) {
-	b := StartBroker(t, 1, "clicks")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, cl, ctx := clicksTopic(t)
 	for _, v := range []string{
 		`{"id":1,"ts":"2026-01-01 00:00:01"}`,
 		`{"id":2,"ts":"2026-01-01 00:00:12"}`,
@@ -198,4 +184,19 @@ func fileSinkLines(t *testing.T, dir string) []string {
 		}
 	}
 	return lines
+}
+
+// clicksTopic starts a broker with a topic "clicks" and a client of it;
+// the context ends with the test, after at most two minutes.
+func clicksTopic(t *testing.T) (*Broker, *kgo.Client, context.Context) {
+	t.Helper()
+	b := StartBroker(t, 1, "clicks")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return b, cl, ctx
 }

@@ -697,6 +697,24 @@ func (j *Join) degree(side int, r types.Row, b *bucket) (int64, error) {
 	return d, nil
 }
 
+// probeRow returns r's join key (built in *kbuf), whether it has a NULL
+// (which matches nothing), and the other side's bucket of it (nil for a
+// NULL or no rows).
+func (j *Join) probeRow(side int, r types.Row, kbuf *[]byte) (jk string, ob *bucket, null bool, err error) {
+	for _, c := range j.keys[side] {
+		if r[c].IsNull() {
+			null = true
+		}
+		*kbuf = types.AppendKey(*kbuf, r[c])
+	}
+	jk = string(*kbuf)
+	if null {
+		return jk, nil, true, nil
+	}
+	ob, err = j.probe(1-side, jk)
+	return jk, ob, false, err
+}
+
 // filtering reports whether the join is a semi or anti join: it outputs
 // left rows (never pairs) by whether they have matches, which it derives,
 // as an outer join does, from the right rows stored under the row's key.
@@ -714,7 +732,6 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 	for i, r := range b.Rows {
 		diff := b.Diffs[i]
 		kbuf = kbuf[:0]
-		null := false
 		if j.lookup && side == 1 {
 			for _, c := range j.keys[side] {
 				kbuf = types.AppendKey(kbuf, r[c])
@@ -722,19 +739,9 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 			j.store(side, string(kbuf), r, diff)
 			continue
 		}
-		for _, c := range j.keys[side] {
-			if r[c].IsNull() {
-				null = true
-			}
-			kbuf = types.AppendKey(kbuf, r[c])
-		}
-		jk := string(kbuf)
-		var ob *bucket
-		if !null {
-			var err error
-			if ob, err = j.probe(other, jk); err != nil {
-				return err
-			}
+		jk, ob, null, err := j.probeRow(side, r, &kbuf)
+		if err != nil {
+			return err
 		}
 		// Matches of r on the other side.
 		var deg int64
@@ -801,26 +808,14 @@ func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
 // matching right rows, is above zero; a right change that moves a left
 // row's degree between zero and non-zero emits or retracts that row.
 func (j *Join) processFiltering(side int, b *types.Batch, out *flow.Emitter) error {
-	other := 1 - side
 	semi := j.kind == spec.SemiJoin
 	var kbuf []byte
 	for i, r := range b.Rows {
 		diff := b.Diffs[i]
 		kbuf = kbuf[:0]
-		null := false
-		for _, c := range j.keys[side] {
-			if r[c].IsNull() {
-				null = true
-			}
-			kbuf = types.AppendKey(kbuf, r[c])
-		}
-		jk := string(kbuf)
-		var ob *bucket
-		if !null {
-			var err error
-			if ob, err = j.probe(other, jk); err != nil {
-				return err
-			}
+		jk, ob, null, err := j.probeRow(side, r, &kbuf)
+		if err != nil {
+			return err
 		}
 		if side == 0 {
 			deg, err := j.degree(0, r, ob)
