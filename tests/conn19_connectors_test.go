@@ -54,7 +54,7 @@ func TestFileSourceCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Lines(); len(got) != 1 || got[0] != "bids file 0 0 EXACTLY_ONCE" {
+	if got := res.Lines(); len(got) != 1 || got[0] != "bids file 0 0 EXACTLY_ONCE ·" {
 		t.Fatalf("SHOW SOURCES: %q", got)
 	}
 	conn.Close(context.Background())
@@ -145,7 +145,7 @@ func TestBrokerConnectorGuarantees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Lines(); len(got) != 1 || got[0] != "m mqtt 0 0 AT_MOST_ONCE" {
+	if got := res.Lines(); len(got) != 1 || got[0] != "m mqtt 0 0 AT_MOST_ONCE ·" {
 		t.Fatalf("SHOW SOURCES: %q", got)
 	}
 	_, err = conn.Exec(ctx, `CREATE SINK s1 FROM m WITH (connector = 'blackhole', delivery = 'EXACTLY_ONCE')`)
