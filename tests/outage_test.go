@@ -275,36 +275,10 @@ func (r *eoTopicReader) lastValues(t *testing.T) (map[string]eoAgg, eoResult) {
 // start it on the same port and data.
 func startPrivatePostgres(t *testing.T) *Server {
 	t.Helper()
-	const bin = "/usr/lib/postgresql/15/bin"
-	pgUser, err := user.Lookup("postgres")
-	if err != nil {
-		t.Fatalf("the machine's postgres user: %v", err)
-	}
-	uid, _ := strconv.Atoi(pgUser.Uid)
-	gid, _ := strconv.Atoi(pgUser.Gid)
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	dir, err := os.MkdirTemp("", "sluice-private-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if cred != nil {
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
+	dir, data, cred := initPrivatePGCluster(t, "sluice-private-pg-")
 	addr := FreeAddr(t)
 	srv := NewServer(t, Options{
-		Command: []string{filepath.Join(bin, "postgres"), "-D", data, "-p", portOf(addr),
+		Command: []string{filepath.Join(pgBin, "postgres"), "-D", data, "-p", portOf(addr),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir,
 			"-c", "fsync=on", "-c", "max_connections=40", "-c", "shared_buffers=16MB"},
 		Addr: addr, DataDir: data, Credential: cred, User: "postgres", Database: "postgres",
@@ -394,4 +368,41 @@ func TestSinkDeliveryGuarantee(t *testing.T) {
 	}
 	t.Logf("s_amo weakest link: %s", s.link)
 	t.Logf("pg_alo weakest link: %s", p.link)
+}
+
+// pgBin holds the machine's PostgreSQL 15 programs.
+const pgBin = "/usr/lib/postgresql/15/bin"
+
+// initPrivatePGCluster runs initdb in a new temporary directory (removed
+// with the test) named by prefix, as the postgres user when the test runs
+// as root; it returns the directory, the cluster's data directory and the
+// credential to run postgres with (nil: the test's own user).
+func initPrivatePGCluster(t testing.TB, prefix string) (dir, data string, cred *syscall.Credential) {
+	t.Helper()
+	pgUser, err := user.Lookup("postgres")
+	if err != nil {
+		t.Fatalf("the machine's postgres user: %v", err)
+	}
+	uid, _ := strconv.Atoi(pgUser.Uid)
+	gid, _ := strconv.Atoi(pgUser.Gid)
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if cred != nil {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data = filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(pgBin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	return dir, data, cred
 }

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,33 +29,7 @@ type cdcPostgres struct {
 // with a SCRAM password.
 func startCDCPostgres(t testing.TB, walLevel, addr string, start bool) *cdcPostgres {
 	t.Helper()
-	const bin = "/usr/lib/postgresql/15/bin"
-	pgUser, err := user.Lookup("postgres")
-	if err != nil {
-		t.Fatalf("the machine's postgres user: %v", err)
-	}
-	uid, _ := strconv.Atoi(pgUser.Uid)
-	gid, _ := strconv.Atoi(pgUser.Gid)
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	dir, err := os.MkdirTemp("", "sluice-cdc-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if cred != nil {
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
+	dir, data, cred := initPrivatePGCluster(t, "sluice-cdc-pg-")
 	hba := "local all all trust\nhost all postgres 127.0.0.1/32 trust\nhost replication postgres 127.0.0.1/32 trust\n" +
 		"host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n"
 	if err := os.WriteFile(filepath.Join(data, "pg_hba.conf"), []byte(hba), 0o644); err != nil {
@@ -68,7 +39,7 @@ func startCDCPostgres(t testing.TB, walLevel, addr string, start bool) *cdcPostg
 		addr = FreeAddr(t)
 	}
 	srv := NewServer(t, Options{
-		Command: []string{filepath.Join(bin, "postgres"), "-D", data, "-p", portOf(addr),
+		Command: []string{filepath.Join(pgBin, "postgres"), "-D", data, "-p", portOf(addr),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir,
 			"-c", "wal_level=" + walLevel, "-c", "max_replication_slots=8", "-c", "max_wal_senders=8",
 			"-c", "fsync=on", "-c", "max_connections=40", "-c", "shared_buffers=16MB", "-c", "TimeZone=UTC"},
