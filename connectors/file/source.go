@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sluice/connectors/internal/msgfmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,14 +43,6 @@ const (
 	srcBudget = 5 * time.Millisecond
 )
 
-type srcOnError uint8
-
-const (
-	srcFail srcOnError = iota
-	srcSkip
-	srcDeadLetter
-)
-
 var srcKnownOptions = map[string]bool{
 	"connector": true, "path": true, "pattern": true, "on_error": true, "max.message.bytes": true,
 	"poll.interval.ms": true, "csv.header": true, "format": true, "encode": true,
@@ -61,7 +54,7 @@ type srcConfig struct {
 	pattern  string
 	cols     []types.Column
 	enc      decode.Encoding
-	onError  srcOnError
+	onError  msgfmt.OnError
 	maxBytes int
 	poll     time.Duration
 	header   bool // CSV files start with a header line
@@ -93,21 +86,11 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	if _, err := filepath.Match(c.pattern, "x"); err != nil {
 		return nil, connector.OptionError("file", "pattern", "%q is not a valid pattern: %v", c.pattern, err)
 	}
-	switch v := strings.ToLower(get("on_error")); v {
-	case "", "fail":
-	case "skip":
-		c.onError = srcSkip
-	case "dead_letter":
-		c.onError = srcDeadLetter
-	default:
-		return nil, connector.OptionError("file", "on_error", "%q is not 'fail', 'skip' or 'dead_letter'", v)
+	if c.onError, err = msgfmt.ParseOnError("file", get("on_error")); err != nil {
+		return nil, err
 	}
-	if v := get("max.message.bytes"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 1<<30 {
-			return nil, connector.OptionError("file", "max.message.bytes", "%q is not a size between 1 and 1073741824", v)
-		}
-		c.maxBytes = n
+	if c.maxBytes, err = msgfmt.ParseMaxBytes("file", get("max.message.bytes"), c.maxBytes); err != nil {
+		return nil, err
 	}
 	if v := get("poll.interval.ms"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -562,7 +545,7 @@ func (s *Source) checkHeader(ln []byte) error {
 // bad passes a bad line by (on_error skip or dead_letter) or returns the
 // error that stops the source (fail; after the rows already read).
 func (s *Source) bad(b *types.Batch, n *int, cause string, raw []byte) error {
-	if s.cfg.onError == srcFail {
+	if s.cfg.onError == msgfmt.Fail {
 		return connector.BadRecord(s.cfg.name, s.name, 0, s.line, cause)
 	}
 	s.dead.Add(connector.DeadLetter{Topic: s.name, Partition: 0, Offset: s.line, Error: cause, Raw: append([]byte(nil), raw...)})

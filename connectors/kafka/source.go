@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sluice/connectors/internal/msgfmt"
 	"strconv"
 	"strings"
 	"time"
@@ -36,15 +37,6 @@ const (
 	srcPlain srcFormat = iota
 	srcUpsert
 	srcDebezium
-)
-
-// srcOnError is what a source does with a record it cannot decode.
-type srcOnError uint8
-
-const (
-	srcFail srcOnError = iota
-	srcSkip
-	srcDeadLetter
 )
 
 // Offsets a partition may hold before the fetcher has asked the broker
@@ -85,7 +77,7 @@ type srcConfig struct {
 	// bounded (scan.bounded = 'latest'): the source ends at the offsets
 	// the topic's partitions had when it first started.
 	bounded  bool
-	onError  srcOnError
+	onError  msgfmt.OnError
 	maxBytes int
 	format   srcFormat
 	enc      decode.Encoding
@@ -178,21 +170,12 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	default:
 		return nil, srcOptionError("isolation.level", "%q is not 'read_committed' or 'read_uncommitted'", v)
 	}
-	switch v := strings.ToLower(get("on_error")); v {
-	case "", "fail":
-	case "skip":
-		c.onError = srcSkip
-	case "dead_letter":
-		c.onError = srcDeadLetter
-	default:
-		return nil, srcOptionError("on_error", "%q is not 'fail', 'skip' or 'dead_letter'", v)
+	var err error
+	if c.onError, err = msgfmt.ParseOnError("kafka", get("on_error")); err != nil {
+		return nil, err
 	}
-	if v := get("max.message.bytes"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 1<<30 {
-			return nil, srcOptionError("max.message.bytes", "%q is not a size between 1 and 1073741824", v)
-		}
-		c.maxBytes = n
+	if c.maxBytes, err = msgfmt.ParseMaxBytes("kafka", get("max.message.bytes"), c.maxBytes); err != nil {
+		return nil, err
 	}
 	switch v := strings.ToUpper(get("format")); v {
 	case "", "PLAIN":
@@ -448,7 +431,7 @@ func (r *srcReader) Read(ctx context.Context, b *types.Batch, max int) (int, err
 				break
 			}
 			if it.bad != nil {
-				if r.cfg.onError == srcFail {
+				if r.cfg.onError == msgfmt.Fail {
 					err := connector.BadRecord(r.cfg.name, r.cfg.topic, c.part, it.off, it.bad.Error)
 					if n > 0 {
 						r.pending = err

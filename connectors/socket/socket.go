@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sluice/connectors/internal/msgfmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,14 +27,6 @@ func init() { connector.RegisterSource("socket", SourceFactory{}) }
 
 var _ connector.Unreplayable = SourceFactory{}
 
-type onError uint8
-
-const (
-	onErrorFail onError = iota
-	onErrorSkip
-	onErrorDeadLetter
-)
-
 const (
 	defaultMaxBytes = 1 << 20
 	// chunkLines bounds the lines of one chunk; chunkBuffer the chunks
@@ -49,7 +42,7 @@ type config struct {
 	name     string
 	cols     []types.Column
 	port     int
-	onError  onError
+	onError  msgfmt.OnError
 	maxBytes int
 	enc      decode.Encoding
 }
@@ -76,21 +69,11 @@ func parse(cfg connector.SourceConfig) (*config, error) {
 		return nil, connector.OptionError("socket", "port", "%q is not a TCP port", p)
 	}
 	c.port = n
-	switch v := strings.ToLower(get("on_error")); v {
-	case "", "fail":
-	case "skip":
-		c.onError = onErrorSkip
-	case "dead_letter":
-		c.onError = onErrorDeadLetter
-	default:
-		return nil, connector.OptionError("socket", "on_error", "%q is not 'fail', 'skip' or 'dead_letter'", v)
+	if c.onError, err = msgfmt.ParseOnError("socket", get("on_error")); err != nil {
+		return nil, err
 	}
-	if v := get("max.message.bytes"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 1<<30 {
-			return nil, connector.OptionError("socket", "max.message.bytes", "%q is not a size between 1 and 1073741824", v)
-		}
-		c.maxBytes = n
+	if c.maxBytes, err = msgfmt.ParseMaxBytes("socket", get("max.message.bytes"), c.maxBytes); err != nil {
+		return nil, err
 	}
 	if f := strings.ToUpper(get("format")); f != "" && f != "PLAIN" {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "socket source does not support FORMAT %s", f).
@@ -331,7 +314,7 @@ func (s *source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 		for s.item < len(c.items) && n < max {
 			it := &c.items[s.item]
 			if it.bad != nil {
-				if s.cfg.onError == onErrorFail {
+				if s.cfg.onError == msgfmt.Fail {
 					err := connector.BadRecord(s.cfg.name, it.bad.Topic, it.bad.Partition, it.bad.Offset, it.bad.Error)
 					s.item++ // a socket cannot give the line again
 					if n > 0 {

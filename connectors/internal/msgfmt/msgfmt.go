@@ -1,5 +1,6 @@
-// Package msgfmt holds what the message-broker connectors (nats, mqtt)
-// share: the on_error option and FORMAT … ENCODE … of their sources, and
+// Package msgfmt holds what the record-reading connectors share: the
+// on_error and max.message.bytes options of every source (kafka, file,
+// socket, nats, mqtt), FORMAT … ENCODE … of the broker sources, and
 // the encoding of a sink's changes into one message each (FORMAT PLAIN
 // ENCODE JSON | CSV for an append-only input, FORMAT DEBEZIUM ENCODE JSON
 // for any input).
@@ -9,6 +10,7 @@
 package msgfmt
 
 import (
+	"strconv"
 	"strings"
 
 	"sluice/connectors/internal/decode"
@@ -40,6 +42,20 @@ func ParseOnError(conn, v string) (OnError, error) {
 		return DeadLetter, nil
 	}
 	return 0, connector.OptionError(conn, "on_error", "%q is not 'fail', 'skip' or 'dead_letter'", v)
+}
+
+// ParseMaxBytes reads the max.message.bytes option ("" is def): a size
+// between 1 byte and 1 GiB.
+func ParseMaxBytes(conn, v string, def int) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 1<<30 {
+		return 0, connector.OptionError(conn, "max.message.bytes", "%q is not a size between 1 and 1073741824", v)
+	}
+	return n, nil
 }
 
 // SourceEncoding checks a source's FORMAT (only PLAIN) and returns its
