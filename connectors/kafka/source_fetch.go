@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -252,6 +253,16 @@ type srcChunk struct {
 	// hwm is the partition's high watermark in the fetch response; bytes
 	// the key and value bytes of its records (metrics).
 	hwm, bytes int64
+	// raw holds the records until a decoder turns them into items.
+	raw []srcRaw
+}
+
+// srcRaw is a fetched record not yet decoded.
+type srcRaw struct {
+	off                int64
+	ts                 time.Time
+	key, value         []byte
+	keyNull, valueNull bool
 }
 
 // srcItem is one record: the rows it gave (rows[first:first+nrows]), or
@@ -273,25 +284,32 @@ type srcFetcher struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
+	// jobs feeds the decoding goroutines; order holds the jobs in fetch
+	// order for the goroutine that hands them to the reader.
+	jobs  chan *srcJob
+	order chan *srcJob
+	block []byte // where copyBytes puts record bytes
+}
+
+// srcJob is a chunk on its way through a decoder; done is closed when
+// its rows are ready.
+type srcJob struct {
+	c    *srcChunk
+	done chan struct{}
+}
+
+// srcDecoder is one decoding goroutine's state.
+type srcDecoder struct {
+	cfg     *srcConfig
 	dec     *decode.Decoder // the value
 	keyDec  *decode.Decoder // the key columns of an upsert key
 	keyCols []int           // the key columns read from the record key (not pseudo-columns)
 	keyRow  types.Row
 	slab    []types.Datum
-	kbuf    []byte
-	vbuf    []byte
 }
 
-func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, out chan<- *srcChunk) *srcFetcher {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &srcFetcher{
-		cfg: cfg, client: client, offsets: make(map[int32]int64, len(from)), out: out,
-		cancel: cancel, done: make(chan struct{}),
-		dec: decode.New(cfg.cols, cfg.enc, cfg.skip),
-	}
-	for p, o := range from {
-		f.offsets[p] = o
-	}
+func newSrcDecoder(cfg *srcConfig) *srcDecoder {
+	d := &srcDecoder{cfg: cfg, dec: decode.New(cfg.cols, cfg.enc, cfg.skip)}
 	if cfg.format == srcUpsert {
 		skip := make([]bool, len(cfg.cols))
 		for i := range skip {
@@ -300,28 +318,129 @@ func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, ou
 		for _, k := range cfg.key {
 			if !cfg.skip[k] {
 				skip[k] = false
-				f.keyCols = append(f.keyCols, k)
+				d.keyCols = append(d.keyCols, k)
 			}
 		}
-		f.keyDec = decode.New(cfg.cols, decode.JSON, skip)
-		f.keyRow = make(types.Row, len(cfg.cols))
+		d.keyDec = decode.New(cfg.cols, decode.JSON, skip)
+		d.keyRow = make(types.Row, len(cfg.cols))
 	}
-	go f.run(ctx)
+	return d
+}
+
+// srcDecoders is how many goroutines decode a source's records: JSON
+// decoding is most of a source's work, and one fetch's records are split
+// among them (srcSplitRecords each) while the reader still sees them in
+// offset order.
+var srcDecoders = min(runtime.GOMAXPROCS(0), 4)
+
+// srcSplitRecords is the most records one decoding job takes.
+const srcSplitRecords = 512
+
+// srcBlockBytes is the size of the blocks that hold fetched record bytes.
+const srcBlockBytes = 64 << 10
+
+func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, out chan<- *srcChunk) *srcFetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &srcFetcher{
+		cfg: cfg, client: client, offsets: make(map[int32]int64, len(from)), out: out,
+		cancel: cancel, done: make(chan struct{}),
+		jobs: make(chan *srcJob), order: make(chan *srcJob, srcChunkBuffer),
+	}
+	for p, o := range from {
+		f.offsets[p] = o
+	}
+	var wg sync.WaitGroup
+	wg.Add(2 + srcDecoders)
+	go func() {
+		defer wg.Done()
+		defer close(f.jobs)
+		f.run(ctx)
+	}()
+	for range srcDecoders {
+		go func() {
+			defer wg.Done()
+			d := newSrcDecoder(cfg)
+			for j := range f.jobs {
+				if ctx.Err() == nil {
+					d.decodeChunk(j.c)
+				}
+				close(j.done)
+			}
+		}()
+	}
+	go func() {
+		defer wg.Done()
+		f.deliver(ctx)
+	}()
+	go func() {
+		wg.Wait()
+		close(f.done)
+	}()
 	return f
 }
 
-// stop ends the goroutine and waits for it.
+// deliver hands the decoded chunks to the reader in fetch order.
+func (f *srcFetcher) deliver(ctx context.Context) {
+	for {
+		var j *srcJob
+		select {
+		case j = <-f.order:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case f.out <- j.c:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// stop ends the goroutines and waits for them.
 func (f *srcFetcher) stop() {
 	f.cancel()
 	<-f.done
 }
 
-// send hands c to the reader; false when the fetcher is stopping.
+// send queues c for the reader, split into decoding jobs of at most
+// srcSplitRecords records; false when the fetcher is stopping.
 func (f *srcFetcher) send(ctx context.Context, c *srcChunk) bool {
+	for len(c.raw) > srcSplitRecords {
+		head := &srcChunk{part: c.part, raw: c.raw[:srcSplitRecords], hwm: c.hwm}
+		head.end = head.raw[len(head.raw)-1].off + 1
+		for _, r := range head.raw {
+			head.bytes += int64(len(r.key) + len(r.value))
+		}
+		c.bytes -= head.bytes
+		c.raw = c.raw[srcSplitRecords:]
+		if !f.queue(ctx, head) {
+			return false
+		}
+	}
+	return f.queue(ctx, c)
+}
+
+func (f *srcFetcher) queue(ctx context.Context, c *srcChunk) bool {
+	j := &srcJob{c: c, done: make(chan struct{})}
 	select {
-	case f.out <- c:
+	case f.order <- j:
+	case <-ctx.Done():
+		return false
+	}
+	if len(c.raw) == 0 {
+		close(j.done)
+		return true
+	}
+	select {
+	case f.jobs <- j:
 		return true
 	case <-ctx.Done():
+		close(j.done)
 		return false
 	}
 }
@@ -342,7 +461,6 @@ func sleep(ctx context.Context, backoff *time.Duration) bool {
 }
 
 func (f *srcFetcher) run(ctx context.Context) {
-	defer close(f.done)
 	backoff := srcMinBackoff
 	var leaders map[int32]int32
 	var refreshed time.Time
@@ -412,14 +530,15 @@ func (f *srcFetcher) run(ctx context.Context) {
 					if c == nil {
 						continue
 					}
+					end, failed := c.end, c.err != nil
 					if !f.send(ctx, c) {
 						return
 					}
-					if c.err != nil {
+					if failed {
 						<-ctx.Done() // the reader stops the source
 						return
 					}
-					f.offsets[rp.Partition] = c.end
+					f.offsets[rp.Partition] = end
 				}
 			}
 		}
@@ -573,7 +692,7 @@ func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *src
 			return c, false
 		}
 	}
-	if c.end == from && len(c.items) == 0 {
+	if c.end == from && len(c.raw) == 0 {
 		return nil, false
 	}
 	return c, false
@@ -597,6 +716,8 @@ func (f *srcFetcher) skipBatch(c *srcChunk, b protocol.RecordReader, from, limit
 }
 
 // readBatch decodes the records of a batch into c; false at the limit.
+// readBatch copies the records of a batch into c for decoding; false at
+// the limit.
 func (f *srcFetcher) readBatch(c *srcChunk, b protocol.RecordReader, from, limit int64) bool {
 	for {
 		rec, err := b.ReadRecord()
@@ -611,14 +732,26 @@ func (f *srcFetcher) readBatch(c *srcChunk, b protocol.RecordReader, from, limit
 			srcCloseRecord(rec)
 			continue
 		}
-		var keyNull, valueNull bool
-		f.kbuf, keyNull = srcReadBytes(f.kbuf, rec.Key)
-		f.vbuf, valueNull = srcReadBytes(f.vbuf, rec.Value)
+		r := srcRaw{off: rec.Offset, ts: rec.Time}
+		r.key, r.keyNull = f.copyBytes(rec.Key)
+		r.value, r.valueNull = f.copyBytes(rec.Value)
 		srcCloseRecord(rec)
-		c.bytes += int64(len(f.kbuf) + len(f.vbuf))
-		f.record(c, rec.Offset, rec.Time, f.kbuf, f.vbuf, keyNull, valueNull)
+		c.bytes += int64(len(r.key) + len(r.value))
+		c.raw = append(c.raw, r)
 		c.end = rec.Offset + 1
 	}
+}
+
+// decodeChunk turns c's raw records into items and rows.
+func (d *srcDecoder) decodeChunk(c *srcChunk) {
+	c.items = make([]srcItem, 0, len(c.raw))
+	c.rows = make([]types.Row, 0, len(c.raw))
+	c.diffs = make([]int64, 0, len(c.raw))
+	for i := range c.raw {
+		r := &c.raw[i]
+		d.record(c, r.off, r.ts, r.key, r.value, r.keyNull, r.valueNull)
+	}
+	c.raw = nil
 }
 
 func srcCloseRecord(rec *protocol.Record) {
@@ -630,46 +763,57 @@ func srcCloseRecord(rec *protocol.Record) {
 	}
 }
 
-// srcReadBytes reads b into buf; null is true when b is nil.
-func srcReadBytes(buf []byte, b protocol.Bytes) ([]byte, bool) {
+// copyBytes copies b into the fetcher's current block of record bytes
+// (a new one when it is full: blocks are never reused, the chunks' raw
+// records point into them); null is true when b is nil.
+func (f *srcFetcher) copyBytes(b protocol.Bytes) (_ []byte, null bool) {
 	if b == nil {
-		return buf[:0], true
+		return nil, true
 	}
 	n := b.Len()
-	if cap(buf) < n {
-		buf = make([]byte, n)
+	if n > srcBlockBytes/4 {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(b, buf); err != nil {
+			return nil, false
+		}
+		return buf, false
 	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(b, buf); err != nil {
-		return buf[:0], false
+	if len(f.block)+n > cap(f.block) {
+		f.block = make([]byte, 0, srcBlockBytes)
 	}
-	return buf, false
+	at := len(f.block)
+	f.block = f.block[:at+n]
+	if _, err := io.ReadFull(b, f.block[at:]); err != nil {
+		f.block = f.block[:at]
+		return nil, false
+	}
+	return f.block[at : at+n : at+n], false
 }
 
 // newRow returns a row for one record, from a slab shared by many rows.
-func (f *srcFetcher) newRow() types.Row {
-	n := len(f.cfg.cols)
-	if len(f.slab) < n {
-		f.slab = make([]types.Datum, n*srcSlabRows)
+func (d *srcDecoder) newRow() types.Row {
+	n := len(d.cfg.cols)
+	if len(d.slab) < n {
+		d.slab = make([]types.Datum, n*srcSlabRows)
 	}
-	r := f.slab[:n:n]
-	f.slab = f.slab[n:]
+	r := d.slab[:n:n]
+	d.slab = d.slab[n:]
 	return r
 }
 
 // record decodes one record into c.
-func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []byte, keyNull, valueNull bool) {
+func (d *srcDecoder) record(c *srcChunk, off int64, ts time.Time, key, value []byte, keyNull, valueNull bool) {
 	bad := func(cause string, raw []byte) {
 		c.items = append(c.items, srcItem{off: off, bad: &connector.DeadLetter{
-			Topic: f.cfg.topic, Partition: c.part, Offset: off, Error: cause, Raw: append([]byte(nil), raw...),
+			Topic: d.cfg.topic, Partition: c.part, Offset: off, Error: cause, Raw: append([]byte(nil), raw...),
 		}})
 	}
-	if size := len(key) + len(value); size > f.cfg.maxBytes {
+	if size := len(key) + len(value); size > d.cfg.maxBytes {
 		raw := value
-		if len(raw) > f.cfg.maxBytes {
-			raw = raw[:f.cfg.maxBytes]
+		if len(raw) > d.cfg.maxBytes {
+			raw = raw[:d.cfg.maxBytes]
 		}
-		bad(fmt.Sprintf("message of %d bytes exceeds max.message.bytes (%d); raw bytes truncated to %d", size, f.cfg.maxBytes, len(raw)), raw)
+		bad(fmt.Sprintf("message of %d bytes exceeds max.message.bytes (%d); raw bytes truncated to %d", size, d.cfg.maxBytes, len(raw)), raw)
 		return
 	}
 	first := int32(len(c.rows))
@@ -677,24 +821,24 @@ func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []b
 		c.rows = append(c.rows, row)
 		c.diffs = append(c.diffs, diff)
 	}
-	switch f.cfg.format {
+	switch d.cfg.format {
 	case srcPlain:
 		if valueNull {
 			break // a tombstone means nothing to an append-only source
 		}
-		row := f.newRow()
-		if err := f.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
+		row := d.newRow()
+		if err := d.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
 			bad(err.Error(), value)
 			return
 		}
-		if err := f.dec.Decode(value, row); err != nil {
+		if err := d.dec.Decode(value, row); err != nil {
 			bad(err.Error(), value)
 			return
 		}
 		emit(row, 1)
 	case srcUpsert:
-		row := f.newRow()
-		if err := f.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
+		row := d.newRow()
+		if err := d.pseudo(row, c.part, off, ts, key, keyNull); err != nil {
 			bad(err.Error(), value)
 			return
 		}
@@ -705,17 +849,17 @@ func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []b
 				return
 			}
 			for i := range row {
-				if !f.cfg.skip[i] {
+				if !d.cfg.skip[i] {
 					row[i] = types.Null
 				}
 			}
 			diff = -1
-		} else if err := f.dec.Decode(value, row); err != nil {
+		} else if err := d.dec.Decode(value, row); err != nil {
 			bad(err.Error(), value)
 			return
 		}
-		if !keyNull && len(f.keyCols) > 0 {
-			if err := f.upsertKey(key, row); err != nil {
+		if !keyNull && len(d.keyCols) > 0 {
+			if err := d.upsertKey(key, row); err != nil {
 				raw := value
 				if valueNull {
 					raw = key
@@ -724,13 +868,13 @@ func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []b
 				return
 			}
 		}
-		for _, k := range f.cfg.key {
+		for _, k := range d.cfg.key {
 			if row[k].IsNull() {
 				raw := value
 				if valueNull {
 					raw = key
 				}
-				bad(fmt.Sprintf("key column %s is missing (the record key and value lack it)", f.cfg.cols[k].Name), raw)
+				bad(fmt.Sprintf("key column %s is missing (the record key and value lack it)", d.cfg.cols[k].Name), raw)
 				return
 			}
 		}
@@ -739,13 +883,13 @@ func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []b
 		if valueNull {
 			break // the tombstone Debezium writes after a delete
 		}
-		before, after := f.newRow(), f.newRow()
-		if err := f.pseudo(before, c.part, off, ts, key, keyNull); err != nil {
+		before, after := d.newRow(), d.newRow()
+		if err := d.pseudo(before, c.part, off, ts, key, keyNull); err != nil {
 			bad(err.Error(), value)
 			return
 		}
 		copy(after, before)
-		nb, na, err := f.dec.DecodeDebezium(value, before, after)
+		nb, na, err := d.dec.DecodeDebezium(value, before, after)
 		if err != nil {
 			bad(err.Error(), value)
 			return
@@ -761,8 +905,8 @@ func (f *srcFetcher) record(c *srcChunk, off int64, ts time.Time, key, value []b
 }
 
 // pseudo fills the pseudo-columns of row.
-func (f *srcFetcher) pseudo(row types.Row, part int32, off int64, ts time.Time, key []byte, keyNull bool) error {
-	cfg := f.cfg
+func (d *srcDecoder) pseudo(row types.Row, part int32, off int64, ts time.Time, key []byte, keyNull bool) error {
+	cfg := d.cfg
 	if cfg.keyCol >= 0 {
 		switch {
 		case keyNull:
@@ -796,7 +940,7 @@ func (f *srcFetcher) pseudo(row types.Row, part int32, off int64, ts time.Time, 
 // upsertKey decodes the record key of an upsert record into the key
 // columns of row: a JSON object of the key columns or, with one key
 // column, its text. The key wins over the value's copy of the columns.
-func (f *srcFetcher) upsertKey(key []byte, row types.Row) error {
+func (d *srcDecoder) upsertKey(key []byte, row types.Row) error {
 	i := 0
 	for i < len(key) && (key[i] == ' ' || key[i] == '\t' || key[i] == '\n' || key[i] == '\r') {
 		i++
@@ -804,21 +948,21 @@ func (f *srcFetcher) upsertKey(key []byte, row types.Row) error {
 	var err error
 	switch {
 	case i < len(key) && key[i] == '{':
-		err = f.keyDec.Decode(key, f.keyRow)
-		if err != nil && len(f.keyCols) == 1 {
-			err = f.keyDec.KeyText(key, f.keyRow, f.keyCols[0])
+		err = d.keyDec.Decode(key, d.keyRow)
+		if err != nil && len(d.keyCols) == 1 {
+			err = d.keyDec.KeyText(key, d.keyRow, d.keyCols[0])
 		}
-	case len(f.keyCols) == 1:
-		err = f.keyDec.KeyText(key, f.keyRow, f.keyCols[0])
+	case len(d.keyCols) == 1:
+		err = d.keyDec.KeyText(key, d.keyRow, d.keyCols[0])
 	default:
 		err = errors.New("expected a JSON object with the key columns")
 	}
 	if err != nil {
 		return fmt.Errorf("record key: %v", err)
 	}
-	for _, k := range f.keyCols {
-		if !f.keyRow[k].IsNull() {
-			row[k] = f.keyRow[k]
+	for _, k := range d.keyCols {
+		if !d.keyRow[k].IsNull() {
+			row[k] = d.keyRow[k]
 		}
 	}
 	return nil

@@ -22,7 +22,7 @@ import (
 )
 
 // srcTestCluster starts a kfake broker on 127.0.0.1 with the given topics.
-func srcTestCluster(t *testing.T, partitions int32, topics ...string) string {
+func srcTestCluster(t testing.TB, partitions int32, topics ...string) string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(partitions, topics...))
 	if err != nil {
@@ -32,7 +32,7 @@ func srcTestCluster(t *testing.T, partitions int32, topics ...string) string {
 	return c.ListenAddrs()[0]
 }
 
-func srcTestClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+func srcTestClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
 	cl, err := kgo.NewClient(opts...)
@@ -44,7 +44,7 @@ func srcTestClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 }
 
 // srcProduce writes records synchronously (Partition is honoured).
-func srcProduce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+func srcProduce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -71,7 +71,7 @@ func srcOpts(addr, topic string, kv ...string) map[string]string {
 	return m
 }
 
-func srcOpen(t *testing.T, cols []types.Column, key []int, opts map[string]string) *srcReader {
+func srcOpen(t testing.TB, cols []types.Column, key []int, opts map[string]string) *srcReader {
 	t.Helper()
 	cfg := connector.SourceConfig{Name: "src", Columns: cols, Key: key, Options: opts}
 	if _, err := (SourceFactory{}).Validate(cfg); err != nil {
