@@ -170,6 +170,16 @@ func TestBulkInsertMatchesRowPath(t *testing.T) {
 		{"insert with defaults", "INSERT INTO k (id, code, qty) VALUES " + values(100000, 400, nil), nil, true},
 		{"insert null at 399", "INSERT INTO k (id, code, qty) VALUES " + values(110000, 400, map[int]string{399: "(110399, 'q', NULL)"}), nil, false},
 		{"insert dup of copied", "INSERT INTO k (id, code, qty) VALUES " + values(120000, 400, map[int]string{300: "(90001, 'q', 1)"}), nil, false},
+		// INSERT … SELECT into k2 takes the spilled path, several chunks
+		{"insert select: spill", "INSERT INTO k2 (id, code, qty) SELECT g + 500000, 's' || g, g % 9 FROM generate_series(1, 9000) g", nil, true},
+		{"insert select: spill, defaults and all columns", "INSERT INTO k2 SELECT g + 520000, NULL, 1, CASE WHEN g % 2 = 0 THEN 'even' END, g / 100.0 FROM generate_series(1, 5000) g", nil, true},
+		{"insert select: dup of committed at 6000", "INSERT INTO k2 (id, code, qty) SELECT CASE WHEN g = 6000 THEN 5001 ELSE g + 540000 END, 'd', 1 FROM generate_series(1, 7000) g", nil, false},
+		{"insert select: dup in statement, across chunks", "INSERT INTO k2 (id, code, qty) SELECT (g % 5000) + 560000, 'd', 1 FROM generate_series(1, 6000) g", nil, false},
+		{"insert select: null at 4500", "INSERT INTO k2 (id, code, qty) SELECT g + 580000, 'n', CASE WHEN g = 4500 THEN NULL ELSE 1 END FROM generate_series(1, 6000) g", nil, false},
+		{"insert select: check at 300", "INSERT INTO k2 (id, code, qty) SELECT g + 600000, 'n', CASE WHEN g = 300 THEN -1 ELSE 1 END FROM generate_series(1, 600) g", nil, false},
+		{"insert select: error in the query at 5000", "INSERT INTO k2 (id, code, qty) SELECT g + 620000, 'n', 10 / (g - 5000) FROM generate_series(1, 6000) g", nil, false},
+		{"insert select: from itself", "INSERT INTO k2 (id, code, qty, note) SELECT id + 1000000, code, qty, 'copy' FROM k2 WHERE id < 600000", nil, true},
+		{"insert select: small", "INSERT INTO k2 (id, code, qty) SELECT g + 640000, 's', 1 FROM generate_series(1, 100) g", nil, true},
 		{"no key", "COPY h FROM STDIN (FORMAT csv)", []byte(strings.Repeat("1,a\n2,b\n2,b\n", 200)), true},
 		{"no key, null at 500", "COPY h FROM STDIN (FORMAT csv)", []byte(strings.Repeat("1,a\n", 499) + ",b\n" + strings.Repeat("3,c\n", 10)), false},
 		{"composite key dup", "COPY c2 FROM STDIN (FORMAT csv)", []byte(func() string {
@@ -219,8 +229,10 @@ func TestBulkInsertMatchesRowPath(t *testing.T) {
 		}
 	}
 	// The exact row counts: k holds the 2 first rows, 3000 + 5000 copied
-	// and 400 inserted; h 600; c2 600.
-	for tab, n := range map[string]int64{"k": 8402, "k2": 6102, "h": 600, "c2": 600} {
+	// and 400 inserted; k2 the 2 first, 3000 + 3000 + 100 copied, 9000 +
+	// 5000 inserted by a SELECT, those 20,102 again from itself and 100;
+	// h 600; c2 600.
+	for tab, n := range map[string]int64{"k": 8402, "k2": 40304, "h": 600, "c2": 600} {
 		w := &rowsWriter{}
 		if err := bulk.SimpleQuery(ctx, "SELECT count(*) FROM "+tab, w); err != nil || len(w.rows) != 1 || w.rows[0] != fmt.Sprintf("%v", types.NewInt(n)) {
 			t.Errorf("%s: count %v, %v; want %d", tab, w.rows, err, n)

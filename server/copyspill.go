@@ -13,8 +13,10 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"sluice/exec/eval"
 	"sluice/exec/flow"
 	"sluice/exec/job"
+	"sluice/planner"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -517,8 +519,54 @@ func (s *session) copySpilled(ctx context.Context, d *copyDecoder, tw *tableWrit
 	if err := sp.finish(); err != nil {
 		return 0, err
 	}
+	return s.commitSpill(ctx, sp)
+}
+
+// insertSelectSpilled runs an INSERT … SELECT on the spilled bulk path
+// (the caller has checked that it may): each batch of the query's rows is
+// encoded in chunks and spilled as COPY's are.
+func (s *session) insertSelectSpilled(ctx context.Context, tw *tableWriter, ins *planner.Insert, ectx *eval.Context) (int, error) {
+	sp, err := s.e.newCopySpill(tw)
+	if err != nil {
+		return 0, err
+	}
+	defer sp.cleanup()
+	var pending []types.Row
+	var scratch []byte
+	flush := func() {
+		var c *bulkChunk
+		c, scratch = tw.encodeBulk(pending, scratch)
+		sp.add(c)
+		pending = nil
+	}
+	err = s.e.eachInsertRow(ctx, tw, ins, ectx, s.txSnapshot(), func(rows []types.Row) error {
+		for len(rows) > 0 {
+			n := min(len(rows), bulkChunkRows-len(pending))
+			pending = append(pending, rows[:n]...)
+			rows = rows[n:]
+			if len(pending) == bulkChunkRows {
+				flush()
+			}
+		}
+		return sp.err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(pending) > 0 {
+		flush()
+	}
+	if err := sp.finish(); err != nil {
+		return 0, err
+	}
+	return s.commitSpill(ctx, sp)
+}
+
+// commitSpill commits a finished spilled insert (the row path takes one
+// of fewer than bulkMin rows).
+func (s *session) commitSpill(ctx context.Context, sp *copySpill) (int, error) {
 	if sp.rows < bulkMin {
-		return s.insertInto(ctx, tw, sp.first)
+		return s.insertInto(ctx, sp.tw, sp.first)
 	}
 	for {
 		epoch, wait, err := sp.commit(ctx)

@@ -24,6 +24,14 @@ func (s *session) runInsert(ctx context.Context, ins *planner.Insert, ectx *eval
 			return 0, nil, err
 		}
 	}
+	if ins.Query != nil && ins.OnConflict == nil && ins.Returning == nil && s.tx == nil &&
+		(tw.cons == nil || len(tw.cons.uniques) == 0) {
+		// Outside a transaction block an INSERT … SELECT takes COPY's
+		// spilled bulk path: its rows are encoded as the query gives them
+		// and go to scratch files, so memory does not grow with them.
+		n, err := s.insertSelectSpilled(ctx, tw, ins, ectx)
+		return n, nil, err
+	}
 	rows, err := s.e.insertValues(ctx, tw, ins, ectx, s.txSnapshot())
 	if err != nil {
 		return 0, nil, err

@@ -19,11 +19,23 @@ import (
 // The rows of INSERT … SELECT come from snap (nil: the latest committed
 // snapshot).
 func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner.Insert, ectx *eval.Context, snap *storage.Snapshot) ([]types.Row, error) {
+	var rows []types.Row
+	err := e.eachInsertRow(ctx, tw, ins, ectx, snap, func(r []types.Row) error {
+		rows = append(rows, r...)
+		return nil
+	})
+	return rows, err
+}
+
+// eachInsertRow calls f with the full-width rows of an INSERT, defaults
+// filled, in order: an INSERT … SELECT's as its query gives them, so that
+// they need not all be held at once.
+func (e *Engine) eachInsertRow(ctx context.Context, tw *tableWriter, ins *planner.Insert, ectx *eval.Context, snap *storage.Snapshot, f func([]types.Row) error) error {
 	tc := tw.constraints()
 	width := len(ins.Table.Columns)
 	defs, err := tc.defaultFns(ectx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// alwaysErr refuses a value for a GENERATED ALWAYS column unless
 	// OVERRIDING SYSTEM VALUE; with OVERRIDING USER VALUE, values for
@@ -51,11 +63,10 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 		}
 		return nil
 	}
-	var rows []types.Row
 	if ins.Query != nil {
 		for _, t := range ins.Targets {
 			if err := alwaysErr(t); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		given := make([]bool, width)
@@ -64,8 +75,9 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 		}
 		// Each query row becomes its full-width row as it comes: the
 		// query's rows are not all held beside the table's.
-		err := e.eachSelected(ctx, ins.Query, ectx, snap, func(src []types.Row) error {
-			for _, s := range src {
+		return e.eachSelected(ctx, ins.Query, ectx, snap, func(src []types.Row) error {
+			rows := make([]types.Row, len(src))
+			for j, s := range src {
 				r := make(types.Row, width)
 				for i, t := range ins.Targets {
 					r[t] = s[i]
@@ -73,28 +85,25 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 				if err := fill(r, given); err != nil {
 					return err
 				}
-				rows = append(rows, r)
+				rows[j] = r
 			}
-			return nil
+			return f(rows)
 		})
-		if err != nil {
-			return nil, err
-		}
-		return rows, nil
 	}
+	var rows []types.Row
 	for _, exprs := range ins.Rows {
 		for i, x := range exprs {
 			if x == nil {
 				continue
 			}
 			if err := alwaysErr(ins.Targets[i]); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	for _, exprs := range ins.Rows {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		r := make(types.Row, width)
 		given := make([]bool, width)
@@ -109,20 +118,20 @@ func (e *Engine) insertValues(ctx context.Context, tw *tableWriter, ins *planner
 			}
 			fn, err := eval.Compile(x, ectx)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			d, err := fn(nil)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			r[ins.Targets[i]] = d
 		}
 		if err := fill(r, given); err != nil {
-			return nil, err
+			return err
 		}
 		rows = append(rows, r)
 	}
-	return rows, nil
+	return f(rows)
 }
 
 // returningRows evaluates a RETURNING list over the written rows.
