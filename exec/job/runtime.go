@@ -494,6 +494,10 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			var d *sink.Deliverer
 			if d, err = r.deliverer(n); err == nil {
 				j.Sink = sink.NewWriter(id, n.Key, n.Sink.Discard)
+				if !n.Sink.Discard {
+					d.Mem = &sink.MemLog{}
+					j.Sink.Mem = d.Mem
+				}
 				j.Deliverer = d
 				op = j.Sink
 			}

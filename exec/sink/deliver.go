@@ -22,6 +22,13 @@ type Deliverer struct {
 	Logf    func(string, ...any)
 	// Backoff bounds the wait between retries (defaults 100ms .. 5s).
 	MinBackoff, MaxBackoff time.Duration
+	// Mem, when set, is the writer's in-memory handoff (memlog.go).
+	Mem *MemLog
+
+	// next is the epoch to deliver next when every epoch before it is
+	// known to be handled (0: not known; the log is read). Only Run's
+	// goroutine uses it.
+	next uint64
 
 	notify chan struct{}
 	once   sync.Once
@@ -29,6 +36,7 @@ type Deliverer struct {
 	mu struct {
 		sync.Mutex
 		delivered uint64 // last epoch confirmed by the connector
+		fromMem   int64  // epochs delivered from memory, not read from the log
 		pending   int    // epochs in the log not yet confirmed (as of the last scan)
 		failures  int    // consecutive failed attempts
 		lastErr   string
@@ -263,10 +271,43 @@ func (d *Deliverer) countPending() {
 	d.mu.Unlock()
 }
 
+// FromMemory returns how many epochs were delivered from memory.
+func (d *Deliverer) FromMemory() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.fromMem
+}
+
 // deliverOne writes the oldest epoch in the log, if any, and reports
 // whether more may be waiting.
 func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, error) {
+	if d.Mem != nil && d.next != 0 {
+		committed := d.DB.CommittedEpoch()
+		for d.next <= committed {
+			changes, size, ok := d.Mem.take(d.next)
+			if !ok {
+				d.next = 0 // not held: read the log
+				break
+			}
+			if len(changes) == 0 {
+				d.next++ // an empty epoch: nothing in the log
+				continue
+			}
+			more, err := d.write(ctx, s, d.next, changes, size, 0, true)
+			if err != nil {
+				return false, err
+			}
+			d.next++
+			return more || d.next <= committed, nil
+		}
+		if d.next != 0 {
+			return false, nil
+		}
+	}
 	prefix := LogPrefix(d.ID)
+	// Every epoch up to committed is in the log or was empty: once the log
+	// is found empty, the next epoch to deliver is the one after it.
+	committed := d.DB.CommittedEpoch()
 	var epoch uint64
 	var changes []connector.Change
 	var size int64
@@ -296,11 +337,24 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	}
 	d.mu.Lock()
 	d.mu.pending = len(epochs)
-	delivered := d.mu.delivered
 	d.mu.Unlock()
 	if epoch == 0 {
+		if d.Mem != nil {
+			d.next = committed + 1
+		}
 		return false, nil
 	}
+	return d.write(ctx, s, epoch, changes, size, len(epochs), false)
+}
+
+// write hands epoch's changes to the connector unless it has them
+// already, then removes the epoch from the log and records it delivered.
+// logged is how many epochs the log scan saw (Status).
+func (d *Deliverer) write(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, size int64, logged int, fromMem bool) (bool, error) {
+	prefix := LogPrefix(d.ID)
+	d.mu.Lock()
+	delivered := d.mu.delivered
+	d.mu.Unlock()
 	var took time.Duration
 	if epoch > delivered && len(changes) > 0 {
 		t := time.Now()
@@ -337,7 +391,12 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 			m.CommitCounts[i]++
 		}
 	}
-	d.mu.pending = max(0, len(epochs)-1)
+	if fromMem {
+		d.mu.fromMem++
+		d.mu.pending = d.Mem.pending(d.DB.CommittedEpoch())
+	} else {
+		d.mu.pending = max(0, logged-1)
+	}
 	d.mu.Unlock()
 	return true, nil
 }

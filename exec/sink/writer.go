@@ -6,7 +6,8 @@
 // The output of epoch N is therefore durable exactly when N is.
 //
 // The Deliverer, one goroutine per sink, hands committed epochs to the
-// connector in epoch order, retries with backoff while the external system
+// connector in epoch order (from memory, handed over by the writer, while
+// it keeps up: memlog.go), retries with backoff while the external system
 // is down (the log keeps growing on disk; checkpoints go on), and deletes
 // an epoch from the log only once the connector has confirmed it, recording
 // the delivered epoch under p/<sink>. After a crash it starts again from
@@ -44,6 +45,8 @@ type Writer struct {
 	Logged, Epochs, Dropped atomic.Int64
 	// LastEpoch is the newest epoch with changes in the log.
 	LastEpoch atomic.Uint64
+	// Mem, when set, receives every epoch's changes for its deliverer.
+	Mem *MemLog
 }
 
 // NewWriter returns the writer of sink id. With a key, the changes of an
@@ -104,12 +107,15 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		return nil
 	}
 	var buf []byte
+	var kept []connector.Change // the changes logged, for Mem
+	var size int64
 	chunk, n, total := uint32(0), 0, int64(0)
 	flush := func() {
 		if n == 0 {
 			return
 		}
 		b.W.Set(LogKey(w.id, b.Epoch, chunk), buf)
+		size += int64(len(buf))
 		buf, n = nil, 0
 		chunk++
 	}
@@ -121,6 +127,9 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 			continue
 		}
 		buf = appendChange(buf, c)
+		if w.Mem != nil {
+			kept = append(kept, c)
+		}
 		n++
 		total++
 		if n >= chunkChanges {
@@ -128,6 +137,9 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		}
 	}
 	flush()
+	if w.Mem != nil {
+		w.Mem.add(b.Epoch, kept, size)
+	}
 	if total > 0 {
 		w.Logged.Add(total)
 		w.Epochs.Add(1)
