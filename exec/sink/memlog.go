@@ -80,13 +80,14 @@ func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool
 	return m.epochs[0].changes, m.epochs[0].size, true
 }
 
-// pending counts the held epochs with changes up to epoch last.
-func (m *MemLog) pending(last uint64) int {
+// pending counts the held epochs with changes after epoch after (the one
+// just delivered, which stays held until the next take) up to epoch last.
+func (m *MemLog) pending(after, last uint64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.epochs {
-		if e.epoch <= last && (e.dropped || len(e.changes) > 0) {
+		if e.epoch > after && e.epoch <= last && (e.dropped || len(e.changes) > 0) {
 			n++
 		}
 	}
