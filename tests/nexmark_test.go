@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -562,4 +563,41 @@ func TestNexmarkBenchTexts(t *testing.T) {
 				name, strings.Join(got, ";\n"), name, strings.Join(want, ";\n"))
 		}
 	}
+}
+
+// TestNexmarkBenchProgress checks the live progress line of `sluice bench
+// nexmark --progress on` (issue 18 item 6): lines on standard error whose
+// event counts never go down and which end at the whole stream, 100%, while
+// standard output keeps its one line of figures.
+func TestNexmarkBenchProgress(t *testing.T) {
+	bin := Binary(t)
+	cmd := exec.Command(bin, "bench", "nexmark", "--query", "q5", "--events", "2000000", "--progress", "on")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sluice bench: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "query=q5 events=2000000 ") {
+		t.Fatalf("stdout %q, want the figures line", stdout.String())
+	}
+	re := regexp.MustCompile(`^q5: (\S+)/2\.00M events \(([0-9.]+)%\), \S+ events/s, elapsed \S+, ETA \S+$`)
+	var pcts []float64
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			p, _ := strconv.ParseFloat(m[2], 64)
+			pcts = append(pcts, p)
+		}
+	}
+	if len(pcts) == 0 {
+		t.Fatalf("no progress line in standard error:\n%s", stderr.String())
+	}
+	for i := 1; i < len(pcts); i++ {
+		if pcts[i] < pcts[i-1] {
+			t.Fatalf("progress went down: %v", pcts)
+		}
+	}
+	if last := pcts[len(pcts)-1]; last != 100 {
+		t.Fatalf("last progress %.1f%%, want 100%% (lines %v)", last, pcts)
+	}
+	t.Logf("%d progress lines: %v", len(pcts), pcts)
 }

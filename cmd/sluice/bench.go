@@ -102,7 +102,7 @@ var nexmarkColumns = map[string]string{
 // runBench runs `sluice bench ARGS`.
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "nexmark" {
-		return errors.New("usage: sluice bench nexmark --query qN [--events N] [--splits N] [--checkpoint-interval 1s] [--cpuprofile FILE] [--memprofile FILE] [--trace FILE]")
+		return errors.New("usage: sluice bench nexmark --query qN [--events N] [--splits N] [--checkpoint-interval 1s] [--progress auto|on|off] [--cpuprofile FILE] [--memprofile FILE] [--trace FILE]")
 	}
 	fs := flag.NewFlagSet("sluice bench nexmark", flag.ContinueOnError)
 	query := fs.String("query", "", "Nexmark query to run: q0 … q22")
@@ -117,6 +117,7 @@ func runBench(args []string) error {
 	stateCache := fs.Int64("state-cache-mb", 0, "memory for operator state before it spills to the store, MiB (0: the server's default)")
 	noMetrics := fs.Bool("no-metrics", false, "run without the dataflow's metrics figures (to measure their cost)")
 	printSQL := fs.Bool("print-sql", false, "print the statements of the query and exit")
+	progressFlag := fs.String("progress", "auto", "a live progress line on standard error: auto (when it is a terminal), on or off")
 	memFlag := registerMemoryFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -144,6 +145,10 @@ func runBench(args []string) error {
 	}
 	if *events <= 0 {
 		return errors.New("--events must be positive: the benchmark needs a bounded stream")
+	}
+	showProgress, tty, err := progressMode(*progressFlag, os.Stderr)
+	if err != nil {
+		return err
 	}
 	if *splits < 1 {
 		return errors.New("--splits must be at least 1")
@@ -231,9 +236,19 @@ func runBench(args []string) error {
 	if _, err := run(sink); err != nil {
 		return err
 	}
+	stopProgress, progressDone := make(chan struct{}), make(chan struct{})
+	if showProgress {
+		p := &progress{w: os.Stderr, tty: tty, query: *query, events: *events, t: tracker, interval: time.Second}
+		go p.run(stopProgress, progressDone)
+	} else {
+		close(progressDone)
+	}
 	// The sink's readers were opened by CREATE SINK: wait until each has
 	// read its last row, then for the checkpoint after that.
-	if err := tracker.wait(ctx, "nexmark_"+*query, run); err != nil {
+	err = tracker.wait(ctx, "nexmark_"+*query, run)
+	close(stopProgress)
+	<-progressDone
+	if err != nil {
 		return err
 	}
 	if _, err := run("FLUSH"); err != nil {
@@ -314,7 +329,10 @@ type eofTracker struct {
 	connector.SourceFactory
 	opened atomic.Int64
 	ended  atomic.Int64
-	eof    chan struct{} // one token per reader that reached io.EOF
+	// rows read by all readers, and the rows they will read in all (each
+	// reader's share of the stream), for the progress line
+	rows, expected atomic.Int64
+	eof            chan struct{} // one token per reader that reached io.EOF
 }
 
 func trackNexmarkEOF() (*eofTracker, error) {
@@ -334,6 +352,12 @@ func (t *eofTracker) Open(ctx context.Context, cfg connector.SourceConfig) (conn
 		return nil, err
 	}
 	t.opened.Add(1)
+	splits := int64(1)
+	if v, err := strconv.ParseInt(cfg.Options["nexmark.split.num"], 10, 64); err == nil && v > 0 {
+		splits = v
+	}
+	events, _ := strconv.ParseInt(cfg.Options["nexmark.event.num"], 10, 64)
+	t.expected.Add(events * nexmarkShare[strings.ToLower(cfg.Options["nexmark.table.type"])] / 50 / splits)
 	s := &eofSource{Source: src, t: t}
 	s.seek, _ = src.(connector.Seekable)
 	return s, nil
@@ -370,6 +394,7 @@ type eofSource struct {
 // Read implements connector.Source.
 func (s *eofSource) Read(ctx context.Context, b *types.Batch, max int) (int, error) {
 	n, err := s.Source.Read(ctx, b, max)
+	s.t.rows.Add(int64(n))
 	if errors.Is(err, io.EOF) && !s.done {
 		s.done = true
 		s.t.ended.Add(1)
