@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -142,12 +143,66 @@ func Open(cfg Config) (*Engine, error) {
 	// tables' logs: commit them before the first client reads, so that a
 	// write acknowledged before a crash is visible to every read after it.
 	if e.replaying {
-		if err := e.coord.Flush(ctx); err != nil {
+		if err := e.replayTables(ctx); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("committing the replayed table writes: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// replayLogEvery is how often a replay at startup logs its progress.
+var replayLogEvery = 2 * time.Second
+
+// replayTables commits the tables' logged writes that no checkpoint
+// covered, logging what there is to replay, its progress every
+// replayLogEvery, and when it is done.
+func (e *Engine) replayTables(ctx context.Context) error {
+	type replay struct {
+		name    string
+		from, n uint64
+		src     *flow.TableSource
+	}
+	var reps []replay
+	e.tablesMu.Lock()
+	for _, tw := range e.tables {
+		if n := tw.src.Backlog(); n > 0 {
+			reps = append(reps, replay{name: tw.name, from: tw.src.Sent(), n: uint64(n), src: tw.src})
+		}
+	}
+	e.tablesMu.Unlock()
+	sort.Slice(reps, func(i, j int) bool { return reps[i].name < reps[j].name })
+	for _, r := range reps {
+		e.cfg.Logf("replay: table %s: %d logged writes after its checkpoint", r.name, r.n)
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(replayLogEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				for _, r := range reps {
+					sent := min(r.src.Sent()-r.from, r.n)
+					e.cfg.Logf("replay: table %s: %d of %d logged writes sent (%.0f%%), %s",
+						r.name, sent, r.n, 100*float64(sent)/float64(r.n), time.Since(start).Round(time.Second))
+				}
+			}
+		}
+	}()
+	err := e.coord.Flush(ctx)
+	close(done)
+	wg.Wait()
+	if err == nil {
+		e.cfg.Logf("replay: the logged writes of %d tables committed in %s", len(reps), time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }
 
 // restore starts a catalog object at startup (no backfill: state comes
