@@ -89,6 +89,11 @@ type rewriter struct {
 	// overriding is INSERT's OVERRIDING SYSTEM|USER VALUE ("system",
 	// "user" or "").
 	overriding string
+	// exclude is the EXCLUDE clause of the window spec being read
+	// ("current row", "group", "ties", "no others"; "" if none), which
+	// the TiDB parser does not know: the call becomes
+	// __pg_exclude(call OVER (...), 'kind').
+	exclude string
 }
 
 // tfCall is a table function call in FROM.
@@ -412,6 +417,9 @@ func (r *rewriter) walkWord(st *level) frag {
 	if st.window && w == "interval" && (next.kind == tkString || next.kind == tkNumber) {
 		return r.frameInterval()
 	}
+	if st.window && w == "exclude" {
+		return r.excludeClause()
+	}
 	if st.window && windowWords[w] {
 		if w == "partition" {
 			r.i++
@@ -586,7 +594,15 @@ func (r *rewriter) windowClause() frag {
 		r.i++
 		as := r.expectWord("as")
 		out = append(out, identPiece(n), syn("AS", as.pos))
+		outer := r.exclude
+		r.exclude = ""
 		out = append(out, r.parenGroup(&level{window: true})...)
+		if r.exclude != "" {
+			r.fail(pgerror.Unsupported("EXCLUDE in a WINDOW clause is not supported").
+				WithHint("Write the EXCLUDE clause in the OVER (...) of each call, e.g. OVER (w ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW).").
+				WithPosition(charPos(r.src, as.pos)))
+		}
+		r.exclude = outer
 		if !r.tok().isPunct(",") {
 			return out
 		}
@@ -1149,4 +1165,30 @@ func (rd rendered) origPos(off int) (int, bool) {
 		return s.pos + off - s.out, true
 	}
 	return s.pos, true
+}
+
+// excludeClause reads EXCLUDE CURRENT ROW | GROUP | TIES | NO OTHERS of a
+// window frame into r.exclude, emitting nothing.
+func (r *rewriter) excludeClause() frag {
+	t := r.expectWord("exclude")
+	switch n := r.tok(); {
+	case n.isWord("current"):
+		r.i++
+		r.expectWord("row")
+		r.exclude = "current row"
+	case n.isWord("group"):
+		r.i++
+		r.exclude = "group"
+	case n.isWord("ties"):
+		r.i++
+		r.exclude = "ties"
+	case n.isWord("no"):
+		r.i++
+		r.expectWord("others")
+		r.exclude = "no others"
+	default:
+		r.syntaxErr(n)
+	}
+	_ = t
+	return nil
 }
