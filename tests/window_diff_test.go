@@ -214,7 +214,10 @@ func windowDiffQueries(rng *rand.Rand, n int) []string {
 			f := fns[rng.Intn(len(fns))]
 			fr, ex := frame{}, ""
 			if f.framed {
-				fr, ex = frames[rng.Intn(len(frames))], pick(excludes...)
+				fr = frames[rng.Intn(len(frames))]
+				if fr.text != "" { // EXCLUDE belongs to a frame clause
+					ex = pick(excludes...)
+				}
 			}
 			key := pick("a", "a DESC", "b NULLS FIRST", "a DESC NULLS LAST", "d")
 			if fr.single {

@@ -450,12 +450,14 @@ func (n *Node) describe() string {
 		f := make([]string, len(n.WinFuncs))
 		for i, w := range n.WinFuncs {
 			f[i] = w.Func + "()"
-			if w.Arg >= 0 {
-				a := fmt.Sprintf("$%d", w.Arg)
-				for _, c := range w.Args {
-					a += fmt.Sprintf(", $%d", c)
+			if cs := w.InputCols(); w.Arg >= 0 || len(w.Args) > 0 {
+				a := make([]string, 0, len(cs))
+				for _, c := range append([]int{w.Arg}, w.Args...) {
+					if c >= 0 {
+						a = append(a, fmt.Sprintf("$%d", c))
+					}
 				}
-				f[i] = fmt.Sprintf("%s(%s)", w.Func, a)
+				f[i] = fmt.Sprintf("%s(%s)", w.Func, strings.Join(a, ", "))
 			}
 			if w.Frame != nil {
 				f[i] += " " + w.Frame.describe()

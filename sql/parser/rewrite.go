@@ -94,6 +94,9 @@ type rewriter struct {
 	// the TiDB parser does not know: the call becomes
 	// __pg_exclude(call OVER (...), 'kind').
 	exclude string
+	// framed: a ROWS, RANGE or GROUPS frame was read in the window spec
+	// (EXCLUDE without one is a syntax error, as in PostgreSQL).
+	framed bool
 }
 
 // tfCall is a table function call in FROM.
@@ -420,6 +423,9 @@ func (r *rewriter) walkWord(st *level) frag {
 	if st.window && w == "exclude" {
 		return r.excludeClause()
 	}
+	if st.window && (w == "rows" || w == "range" || w == "groups") {
+		r.framed = true
+	}
 	if st.window && windowWords[w] {
 		if w == "partition" {
 			r.i++
@@ -594,15 +600,15 @@ func (r *rewriter) windowClause() frag {
 		r.i++
 		as := r.expectWord("as")
 		out = append(out, identPiece(n), syn("AS", as.pos))
-		outer := r.exclude
-		r.exclude = ""
+		outer, outerFramed := r.exclude, r.framed
+		r.exclude, r.framed = "", false
 		out = append(out, r.parenGroup(&level{window: true})...)
 		if r.exclude != "" {
 			r.fail(pgerror.Unsupported("EXCLUDE in a WINDOW clause is not supported").
 				WithHint("Write the EXCLUDE clause in the OVER (...) of each call, e.g. OVER (w ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW).").
 				WithPosition(charPos(r.src, as.pos)))
 		}
-		r.exclude = outer
+		r.exclude, r.framed = outer, outerFramed
 		if !r.tok().isPunct(",") {
 			return out
 		}
@@ -1171,6 +1177,9 @@ func (rd rendered) origPos(off int) (int, bool) {
 // window frame into r.exclude, emitting nothing.
 func (r *rewriter) excludeClause() frag {
 	t := r.expectWord("exclude")
+	if !r.framed {
+		r.syntaxErr(t)
+	}
 	switch n := r.tok(); {
 	case n.isWord("current"):
 		r.i++
@@ -1189,6 +1198,5 @@ func (r *rewriter) excludeClause() frag {
 	default:
 		r.syntaxErr(n)
 	}
-	_ = t
 	return nil
 }
