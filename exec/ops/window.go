@@ -591,7 +591,7 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 		row := types.Row(slab[:0:width])
 		slab = slab[width:]
 		row = append(row, r...)
-		for _, f := range n.WinFuncs {
+		for k, f := range n.WinFuncs {
 			switch f.Func {
 			case "row_number":
 				row = append(row, types.NewInt(int64(i)+1))
@@ -605,7 +605,7 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 				row = append(row, sessEnd[i-start])
 			default:
 				if pg != nil && wholePartition(f) {
-					row = append(row, w.windowValue(p.rows, i, &f, pg))
+					row = append(row, w.windowValue(p.rows, i, &n.WinFuncs[k], pg))
 					break
 				}
 				row = append(row, w.frameAgg(p.rows, i, f))

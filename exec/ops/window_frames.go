@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"sort"
+
 	"sluice/exec/spec"
 	"sluice/sql/types"
 )
@@ -27,10 +29,13 @@ func wholePartition(f spec.WindowCall) bool { return valueFuncs[f.Func] || f.Fra
 type peerGroups struct {
 	grp        []int
 	start, end []int
+	// agg: each aggregate call's accumulator of the last frame (one
+	// partition's computation walks its rows in order).
+	agg map[*spec.WindowCall]*frameAcc
 }
 
 func (w *Window) peers(rows []types.Row) *peerGroups {
-	pg := &peerGroups{grp: make([]int, len(rows))}
+	pg := &peerGroups{grp: make([]int, len(rows)), agg: map[*spec.WindowCall]*frameAcc{}}
 	for i := range rows {
 		if i == 0 || compareOrder(rows[i-1], rows[i], w.n.Order) != 0 {
 			pg.start = append(pg.start, i)
@@ -160,18 +165,11 @@ func (w *Window) rangeBound(rows []types.Row, i int, b spec.FrameBound, pg *peer
 		}
 		return c
 	}
+	// Rows are sorted in the window order: pos only grows.
 	if start {
-		j := 0
-		for j < len(rows) && pos(j) < 0 {
-			j++
-		}
-		return j
+		return sort.Search(len(rows), func(j int) bool { return pos(j) >= 0 })
 	}
-	j := len(rows) - 1
-	for j >= 0 && pos(j) > 0 {
-		j--
-	}
-	return j
+	return sort.Search(len(rows), func(j int) bool { return pos(j) > 0 }) - 1
 }
 
 // frameRows calls yield for each row index of row i's frame, in order,
@@ -262,6 +260,25 @@ func (w *Window) windowValue(rows []types.Row, i int, f *spec.WindowCall, pg *pe
 	case "cume_dist":
 		return types.NewFloat(float64(pg.end[pg.grp[i]]+1) / float64(n))
 	case "first_value", "last_value", "nth_value":
+		fr := callFrame(f)
+		if fr.Exclude == spec.ExcludeNoOthers {
+			lo, hi := w.frameOf(rows, i, fr, pg)
+			j := lo
+			switch f.Func {
+			case "last_value":
+				j = hi
+			case "nth_value":
+				nv := rows[i][f.Args[0]]
+				if nv.IsNull() || nv.I-1 > int64(hi-lo) {
+					return types.Null
+				}
+				j = lo + int(nv.I-1)
+			}
+			if lo > hi {
+				return types.Null
+			}
+			return rows[j][f.Arg]
+		}
 		want := int64(1)
 		if f.Func == "nth_value" {
 			nv := rows[i][f.Args[0]]
@@ -286,13 +303,36 @@ func (w *Window) windowValue(rows []types.Row, i int, f *spec.WindowCall, pg *pe
 		return res
 	}
 	call := spec.AggCall{Func: f.Func, Arg: f.Arg, Filter: -1, T: f.T}
+	fr := callFrame(f)
+	if fr.Exclude == spec.ExcludeNoOthers {
+		// Consecutive frames with the same start grow at their end (the
+		// running frames): add only the new rows, in order, as PostgreSQL
+		// does, rather than aggregate each frame again.
+		lo, hi := w.frameOf(rows, i, fr, pg)
+		st := pg.agg[f]
+		if st == nil || st.lo != lo || hi < st.hi {
+			st = &frameAcc{lo: lo, hi: lo - 1}
+			pg.agg[f] = st
+		}
+		for st.hi < hi {
+			st.hi++
+			_ = w.calc.update(&st.ac, &call, rows[st.hi], 1)
+		}
+		return resultOf(&st.ac, &call, nil, 0)
+	}
 	ac := acc{}
-	var vs *vset
-	w.frameRows(rows, i, callFrame(f), pg, func(j int) bool {
+	w.frameRows(rows, i, fr, pg, func(j int) bool {
 		_ = w.calc.update(&ac, &call, rows[j], 1)
 		return true
 	})
-	return resultOf(&ac, &call, vs, 0)
+	return resultOf(&ac, &call, nil, 0)
+}
+
+// frameAcc is an aggregate's accumulator over rows lo…hi of the frame
+// last computed.
+type frameAcc struct {
+	lo, hi int
+	ac     acc
 }
 
 // ntile returns the bucket (1…nb) of row i of n: PostgreSQL's split, the
