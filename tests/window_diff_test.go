@@ -21,7 +21,8 @@ import (
 // into ties) and deletes to it and to the same table in the machine's
 // PostgreSQL (database test, table win_diff), and after every step
 // compares each view, and the same query as a plain SELECT in Sluice,
-// with PostgreSQL's answer. Queries whose answer depends on the order of
+// with PostgreSQL's answer; halfway the server is killed (SIGKILL) and
+// restarted. Queries whose answer depends on the order of
 // peers (ROWS frames, lag, ntile, value functions) order by a unique key.
 // SLUICE_WINDOW_DIFF_STEPS and SLUICE_WINDOW_DIFF_SEED run more or other.
 func TestWindowDiff(t *testing.T) {
@@ -138,6 +139,18 @@ func TestWindowDiff(t *testing.T) {
 	}
 	compare("the initial data")
 	for s := 0; s < steps; s++ {
+		if s == steps/2 {
+			// Halfway, SIGKILL and restart: the views resume from their
+			// checkpointed partitions and go on maintaining the same answers.
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			sl = MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
+			compare("a restart")
+		}
 		q := dml()
 		errS, errP := exec(sl, q), exec(pg, q)
 		if (errS == nil) != (errP == nil) {
