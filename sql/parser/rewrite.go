@@ -251,6 +251,10 @@ func (r *rewriter) walkSeq(st *level) frag {
 			continue
 		case st.expectItem:
 			out = append(out, r.fromItem(st)...)
+		case st.window && r.framed && !r.plainFrameToken(t):
+			r.fail(pgerror.Unsupported("an expression as a window frame offset is not supported").
+				WithHint("Write the offset as a constant number or INTERVAL '…'.").
+				WithPosition(charPos(r.src, t.pos)))
 		case t.kind == tkIdent:
 			out = append(out, r.walkWord(st)...)
 		case t.kind == tkOp && (t.val == "*" || t.val == "="):
@@ -1199,4 +1203,18 @@ func (r *rewriter) excludeClause() frag {
 		r.syntaxErr(n)
 	}
 	return nil
+}
+
+// plainFrameToken reports whether t, in a window frame clause, is one the
+// TiDB grammar takes: a frame word, INTERVAL '…' unit, or a number right
+// before PRECEDING or FOLLOWING.
+func (r *rewriter) plainFrameToken(t token) bool {
+	if t.kind == tkIdent {
+		return windowWords[t.val] || t.val == "interval" || t.val == "current" || t.isWord("row")
+	}
+	if t.kind == tkNumber {
+		n := r.toks[r.i+1]
+		return n.isWord("preceding") || n.isWord("following")
+	}
+	return false
 }
