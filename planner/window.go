@@ -236,6 +236,24 @@ func (p *Planner) planWindows(b *binder, in int, sc *scope, h hook, exprs []ast.
 			if err != nil {
 				return 0, nil, err
 			}
+			var def spec.Expr
+			if len(wf.Args) > 2 {
+				// lag(anycompatible, int, anycompatible): the value and
+				// the default take their common type.
+				if def, err = b.bind(wf.Args[2], sc, h); err != nil {
+					return 0, nil, err
+				}
+				u, err := b.call("coalesce", []spec.Expr{x, def})
+				if err != nil {
+					return 0, nil, err
+				}
+				if x, err = b.castTo(x, u.Type()); err != nil {
+					return 0, nil, err
+				}
+				if def, err = b.castTo(def, u.Type()); err != nil {
+					return 0, nil, err
+				}
+			}
 			call.T = x.Type()
 			call.Arg = addCol(x)
 			if len(wf.Args) > 1 {
@@ -248,14 +266,7 @@ func (p *Planner) planWindows(b *binder, in int, sc *scope, h hook, exprs []ast.
 				}
 				call.Args = append(call.Args, addCol(off))
 			}
-			if len(wf.Args) > 2 {
-				def, err := b.bind(wf.Args[2], sc, h)
-				if err != nil {
-					return 0, nil, err
-				}
-				if def, err = b.castTo(def, call.T); err != nil {
-					return 0, nil, err
-				}
+			if def != nil {
 				call.Args = append(call.Args, addCol(def))
 			}
 		case name == "first_value" || name == "last_value" || name == "nth_value":
