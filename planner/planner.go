@@ -845,7 +845,7 @@ func exprName(e ast.ExprNode) string {
 					return name
 				}
 			}
-		case "__pg_filter":
+		case "__pg_filter", "__pg_exclude":
 			if len(x.Args) > 0 {
 				return exprName(x.Args[0])
 			}

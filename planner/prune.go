@@ -189,7 +189,9 @@ func pruneJoinSources(plan *spec.Plan) {
 					mark(o.Col)
 				}
 				for _, f := range m.WinFuncs {
-					mark(f.Arg)
+					for _, c := range f.InputCols() {
+						mark(c)
+					}
 				}
 			}
 		}
@@ -302,9 +304,7 @@ func pruneJoinSources(plan *spec.Plan) {
 					m.Order[k].Col = out(m.Order[k].Col)
 				}
 				for k := range m.WinFuncs {
-					if m.WinFuncs[k].Arg >= 0 {
-						m.WinFuncs[k].Arg = out(m.WinFuncs[k].Arg)
-					}
+					m.WinFuncs[k].MapCols(out)
 				}
 				chainCols = append(append([]types.Column(nil), j.Cols...), m.Cols[total:]...)
 				m.Cols = chainCols

@@ -199,7 +199,7 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		}
 		var err error
 		before := in
-		if in, h, err = p.planWindows(b, in, sc, h, wexprs); err != nil {
+		if in, h, err = p.planWindows(b, in, sc, h, wexprs, s.WindowSpecs); err != nil {
 			return nil, err
 		}
 		if in != before {

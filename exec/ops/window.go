@@ -38,6 +38,9 @@ type Window struct {
 	// positional: every function is a rank (ROW_NUMBER, RANK,
 	// DENSE_RANK): output rows are compared position by position.
 	positional bool
+	// whole: some call may depend on rows after the current row's peers
+	// (window_frames.go): a changed partition is recomputed whole.
+	whole bool
 	// stateful: changes are saved at barriers (not a batch query).
 	stateful bool
 	// added holds the rows inserted since the last barrier, by their
@@ -98,6 +101,9 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 	for _, f := range n.WinFuncs {
 		if !rankFunc(f.Func) {
 			w.positional = false
+		}
+		if wholePartition(f) {
+			w.whole = true
 		}
 	}
 	w.sess, w.endCol = sessionOf(n, inCols)
@@ -488,6 +494,9 @@ func (w *Window) diffMerge(old, now []types.Row, out *flow.Emitter) error {
 // on the rows before it and its peers; its session on its own session; an
 // aggregate without ORDER BY on the whole partition.
 func (w *Window) stableBefore(p *wpart) int {
+	if w.whole {
+		return 0
+	}
 	i := p.from
 	if i > len(p.rows) {
 		i = len(p.rows)
@@ -559,6 +568,10 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 	}
 	// The output rows share one allocation (they are replaced together
 	// when the partition changes before them).
+	var pg *peerGroups
+	if w.whole {
+		pg = w.peers(p.rows)
+	}
 	var slab []types.Datum
 	for i := start; i < len(p.rows); i++ {
 		r := p.rows[i]
@@ -578,7 +591,7 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 		row := types.Row(slab[:0:width])
 		slab = slab[width:]
 		row = append(row, r...)
-		for _, f := range n.WinFuncs {
+		for k, f := range n.WinFuncs {
 			switch f.Func {
 			case "row_number":
 				row = append(row, types.NewInt(int64(i)+1))
@@ -591,6 +604,10 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 			case "session_end":
 				row = append(row, sessEnd[i-start])
 			default:
+				if pg != nil && wholePartition(f) {
+					row = append(row, w.windowValue(p.rows, i, &n.WinFuncs[k], pg))
+					break
+				}
 				row = append(row, w.frameAgg(p.rows, i, f))
 			}
 		}

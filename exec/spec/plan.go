@@ -91,8 +91,8 @@ type AggCall struct {
 
 // WindowCall is one window function of a Window node.
 type WindowCall struct {
-	Func string // row_number, rank, dense_rank, or an aggregate: count, count_star, sum, avg, min, max
-	Arg  int    // input column of an aggregate; -1 for none
+	Func string // row_number, rank, dense_rank, lag, lead, first_value, last_value, nth_value, ntile, percent_rank, cume_dist, or an aggregate: count, count_star, sum, avg, min, max
+	Arg  int    // input column of an aggregate or value function; -1 for none
 	// Frame of an aggregate: ROWS BETWEEN Preceding PRECEDING AND CURRENT
 	// ROW (Preceding -1: UNBOUNDED). Rows is false for the default frame
 	// (RANGE UNBOUNDED PRECEDING: peers of the current row included; the
@@ -103,6 +103,53 @@ type WindowCall struct {
 	// compute the bounds of the session of the row's time column Arg.
 	Gap int64
 	T   types.T
+	// Args are further argument columns: lag/lead's offset and default,
+	// nth_value's n, ntile's bucket count. Empty in plans written before
+	// they existed (the fields below too, so those plans read the same).
+	Args []int `json:",omitempty"`
+	// Frame is an explicit frame (nil: the legacy fields Rows/Preceding,
+	// or PostgreSQL's default frame).
+	Frame *WindowFrame `json:",omitempty"`
+}
+
+// Frame modes and bound kinds of a WindowFrame.
+const (
+	FrameRows = iota
+	FrameRange
+	FrameGroups
+)
+
+const (
+	BoundUnboundedPreceding = iota
+	BoundPreceding
+	BoundCurrentRow
+	BoundFollowing
+	BoundUnboundedFollowing
+)
+
+// Frame exclusions (EXCLUDE …).
+const (
+	ExcludeNoOthers = iota
+	ExcludeCurrentRow
+	ExcludeGroup
+	ExcludeTies
+)
+
+// WindowFrame is ROWS | RANGE | GROUPS BETWEEN Start AND End [EXCLUDE …].
+type WindowFrame struct {
+	Mode       int
+	Start, End FrameBound
+	Exclude    int
+}
+
+// FrameBound is one end of a frame. Offset is the ROWS/GROUPS count; of
+// a RANGE offset bound, Col is the input column holding the bound's value
+// for the current row (the order key minus or plus the offset, computed
+// by the projection below the window).
+type FrameBound struct {
+	Kind   int
+	Offset int64
+	Col    int
 }
 
 // OrderItem is one ORDER BY key of a TopN.
@@ -403,8 +450,17 @@ func (n *Node) describe() string {
 		f := make([]string, len(n.WinFuncs))
 		for i, w := range n.WinFuncs {
 			f[i] = w.Func + "()"
-			if w.Arg >= 0 {
-				f[i] = fmt.Sprintf("%s($%d)", w.Func, w.Arg)
+			if cs := w.InputCols(); w.Arg >= 0 || len(w.Args) > 0 {
+				a := make([]string, 0, len(cs))
+				for _, c := range append([]int{w.Arg}, w.Args...) {
+					if c >= 0 {
+						a = append(a, fmt.Sprintf("$%d", c))
+					}
+				}
+				f[i] = fmt.Sprintf("%s(%s)", w.Func, strings.Join(a, ", "))
+			}
+			if w.Frame != nil {
+				f[i] += " " + w.Frame.describe()
 			}
 			if w.Rows {
 				if w.Preceding < 0 {
@@ -449,4 +505,66 @@ func allColNames(cols []types.Column) string {
 		idx[i] = i
 	}
 	return colNames(cols, idx)
+}
+
+// InputCols returns the input columns call f reads (its argument, further
+// arguments and RANGE bound columns).
+func (f *WindowCall) InputCols() []int {
+	var cs []int
+	if f.Arg >= 0 {
+		cs = append(cs, f.Arg)
+	}
+	cs = append(cs, f.Args...)
+	if fr := f.Frame; fr != nil && fr.Mode == FrameRange {
+		for _, b := range []FrameBound{fr.Start, fr.End} {
+			if b.Kind == BoundPreceding || b.Kind == BoundFollowing {
+				cs = append(cs, b.Col)
+			}
+		}
+	}
+	return cs
+}
+
+// MapCols renumbers the input columns call f reads through m.
+func (f *WindowCall) MapCols(m func(int) int) {
+	if f.Arg >= 0 {
+		f.Arg = m(f.Arg)
+	}
+	for i := range f.Args {
+		f.Args[i] = m(f.Args[i])
+	}
+	if fr := f.Frame; fr != nil && fr.Mode == FrameRange {
+		for _, b := range []*FrameBound{&fr.Start, &fr.End} {
+			if b.Kind == BoundPreceding || b.Kind == BoundFollowing {
+				b.Col = m(b.Col)
+			}
+		}
+	}
+}
+
+// describe prints an explicit frame for EXPLAIN.
+func (fr *WindowFrame) describe() string {
+	bound := func(b FrameBound) string {
+		switch b.Kind {
+		case BoundUnboundedPreceding:
+			return "unbounded preceding"
+		case BoundCurrentRow:
+			return "current row"
+		case BoundUnboundedFollowing:
+			return "unbounded following"
+		}
+		dir := " preceding"
+		if b.Kind == BoundFollowing {
+			dir = " following"
+		}
+		if fr.Mode == FrameRange {
+			return fmt.Sprintf("$%d%s", b.Col, dir)
+		}
+		return fmt.Sprintf("%d%s", b.Offset, dir)
+	}
+	s := [...]string{"rows", "range", "groups"}[fr.Mode] + " between " + bound(fr.Start) + " and " + bound(fr.End)
+	if fr.Exclude != ExcludeNoOthers {
+		s += " exclude " + [...]string{"", "current row", "group", "ties"}[fr.Exclude]
+	}
+	return s
 }

@@ -89,6 +89,14 @@ type rewriter struct {
 	// overriding is INSERT's OVERRIDING SYSTEM|USER VALUE ("system",
 	// "user" or "").
 	overriding string
+	// exclude is the EXCLUDE clause of the window spec being read
+	// ("current row", "group", "ties", "no others"; "" if none), which
+	// the TiDB parser does not know: the call becomes
+	// __pg_exclude(call OVER (...), 'kind').
+	exclude string
+	// framed: a ROWS, RANGE or GROUPS frame was read in the window spec
+	// (EXCLUDE without one is a syntax error, as in PostgreSQL).
+	framed bool
 }
 
 // tfCall is a table function call in FROM.
@@ -243,6 +251,10 @@ func (r *rewriter) walkSeq(st *level) frag {
 			continue
 		case st.expectItem:
 			out = append(out, r.fromItem(st)...)
+		case st.window && r.framed && !r.plainFrameToken(t):
+			r.fail(pgerror.Unsupported("an expression as a window frame offset is not supported").
+				WithHint("Write the offset as a constant number or INTERVAL '…'.").
+				WithPosition(charPos(r.src, t.pos)))
 		case t.kind == tkIdent:
 			out = append(out, r.walkWord(st)...)
 		case t.kind == tkOp && (t.val == "*" || t.val == "="):
@@ -411,6 +423,12 @@ func (r *rewriter) walkWord(st *level) frag {
 	}
 	if st.window && w == "interval" && (next.kind == tkString || next.kind == tkNumber) {
 		return r.frameInterval()
+	}
+	if st.window && w == "exclude" {
+		return r.excludeClause()
+	}
+	if st.window && (w == "rows" || w == "range" || w == "groups") {
+		r.framed = true
 	}
 	if st.window && windowWords[w] {
 		if w == "partition" {
@@ -586,7 +604,15 @@ func (r *rewriter) windowClause() frag {
 		r.i++
 		as := r.expectWord("as")
 		out = append(out, identPiece(n), syn("AS", as.pos))
+		outer, outerFramed := r.exclude, r.framed
+		r.exclude, r.framed = "", false
 		out = append(out, r.parenGroup(&level{window: true})...)
+		if r.exclude != "" {
+			r.fail(pgerror.Unsupported("EXCLUDE in a WINDOW clause is not supported").
+				WithHint("Write the EXCLUDE clause in the OVER (...) of each call, e.g. OVER (w ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW).").
+				WithPosition(charPos(r.src, as.pos)))
+		}
+		r.exclude, r.framed = outer, outerFramed
 		if !r.tok().isPunct(",") {
 			return out
 		}
@@ -1149,4 +1175,46 @@ func (rd rendered) origPos(off int) (int, bool) {
 		return s.pos + off - s.out, true
 	}
 	return s.pos, true
+}
+
+// excludeClause reads EXCLUDE CURRENT ROW | GROUP | TIES | NO OTHERS of a
+// window frame into r.exclude, emitting nothing.
+func (r *rewriter) excludeClause() frag {
+	t := r.expectWord("exclude")
+	if !r.framed {
+		r.syntaxErr(t)
+	}
+	switch n := r.tok(); {
+	case n.isWord("current"):
+		r.i++
+		r.expectWord("row")
+		r.exclude = "current row"
+	case n.isWord("group"):
+		r.i++
+		r.exclude = "group"
+	case n.isWord("ties"):
+		r.i++
+		r.exclude = "ties"
+	case n.isWord("no"):
+		r.i++
+		r.expectWord("others")
+		r.exclude = "no others"
+	default:
+		r.syntaxErr(n)
+	}
+	return nil
+}
+
+// plainFrameToken reports whether t, in a window frame clause, is one the
+// TiDB grammar takes: a frame word, INTERVAL '…' unit, or a number right
+// before PRECEDING or FOLLOWING.
+func (r *rewriter) plainFrameToken(t token) bool {
+	if t.kind == tkIdent {
+		return windowWords[t.val] || t.val == "interval" || t.val == "current" || t.isWord("row")
+	}
+	if t.kind == tkNumber {
+		n := r.toks[r.i+1]
+		return n.isWord("preceding") || n.isWord("following")
+	}
+	return false
 }

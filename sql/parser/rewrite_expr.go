@@ -783,7 +783,13 @@ func (r *rewriter) funcCall(parts []token) expr {
 			e.f = append(e.f, identPiece(r.tok()))
 			r.i++
 		} else {
+			outer, outerFramed := r.exclude, r.framed
+			r.exclude, r.framed = "", false
 			e.f = append(e.f, r.parenGroup(&level{window: true})...)
+			if r.exclude != "" {
+				e = call("__pg_exclude", pos, e.f, frag{syn(strLit(r.exclude), ot.pos)})
+			}
+			r.exclude, r.framed = outer, outerFramed
 		}
 	}
 	if filter != nil {
