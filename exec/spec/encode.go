@@ -61,6 +61,17 @@ func Decode(b []byte) (*Plan, error) {
 		return nil, pgerror.Newf(pgcode.ObjectNotInPrerequisiteState,
 			"stored plan has format %d; this build reads plan formats %d to %d", sp.Version, ReadPlanFormat, PlanFormat)
 	}
+	// A field this build does not know was written by a newer build that
+	// added it within the same format (fields are omitted when unused, so
+	// plans that do not use them stay readable): running the plan without
+	// it would compute something else, so it is refused.
+	strict := json.NewDecoder(bytes.NewReader(b))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&storedPlan{}); err != nil {
+		return nil, pgerror.Newf(pgcode.ObjectNotInPrerequisiteState,
+			"stored plan uses what this build does not know (%v): it was written by a newer build", err).
+			WithHint("Run the build that created it, or drop and re-create the object.")
+	}
 	p := &Plan{Nodes: make([]*Node, len(sp.Nodes))}
 	for i, jn := range sp.Nodes {
 		n, err := jn.node()

@@ -160,6 +160,14 @@ func TestEncodeRefusesVersions(t *testing.T) {
 	if e := pgerror.Flatten(err); e == nil || e.Code != pgcode.ObjectNotInPrerequisiteState || !strings.Contains(e.Message, "stored plan has format 2; this build reads plan formats 1 to 1") {
 		t.Fatalf("newer plan: %v", err)
 	}
+	// A field a newer build added within format 1 is refused, not ignored.
+	added := strings.Replace(string(b), `"version":1,`, `"version":1,"from_a_newer_build":true,`, 1)
+	if added == string(b) {
+		t.Fatalf("the sample plan does not start with its version: %s", b)
+	}
+	if e := pgerror.Flatten(mustErr(spec.Decode([]byte(added)))); e == nil || e.Code != pgcode.ObjectNotInPrerequisiteState || !strings.Contains(e.Message, "from_a_newer_build") {
+		t.Fatalf("a plan with an unknown field: %v", e)
+	}
 	if _, err := spec.Decode([]byte(`{"version":1,"nodes":[{"Kind":4,"Inputs":[3]}]}`)); pgerror.Flatten(err).Code != pgcode.DataCorrupted {
 		t.Fatalf("a node reading a later node: %v", err)
 	}
@@ -175,3 +183,5 @@ func TestEncodeRefusesVersions(t *testing.T) {
 		t.Fatalf("spec plan formats %d..%d differ from storage's %d..%d", spec.ReadPlanFormat, spec.PlanFormat, storage.ReadFormat.Plan, storage.PlanFormat)
 	}
 }
+
+func mustErr(_ *spec.Plan, err error) error { return err }
