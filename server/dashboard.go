@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"sluice/exec/flow"
@@ -23,16 +25,26 @@ type DashboardState struct {
 	Time time.Time `json:"time"`
 	// Committed is the last committed epoch; InFlight the epochs injected
 	// and not yet committed.
-	Committed       uint64 `json:"committed_epoch"`
-	InFlight        int    `json:"epochs_in_flight"`
-	StateCacheBytes int64  `json:"state_cache_bytes"`
-	StateCacheLimit int64  `json:"state_cache_limit_bytes"`
-	// CheckpointsFailed counts the failed checkpoints among Checkpoints.
-	Catalog     []DashObject     `json:"catalog"`
-	Jobs        []DashJob        `json:"jobs"`
-	Sources     []DashSource     `json:"sources"`
-	Sinks       []DashSink       `json:"sinks"`
-	Checkpoints []DashCheckpoint `json:"checkpoints"`
+	Committed       uint64           `json:"committed_epoch"`
+	InFlight        int              `json:"epochs_in_flight"`
+	StateCacheBytes int64            `json:"state_cache_bytes"`
+	StateCacheLimit int64            `json:"state_cache_limit_bytes"`
+	Catalog         []DashObject     `json:"catalog"`
+	Jobs            []DashJob        `json:"jobs"`
+	Sources         []DashSource     `json:"sources"`
+	Sinks           []DashSink       `json:"sinks"`
+	Checkpoints     []DashCheckpoint `json:"checkpoints"`
+	// History is the sources' throughput and lag over the last minutes,
+	// oldest first (Dashboard.State; empty from Engine.DashboardState).
+	History []DashSample `json:"history"`
+}
+
+// DashSample is one point of the history: the sources' rows per second
+// since the previous sample, and how far they are behind in all.
+type DashSample struct {
+	Time          time.Time `json:"time"`
+	RowsPerSecond float64   `json:"rows_per_second"`
+	Lag           int64     `json:"lag"`
 }
 
 // DashObject is one catalog entry.
@@ -147,6 +159,7 @@ func (e *Engine) DashboardState() DashboardState {
 		Sources:         []DashSource{},
 		Sinks:           []DashSink{},
 		Checkpoints:     []DashCheckpoint{},
+		History:         []DashSample{},
 	}
 	for _, ent := range e.cat.list("") {
 		switch ent.Kind {
@@ -311,4 +324,74 @@ func (e *Engine) dashSink(id uint64, row types.Row) DashSink {
 		d.Bytes, d.Retries, d.Errors, d.Commits, d.CommitSeconds = int64(m.Bytes), int64(m.Retries), int64(m.Errors), int64(m.Commits), m.CommitSeconds
 	}
 	return d
+}
+
+// Dashboard keeps, besides the snapshots, a history of the sources'
+// throughput and lag, sampled by Run so that the page's charts cover the
+// last minutes as soon as it opens.
+type Dashboard struct {
+	e  *Engine
+	mu struct {
+		sync.Mutex
+		ring  []DashSample // at most dashHistory, oldest first
+		rows  int64        // the sources' rows at the last sample
+		taken time.Time    // when the last sample was taken
+	}
+}
+
+// dashHistory is how many samples a Dashboard keeps.
+const dashHistory = 300
+
+// NewDashboard returns the dashboard of e; Run samples its history.
+func (e *Engine) NewDashboard() *Dashboard { return &Dashboard{e: e} }
+
+// Run samples the history every interval until ctx ends. The caller owns
+// the goroutine running it.
+func (d *Dashboard) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	d.sample()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.sample()
+		}
+	}
+}
+
+func (d *Dashboard) sample() {
+	var rows, lag int64
+	for _, j := range d.e.rt.Jobs() {
+		for _, s := range dashSources(j) {
+			rows += s.Rows
+			for _, l := range s.Lag {
+				lag += l.Behind
+			}
+		}
+	}
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.mu.taken.IsZero() {
+		r := 0.0
+		if dt := now.Sub(d.mu.taken).Seconds(); dt > 0 && rows >= d.mu.rows {
+			r = float64(rows-d.mu.rows) / dt
+		}
+		if len(d.mu.ring) == dashHistory {
+			d.mu.ring = append(d.mu.ring[:0], d.mu.ring[1:]...)
+		}
+		d.mu.ring = append(d.mu.ring, DashSample{Time: now, RowsPerSecond: r, Lag: lag})
+	}
+	d.mu.rows, d.mu.taken = rows, now
+}
+
+// State returns a snapshot with the history.
+func (d *Dashboard) State() DashboardState {
+	s := d.e.DashboardState()
+	d.mu.Lock()
+	s.History = append(s.History, d.mu.ring...)
+	d.mu.Unlock()
+	return s
 }

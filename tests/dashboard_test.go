@@ -77,6 +77,7 @@ type dashProbe struct {
 	SinkRows   string             `json:"sinkRows"`
 	SinkEff    string             `json:"sinkEffective"`
 	Q5Kinds    []string           `json:"q5Kinds"`
+	Charts     int                `json:"charts"`
 }
 
 const dashProbeJS = `(() => {
@@ -99,6 +100,7 @@ const dashProbeJS = `(() => {
     sinkRows: txt('#sinks tr[data-sink="dash_out"] td.written'),
     sinkEffective: txt('#sinks tr[data-sink="dash_out"] td.effective'),
     q5Kinds: q5 ? [...q5.querySelectorAll("svg g.node")].map((g) => g.dataset.kind) : [],
+    charts: document.querySelectorAll(".chart polyline").length,
   };
 })()`
 
@@ -112,6 +114,7 @@ const dashProbeJS = `(() => {
 // screenshot (docs/dashboard.png is one); by default it goes to a temporary
 // directory.
 func TestDashboard(t *testing.T) {
+	start := time.Now()
 	chrome := chromium(t)
 	httpAddr := FreeAddr(t)
 	fileRoot := t.TempDir()
@@ -132,6 +135,7 @@ func TestDashboard(t *testing.T) {
 		q5.stmts[len(q5.stmts)-1],
 	)
 	base := "http://" + httpAddr
+	t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), "server and DDL")
 
 	// /api/state: the catalog, the view's job with its join and
 	// aggregation wired to both tables, the sink with its guarantees.
@@ -174,6 +178,7 @@ func TestDashboard(t *testing.T) {
 	checkEventStream(t, base)
 
 	// The page, in headless Chromium.
+	t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), "API checks")
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(1500, 1300))
@@ -199,6 +204,7 @@ func TestDashboard(t *testing.T) {
 		return p
 	}
 	p0 := probe()
+	t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), "page open")
 	for _, want := range []string{"dash_orders:table", "dash_revenue:materialized view", "dash_out:sink", "nexmark_q5:materialized view"} {
 		if !slices.Contains(p0.Catalog, want) {
 			t.Errorf("the page's catalog %v lacks %s", p0.Catalog, want)
@@ -228,6 +234,7 @@ func TestDashboard(t *testing.T) {
 		ExecAll(t, conn, "INSERT INTO dash_orders VALUES "+strings.Join(vals, ","))
 	}
 	var sawRate float64
+	t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), "inserts")
 	var last dashProbe
 	deadline := time.Now().Add(20 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -251,6 +258,19 @@ func TestDashboard(t *testing.T) {
 	}
 	if !slices.Contains(last.Q5Kinds, "HashJoin") || !slices.Contains(last.Q5Kinds, "Source") {
 		t.Errorf("nexmark_q5 drawn as %v, want its source and join", last.Q5Kinds)
+	}
+	if last.Charts != 3 {
+		t.Errorf("the page draws %d of its 3 charts", last.Charts)
+	}
+	// The history the charts draw: sampled every second, the bid source
+	// keeps it above zero.
+	var peak float64
+	hist := getDashState(t, base).History
+	for _, h := range hist {
+		peak = max(peak, h.RowsPerSecond)
+	}
+	if len(hist) < 2 || peak <= 0 {
+		t.Errorf("/api/state history = %+v, want samples with source rows/s", hist)
 	}
 	// The view's rows, exactly: east has the customers 1 and 3.
 	got, err := QueryText(ctx, conn, `SELECT region, n, total FROM dash_revenue ORDER BY region`)

@@ -48,6 +48,8 @@ type httpEndpoint struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
 	addr net.Addr
+	// stopSampler ends the dashboard's history sampler.
+	stopSampler context.CancelFunc
 }
 
 // startHTTP starts the endpoint of eng. With a password configured
@@ -87,14 +89,15 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	done := make(chan struct{}) // closed on shutdown: ends the event streams
+	dash := eng.NewDashboard()
 	mux.HandleFunc("/api/state", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
-		if err := json.NewEncoder(w).Encode(eng.DashboardState()); err != nil {
+		if err := json.NewEncoder(w).Encode(dash.State()); err != nil {
 			logf("dashboard: %v", err)
 		}
 	})
-	mux.HandleFunc("/api/events", func(w http.ResponseWriter, r *http.Request) { dashboardEvents(w, r, eng, done) })
+	mux.HandleFunc("/api/events", func(w http.ResponseWriter, r *http.Request) { dashboardEvents(w, r, dash, done) })
 	mux.Handle("/", web.Handler())
 	var h http.Handler = mux
 	if password != "" {
@@ -102,6 +105,13 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 	}
 	e := &httpEndpoint{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln: ln, addr: ln.Addr()}
 	e.srv.RegisterOnShutdown(func() { close(done) })
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopSampler = cancel
+	e.wg.Add(1)
+	go func() { // owned: Close waits for it
+		defer e.wg.Done()
+		dash.Run(ctx, time.Second)
+	}()
 	e.wg.Add(1)
 	go func() { // owned: Close waits for it
 		defer e.wg.Done()
@@ -115,7 +125,7 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 // dashboardEvents streams the dashboard's snapshots as Server-Sent Events:
 // one at once, then one every interval (?interval=MS, 100 ms to 60 s;
 // default 1 s), until the client goes or the endpoint shuts down.
-func dashboardEvents(w http.ResponseWriter, r *http.Request, eng *server.Engine, done <-chan struct{}) {
+func dashboardEvents(w http.ResponseWriter, r *http.Request, dash *server.Dashboard, done <-chan struct{}) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -138,7 +148,7 @@ func dashboardEvents(w http.ResponseWriter, r *http.Request, eng *server.Engine,
 	defer tick.Stop()
 	fmt.Fprintf(w, "retry: %d\n\n", max(interval.Milliseconds(), 1000))
 	for id := 1; ; id++ {
-		b, err := json.Marshal(eng.DashboardState())
+		b, err := json.Marshal(dash.State())
 		if err != nil {
 			return
 		}
@@ -166,6 +176,7 @@ func (e *httpEndpoint) Close() {
 	if err := e.srv.Shutdown(ctx); err != nil {
 		e.srv.Close()
 	}
+	e.stopSampler()
 	e.wg.Wait()
 }
 

@@ -6,7 +6,6 @@
 const HISTORY_SECONDS = 300; // what the charts show
 const prev = { t: 0, counters: new Map() }; // the last snapshot's counters
 const rates = new Map(); // counter key -> its latest rate per second
-const history = []; // {t, throughput, lag}
 let updates = 0;
 
 function esc(s) {
@@ -65,14 +64,16 @@ function update(s) {
 
   renderCatalog(s);
   renderJobs(s, cur);
-  const totals = renderSources(s, cur);
+  renderSources(s, cur);
   renderSinks(s, cur);
   renderCheckpoints(s);
 
-  history.push({ t: state.t, throughput: totals.rate, lag: totals.lag });
-  while (history.length && history[0].t < state.t - HISTORY_SECONDS * 1000) history.shift();
-  chart("chart-throughput", history.map((h) => [h.t, h.throughput]));
-  chart("chart-lag", history.map((h) => [h.t, h.lag]));
+  // The server samples the history (server.Dashboard), so the charts
+  // cover the last minutes from the moment the page opens.
+  const since = state.t - HISTORY_SECONDS * 1000;
+  const history = s.history.filter((h) => Date.parse(h.time) >= since);
+  chart("chart-throughput", history.map((h) => [Date.parse(h.time), h.rows_per_second]));
+  chart("chart-lag", history.map((h) => [Date.parse(h.time), h.lag]));
   chart("chart-barrier", s.checkpoints.filter((c) => !c.failed && Date.parse(c.started) >= state.t - HISTORY_SECONDS * 1000)
     .map((c) => [Date.parse(c.started), c.barrier_ms]));
 
@@ -137,7 +138,7 @@ function renderJobs(s, cur) {
       });
     }
     const { pos, width, height } = layout(job);
-    let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="dataflow of ${esc(job.name)}">` +
+    let svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" style="width:100%;max-width:${width}px;height:auto" role="img" aria-label="dataflow of ${esc(job.name)}">` +
       `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#7b8794"/></marker></defs>`;
     for (const e of job.edges) {
       const a = pos.get(e.from), b = pos.get(e.to);
@@ -187,13 +188,10 @@ function renderJobs(s, cur) {
 }
 
 function renderSources(s, cur) {
-  let total = 0, lag = 0;
   const rows = s.sources.map((src) => {
     const r = rate(cur, `src|${src.job}|${src.source}`, src.rows);
     const bp = Math.min(1, rate(cur, `srcbp|${src.job}|${src.source}`, src.backpressure_seconds));
-    total += r;
     const behind = src.lag.reduce((a, l) => a + l.behind, 0);
-    lag += behind;
     const lagText = src.lag.length === 0 ? "–" : src.lag.length === 1 ? fmtNum(behind) :
       fmtNum(behind) + " (" + src.lag.map((l) => `${esc(l.partition)}: ${fmtNum(l.behind)}`).join(", ") + ")";
     return `<tr data-source="${esc(src.source)}" data-job="${esc(src.job)}"><td>${esc(src.job)}</td><td>${esc(src.source)}</td>` +
@@ -202,7 +200,6 @@ function renderSources(s, cur) {
       `<td class="num">${fmtNum(src.late)}</td><td class="num">${fmtNum(src.bad)}</td></tr>`;
   });
   document.querySelector("#sources tbody").innerHTML = rows.join("");
-  return { rate: total, lag };
 }
 
 function renderSinks(s, cur) {
