@@ -393,7 +393,7 @@ func (d *Deliverer) write(ctx context.Context, s connector.Sink, epoch uint64, c
 	}
 	if fromMem {
 		d.mu.fromMem++
-		d.mu.pending = d.Mem.pending(d.DB.CommittedEpoch())
+		d.mu.pending = d.Mem.pending(epoch, d.DB.CommittedEpoch())
 	} else {
 		d.mu.pending = max(0, logged-1)
 	}

@@ -80,13 +80,15 @@ func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool
 	return m.epochs[0].changes, m.epochs[0].size, true
 }
 
-// pending counts the held epochs with changes up to epoch last.
-func (m *MemLog) pending(last uint64) int {
+// pending counts the held epochs with changes after epoch delivered and
+// up to epoch last. (take leaves the epoch it returns held until the next
+// take: once delivered it is no longer pending.)
+func (m *MemLog) pending(delivered, last uint64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.epochs {
-		if e.epoch <= last && (e.dropped || len(e.changes) > 0) {
+		if e.epoch > delivered && e.epoch <= last && (e.dropped || len(e.changes) > 0) {
 			n++
 		}
 	}
