@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # install_clients installs what the client matrix (tests/clients_*_test.go:
-# psql, psycopg2, psycopg 3, SQLAlchemy 1.4 and 2, pgcli, pgjdbc, node-postgres) needs
+# psql, psycopg2, psycopg 3, SQLAlchemy 1.4 and 2, pgcli, pgjdbc, node-postgres) and
+# the dashboard's browser test (tests/dashboard_test.go: Debian's chromium) need
 # when it is missing, and does nothing (quickly) when it is all there. The
 # tests fail, never skip, if a client is still missing.
 install_clients() {
@@ -25,6 +26,7 @@ PY
   command -v javac >/dev/null || pkgs+=(default-jdk-headless)
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
+  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || pkgs+=(chromium)
   if [ ${#pkgs[@]} -gt 0 ]; then
     echo "== installing ${pkgs[*]}"
     local sudo=""

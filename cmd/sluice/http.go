@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sluice/server"
+	"sluice/web"
 )
 
 // defaultHTTP is where the HTTP endpoint listens unless --http says
@@ -31,7 +34,7 @@ type httpFlags struct {
 
 func registerHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	f := &httpFlags{}
-	fs.Func("http", "address of the HTTP endpoint (/metrics, /debug/pprof); '' turns it off (default "+defaultHTTP+")", func(s string) error {
+	fs.Func("http", "address of the HTTP endpoint (dashboard at /, /metrics, /debug/pprof); '' turns it off (default "+defaultHTTP+")", func(s string) error {
 		f.addr, f.set = s, true
 		return nil
 	})
@@ -45,6 +48,8 @@ type httpEndpoint struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
 	addr net.Addr
+	// stopSampler ends the dashboard's history sampler.
+	stopSampler context.CancelFunc
 }
 
 // startHTTP starts the endpoint of eng. With a password configured
@@ -83,18 +88,30 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
+	done := make(chan struct{}) // closed on shutdown: ends the event streams
+	dash := eng.NewDashboard()
+	mux.HandleFunc("/api/state", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		if err := json.NewEncoder(w).Encode(dash.State()); err != nil {
+			logf("dashboard: %v", err)
 		}
-		fmt.Fprint(w, "Sluice\n\n/metrics       Prometheus metrics\n/debug/pprof/  Go profiles\n")
 	})
+	mux.HandleFunc("/api/events", func(w http.ResponseWriter, r *http.Request) { dashboardEvents(w, r, dash, done) })
+	mux.Handle("/", web.Handler())
 	var h http.Handler = mux
 	if password != "" {
 		h = basicAuth(mux, superuser, password)
 	}
 	e := &httpEndpoint{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln: ln, addr: ln.Addr()}
+	e.srv.RegisterOnShutdown(func() { close(done) })
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopSampler = cancel
+	e.wg.Add(1)
+	go func() { // owned: Close waits for it
+		defer e.wg.Done()
+		dash.Run(ctx, time.Second)
+	}()
 	e.wg.Add(1)
 	go func() { // owned: Close waits for it
 		defer e.wg.Done()
@@ -103,6 +120,50 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 		}
 	}()
 	return e, nil
+}
+
+// dashboardEvents streams the dashboard's snapshots as Server-Sent Events:
+// one at once, then one every interval (?interval=MS, 100 ms to 60 s;
+// default 1 s), until the client goes or the endpoint shuts down.
+func dashboardEvents(w http.ResponseWriter, r *http.Request, dash *server.Dashboard, done <-chan struct{}) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	interval := time.Second
+	if v := r.URL.Query().Get("interval"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			http.Error(w, "interval: milliseconds expected", http.StatusBadRequest)
+			return
+		}
+		interval = min(max(time.Duration(n)*time.Millisecond, 100*time.Millisecond), time.Minute)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	fmt.Fprintf(w, "retry: %d\n\n", max(interval.Milliseconds(), 1000))
+	for id := 1; ; id++ {
+		b, err := json.Marshal(dash.State())
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", id, b); err != nil {
+			return
+		}
+		fl.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Close stops the endpoint, giving requests in progress a moment.
@@ -115,6 +176,7 @@ func (e *httpEndpoint) Close() {
 	if err := e.srv.Shutdown(ctx); err != nil {
 		e.srv.Close()
 	}
+	e.stopSampler()
 	e.wg.Wait()
 }
 

@@ -186,7 +186,7 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	}
 	logf("listening on %s (data in %s; %s)", ln.Addr(), dataDir, mode)
 	if web != nil {
-		logf("HTTP endpoint on http://%s (/metrics, /debug/pprof)", web.addr)
+		logf("HTTP endpoint on http://%s (dashboard at /, /metrics, /debug/pprof)", web.addr)
 	}
 	var unixDone chan error
 	if uln != nil {

@@ -75,6 +75,15 @@ func (o *Output) Attach(c chan Msg) {
 	o.mu.Unlock()
 }
 
+// Consumers returns the channels attached to o (a copy), so that a
+// reader of the running graph (the dashboard) can tell which actor
+// consumes which output.
+func (o *Output) Consumers() []chan Msg {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]chan Msg(nil), o.chans...)
+}
+
 // Detach removes a consumer.
 func (o *Output) Detach(c chan Msg) {
 	o.mu.Lock()
