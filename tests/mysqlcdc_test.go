@@ -20,6 +20,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // mariaDB is a private mariadbd for the mysql-cdc tests: its own
@@ -377,8 +378,11 @@ func TestMySQLCDCBadInput(t *testing.T) {
 		"42P17", "needs a PRIMARY KEY")
 	cdcExpect(t, sl, `CREATE SOURCE badtype (id INT PRIMARY KEY, v BIGINT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"42804", "column v is text upstream")
-	cdcExpect(t, sl, `CREATE SOURCE narrow (id SMALLINT PRIMARY KEY, v TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
-		"42804", "declare it as INT")
+	err = cdcExpect(t, sl, `CREATE SOURCE narrow (id SMALLINT PRIMARY KEY, v TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
+		"42804", "column id is int(11) upstream")
+	if pe, ok := errors.AsType[*pgconn.PgError](err); !ok || pe.Hint != "declare it as INT" {
+		t.Fatalf("narrow: hint of %v, want \"declare it as INT\"", err)
+	}
 	cdcExpect(t, sl, `CREATE SOURCE nocol (id INT PRIMARY KEY, nope TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"42703", "column nope does not exist")
 	cdcExpect(t, sl, `CREATE SOURCE en (id INT PRIMARY KEY, e TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
