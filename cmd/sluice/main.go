@@ -24,6 +24,7 @@ import (
 	_ "sluice/connectors/file"
 	_ "sluice/connectors/kafka"
 	_ "sluice/connectors/mqtt"
+	_ "sluice/connectors/mysqlcdc"
 	_ "sluice/connectors/nats"
 	_ "sluice/connectors/nexmark"
 	_ "sluice/connectors/pgcdc"

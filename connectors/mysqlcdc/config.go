@@ -1,0 +1,394 @@
+package mysqlcdc
+
+// Options, the factory and the checks made before reading: the
+// connection settings, the binlog settings, the table's key and the
+// column types.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+	"sluice/sql/types"
+)
+
+// Factory is the mysql-cdc source connector.
+type Factory struct{}
+
+func init() { connector.RegisterSource(Name, Factory{}) }
+
+// Name is the connector's name in WITH (connector = …).
+const Name = "mysql-cdc"
+
+var knownOptions = map[string]bool{
+	"connector": true, "hostname": true, "port": true, "username": true, "password": true,
+	"database.name": true, "table.name": true, "server.id": true, "format": true, "encode": true,
+}
+
+// config is a parsed source configuration.
+type config struct {
+	name     string
+	host     string
+	port     int
+	user     string
+	password string
+	database string
+	table    string
+	serverID uint32
+	cols     []types.Column
+	key      []int
+}
+
+func optionError(key, format string, args ...any) *pgerror.Error {
+	return pgerror.New(pgcode.InvalidParameterValue, "%s option %s: %s", Name, key, fmt.Sprintf(format, args...))
+}
+
+// parse checks a source configuration without connecting anywhere.
+func parse(cfg connector.SourceConfig) (*config, error) {
+	if len(cfg.Columns) == 0 {
+		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a mysql-cdc source needs declared columns").
+			WithHint("declare the columns to capture, with the table's PRIMARY KEY")
+	}
+	if len(cfg.Key) == 0 {
+		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a mysql-cdc source needs a PRIMARY KEY").
+			WithHint("declare the upstream table's primary key columns as PRIMARY KEY: changes are keyed by it")
+	}
+	for k := range cfg.Options {
+		if !knownOptions[k] {
+			return nil, optionError(k, "unknown option").
+				WithHint("mysql-cdc options are hostname, port, username, password, database.name, table.name and server.id")
+		}
+	}
+	get := func(k string) string { return strings.TrimSpace(cfg.Options[k]) }
+	if f := get("format"); f != "" && !strings.EqualFold(f, "UPSERT") {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source does not take FORMAT %s", f).
+			WithHint("leave FORMAT out: the source emits keyed changes")
+	}
+	if e := get("encode"); e != "" && !strings.EqualFold(e, "JSON") {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source does not take ENCODE %s", e).
+			WithHint("leave ENCODE out: rows come from MySQL's own types")
+	}
+	c := &config{name: cfg.Name, cols: cfg.Columns, key: cfg.Key, port: 3306}
+	for _, req := range []struct {
+		k   string
+		dst *string
+	}{{"hostname", &c.host}, {"username", &c.user}, {"database.name", &c.database}, {"table.name", &c.table}} {
+		if *req.dst = get(req.k); *req.dst == "" {
+			return nil, optionError(req.k, "is required")
+		}
+	}
+	c.password = cfg.Options["password"]
+	if v := get("port"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, optionError("port", "%q is not a port", v)
+		}
+		c.port = n
+	}
+	if d, t, ok := strings.Cut(c.table, "."); ok && d == c.database {
+		c.table = t // table.name = 'db.table'
+	}
+	if v := get("server.id"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return nil, optionError("server.id", "%q is not a server id (1 to 4294967295)", v)
+		}
+		c.serverID = uint32(n)
+	} else {
+		// A replica's server id must be unique among the upstream's
+		// replicas: derive one from the source's name.
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(strings.ToLower(cfg.Name) + "/" + c.database + "/" + c.table))
+		c.serverID = 5400 + h.Sum32()%1000000
+	}
+	if err := cfg.Policy.CheckHost(Name, c.host, c.port); err != nil {
+		return nil, err
+	}
+	for _, col := range c.cols {
+		if _, ok := allowed[col.Type.Fam]; !ok {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source cannot read column %s of type %s", col.Name, col.Type).
+				WithHint("declare it as one of BOOLEAN, SMALLINT, INT, BIGINT, REAL, DOUBLE PRECISION, NUMERIC, TEXT, VARCHAR, BYTEA, DATE, TIME, TIMESTAMP, TIMESTAMPTZ or JSONB")
+		}
+	}
+	return c, nil
+}
+
+// Validate implements connector.SourceFactory: the options, then a probe
+// of the upstream (credentials, binlog settings, the table, its key and
+// column types). An upstream that cannot be reached is not an error here:
+// the source retries once it runs.
+func (Factory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
+	c, err := parse(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := probe(ctx, c); err != nil && !transient(err) {
+		return nil, err
+	}
+	return cfg.Columns, nil
+}
+
+// Open implements connector.SourceFactory. It probes the upstream like
+// Validate; the reading starts with the first Read.
+func (Factory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.Source, error) {
+	c, err := parse(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := probe(pctx, c); err != nil && !transient(err) {
+		return nil, err
+	}
+	if !claim(c.replicaID()) {
+		return nil, pgerror.New("55006", "mysql-cdc source %s: server.id %d on %s is already used by another job", c.name, c.serverID, c.addr()).
+			WithHint("a replica connection has one reader: read the source from one materialized view and build other views on that view, or create another source with its own server.id")
+	}
+	return newReader(c), nil
+}
+
+// KeyedChanges implements connector.ChangeSource.
+func (Factory) KeyedChanges() {}
+
+// replicas holds the (upstream, server id) pairs read by this process's
+// open readers: the upstream drops an older replica connection when a
+// second one registers with the same server id, so two would take turns.
+var replicas struct {
+	sync.Mutex
+	held map[string]bool
+}
+
+func (c *config) addr() string { return net.JoinHostPort(c.host, strconv.Itoa(c.port)) }
+
+func (c *config) replicaID() string {
+	return c.addr() + "/" + strconv.FormatUint(uint64(c.serverID), 10)
+}
+
+func claim(id string) bool {
+	replicas.Lock()
+	defer replicas.Unlock()
+	if replicas.held[id] {
+		return false
+	}
+	if replicas.held == nil {
+		replicas.held = map[string]bool{}
+	}
+	replicas.held[id] = true
+	return true
+}
+
+func release(id string) {
+	replicas.Lock()
+	defer replicas.Unlock()
+	delete(replicas.held, id)
+}
+
+// connect opens a client connection that speaks UTC and utf8mb4, so that
+// the text of timestamps and strings reads one way.
+func (c *config) connect(ctx context.Context) (*client.Conn, error) {
+	conn, err := client.ConnectWithContext(ctx, c.addr(), c.user, c.password, "", 5*time.Second)
+	if err != nil {
+		return nil, c.upstreamError(err)
+	}
+	for _, q := range []string{"SET NAMES utf8mb4", "SET SESSION time_zone = '+00:00'"} {
+		if _, err := conn.Execute(q); err != nil {
+			conn.Close()
+			return nil, c.upstreamError(err)
+		}
+	}
+	return conn, nil
+}
+
+// upstreamError gives err (from the upstream) a SQLSTATE and a hint:
+// the matching PostgreSQL code for what the upstream refused, 08006 for a
+// lost connection.
+func (c *config) upstreamError(err error) error {
+	var pe *pgerror.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	where := fmt.Sprintf("mysql-cdc source %s (%s)", c.name, c.addr())
+	var my *mysql.MyError
+	if errors.As(err, &my) {
+		code := pgcode.Code(pgcode.Internal)
+		hint := ""
+		switch my.Code {
+		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR:
+			code, hint = "28P01", "check the source's username and password"
+		case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_TABLEACCESS_DENIED_ERROR, mysql.ER_COLUMNACCESS_DENIED_ERROR:
+			code, hint = "42501", "the user needs SELECT on the table and the REPLICATION SLAVE and REPLICATION CLIENT privileges (and RELOAD on MySQL)"
+		case mysql.ER_BAD_DB_ERROR:
+			code, hint = "3D000", "check database.name"
+		case mysql.ER_NO_SUCH_TABLE:
+			code, hint = "42P01", "check database.name and table.name"
+		case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+			code, hint = pgcode.ObjectNotInPrerequisiteState, "the binlog this source must read from was purged upstream: drop the source and create it again (it takes a new snapshot), and keep binlogs longer (binlog_expire_logs_seconds)"
+		case mysql.ER_CON_COUNT_ERROR, mysql.ER_SERVER_SHUTDOWN, mysql.ER_QUERY_INTERRUPTED:
+			code = connectionFailure
+		}
+		e := pgerror.New(code, "%s: upstream: %s (MySQL error %d)", where, my.Message, my.Code)
+		if hint != "" {
+			e = e.WithHint("%s", hint)
+		}
+		return e
+	}
+	return pgerror.New(connectionFailure, "%s: %v", where, err).
+		WithHint("the source retries until the upstream answers")
+}
+
+// transient reports whether retrying may cure err: a lost or refused
+// connection, an upstream shutting down or starting.
+func transient(err error) bool {
+	var pe *pgerror.Error
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(string(pe.Code), "08") || pe.Code == "55006"
+	}
+	return !errors.Is(err, context.Canceled)
+}
+
+// connectionFailure is SQLSTATE 08006 (connection_failure).
+const connectionFailure pgcode.Code = "08006"
+
+// upColumn is one column of the upstream table.
+type upColumn struct {
+	name       string
+	dataType   string // information_schema DATA_TYPE: int, varchar, …
+	columnType string // COLUMN_TYPE: int(10) unsigned, …
+	unsigned   bool
+	charset    string
+}
+
+// upstreamTable is what probe learns of the upstream table.
+type upstreamTable struct {
+	flavor string     // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	cols   []upColumn // in ordinal order: the binlog's row order
+	at     []int      // declared column i → upstream ordinal
+}
+
+func quoteString(s string) string { return "'" + mysql.Escape(s) + "'" }
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func (c *config) qualified() string { return quoteIdent(c.database) + "." + quoteIdent(c.table) }
+
+// str reads column i of row r of res as a string ("" for NULL).
+func str(res *mysql.Result, r, i int) string {
+	v, _ := res.GetString(r, i)
+	return v
+}
+
+// probe connects and checks what retrying cannot cure: the binlog
+// settings, that the table exists with a primary key that is the declared
+// one, and the declared columns and their types.
+func probe(ctx context.Context, c *config) (*upstreamTable, error) {
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	res, err := conn.Execute("SELECT @@log_bin, @@binlog_format, @@binlog_row_image, @@version")
+	if err != nil {
+		return nil, c.upstreamError(err)
+	}
+	logBin, format, image := str(res, 0, 0), str(res, 0, 1), str(res, 0, 2)
+	t := &upstreamTable{flavor: mysql.MySQLFlavor}
+	if strings.Contains(strings.ToLower(str(res, 0, 3)), "mariadb") {
+		t.flavor = mysql.MariaDBFlavor
+	}
+	if logBin != "1" && !strings.EqualFold(logBin, "ON") {
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binary log is off (log_bin = OFF)", c.name).
+			WithHint("start the upstream with log_bin, binlog_format = ROW and a server_id, and restart it")
+	}
+	if !strings.EqualFold(format, "ROW") {
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_format is %s, not ROW", c.name, format).
+			WithHint("SET GLOBAL binlog_format = 'ROW' upstream (and in its configuration file)")
+	}
+	if !strings.EqualFold(image, "FULL") {
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_row_image is %s, not FULL", c.name, image).
+			WithHint("SET GLOBAL binlog_row_image = 'FULL' upstream: updates and deletes must carry whole rows")
+	}
+	res, err = conn.Execute(`SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = ` + quoteString(c.database) + ` AND TABLE_NAME = ` + quoteString(c.table) + ` ORDER BY ORDINAL_POSITION`)
+	if err != nil {
+		return nil, c.upstreamError(err)
+	}
+	if res.RowNumber() == 0 {
+		return nil, pgerror.New(pgcode.UndefinedTable, "mysql-cdc source %s: upstream table %s does not exist", c.name, c.qualified()).
+			WithHint("check database.name and table.name (and that the user may see the table)")
+	}
+	byName := map[string]int{}
+	for r := range res.RowNumber() {
+		col := upColumn{name: str(res, r, 0), dataType: strings.ToLower(str(res, r, 1)), columnType: strings.ToLower(str(res, r, 2)), charset: strings.ToLower(str(res, r, 3))}
+		col.unsigned = strings.Contains(col.columnType, "unsigned")
+		byName[strings.ToLower(col.name)] = len(t.cols)
+		t.cols = append(t.cols, col)
+	}
+	res, err = conn.Execute(`SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+		WHERE TABLE_SCHEMA = ` + quoteString(c.database) + ` AND TABLE_NAME = ` + quoteString(c.table) + ` AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`)
+	if err != nil {
+		return nil, c.upstreamError(err)
+	}
+	var pk []string
+	for r := range res.RowNumber() {
+		pk = append(pk, strings.ToLower(str(res, r, 0)))
+	}
+	if len(pk) == 0 {
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: upstream table %s has no primary key", c.name, c.qualified()).
+			WithHint("add a primary key upstream (ALTER TABLE … ADD PRIMARY KEY): updates and deletes are keyed by it")
+	}
+	t.at = make([]int, len(c.cols))
+	for i, col := range c.cols {
+		j, ok := byName[strings.ToLower(col.Name)]
+		if !ok {
+			return nil, pgerror.New(pgcode.UndefinedColumn, "mysql-cdc source %s: column %s does not exist in upstream table %s", c.name, col.Name, c.qualified())
+		}
+		t.at[i] = j
+		up := t.cols[j]
+		if err := checkType(c.name, col, up); err != nil {
+			return nil, err
+		}
+	}
+	var declared []string
+	for _, k := range c.key {
+		declared = append(declared, strings.ToLower(c.cols[k].Name))
+	}
+	if !sameSet(declared, pk) {
+		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "mysql-cdc source %s: the declared PRIMARY KEY (%s) is not the upstream key (%s)",
+			c.name, strings.Join(declared, ", "), strings.Join(pk, ", ")).
+			WithHint("declare PRIMARY KEY (%s)", strings.Join(pk, ", "))
+	}
+	return t, nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	for _, s := range b {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
+}
