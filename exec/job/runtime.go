@@ -487,7 +487,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			up.Attach(c)
 			j.subs = append(j.subs, sub{out: up, ch: c})
 			inputs = []chan flow.Msg{c}
-			op = &ops.Subscribe{}
+			op = &ops.Subscribe{Width: len(n.Cols)}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			op, err = m, err2
