@@ -32,6 +32,7 @@ func TestAlterTableAddColumnUnderViews(t *testing.T) {
 		`CREATE MATERIALIZED VIEW dep AS SELECT g, s FROM agg WHERE n > 10`,
 		// SELECT * keeps the columns it had when the view was created.
 		`CREATE MATERIALIZED VIEW evn AS SELECT * FROM t WHERE v % 2 = 0`,
+		`CREATE VIEW pv AS SELECT * FROM t WHERE id <= 3`,
 		`CREATE SINK out FROM agg WITH (connector = 'file', path = '`+sinkDir+`', primary_key = 'g', delivery = 'EXACTLY_ONCE') FORMAT DEBEZIUM ENCODE JSON`,
 	)
 	amvEqual(t, srv, "agg", aggQ)
@@ -58,6 +59,10 @@ func TestAlterTableAddColumnUnderViews(t *testing.T) {
 		amvEqual(t, srv, "neww", newQ)
 		if cols := amvRows(t, srv, `SELECT * FROM evn WHERE id = 2`); strings.Join(cols, "|") != "2 g2 2" {
 			t.Fatalf("evn, created before the column: %q", cols)
+		}
+		// A plain view keeps its columns too, as in PostgreSQL.
+		if cols := amvRows(t, srv, `SELECT * FROM pv`); strings.Join(cols, "|") != "1 g1 1|2 g2 2|3 g3 3" {
+			t.Fatalf("pv, created before the column: %q", cols)
 		}
 	}
 	check()
