@@ -423,6 +423,13 @@ func (p *Planner) planTable(tn *ast.TableName, alias string) (int, *scope, error
 				return 0, nil, pgerror.Wrap(err, pgcode.FeatureNotSupported, "view %q", rel.Name)
 			}
 		}
+		if n := len(rel.Columns); n > 0 && len(vsc.cols) > n {
+			// Its query's * now covers a column added to a table since
+			// (ALTER TABLE ADD COLUMN): as in PostgreSQL, a view keeps the
+			// columns it was created with, which come first.
+			vsc = &scope{cols: vsc.cols[:n:n]}
+			idx = p.projectPrefix(idx, vsc)
+		}
 		for i := range vsc.cols { // a view's columns are its own
 			vsc.cols[i].rel, vsc.cols[i].att = rel.OID, int16(i+1)
 		}

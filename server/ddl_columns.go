@@ -17,8 +17,9 @@ import (
 // rows. Sluice rebuilds the table under a new id: every current row,
 // widened (with the new column's default, evaluated per row) or narrowed,
 // is written with the new catalog entry in one synced batch, so a crash
-// leaves either the old table or the new one. Views and sinks are planned
-// by name and column position, so a table they read is refused with 2BP01.
+// leaves either the old table or the new one. A table that views and sinks
+// read keeps its id when a column is added (ddl_addcolumn.go); DROP COLUMN
+// of such a table is refused with 2BP01.
 
 func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *storage.CatalogEntry, col int, w pgwire.ResultWriter) error {
 	e := s.e
@@ -35,8 +36,12 @@ func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *s
 			return pgerror.Unsupported("ADD COLUMN ... PRIMARY KEY").WithHint("create a new table with the key and INSERT ... SELECT into it")
 		}
 	}
+	inPlace := false // jobs read the table: widen it under its id
 	if err := e.dependentsErr(what, ent); err != nil {
-		return err
+		if x.Action != "add column" {
+			return err
+		}
+		inPlace = true
 	}
 	nt := copyEntry(ent)
 	var extras *tableExtras
@@ -57,6 +62,9 @@ func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *s
 			nt.Uniques = append(nt.Uniques, storage.UniqueEntry{Name: u.Name, Cols: []int{n}})
 		}
 		drop = func(i int) int { return i }
+		if inPlace {
+			return s.addColumnInPlace(ctx, x, ent, nt, extras)
+		}
 	} else {
 		for _, k := range ent.Key {
 			if k == col {

@@ -72,6 +72,13 @@ type Job struct {
 	wg      sync.WaitGroup
 	sources []flow.SourceActor
 	subs    []sub
+	// edges are its actors' other inputs, each attached to the output of
+	// the node it reads. Most of those outputs end with the job, but not
+	// all: a view changed in place hands its Materialize's input stream
+	// on to the new plan (replace.go), and an input left attached there
+	// would fill and block the new Materialize at the next barriers, so
+	// that no epoch completes again (stop detaches every edge).
+	edges   []sub
 	failure struct {
 		sync.Mutex
 		err      error
@@ -405,6 +412,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		for _, s := range j.subs {
 			s.out.Detach(s.ch)
 		}
+		for _, s := range j.edges {
+			s.out.Detach(s.ch)
+		}
 		for _, rd := range readers {
 			rd.Close()
 		}
@@ -426,6 +436,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		for i, in := range n.Inputs {
 			c := flow.NewChan()
 			outs[in].Attach(c)
+			j.edges = append(j.edges, sub{out: outs[in], ch: c})
 			inputs[i] = c
 		}
 		var op flow.Operator
@@ -476,7 +487,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			up.Attach(c)
 			j.subs = append(j.subs, sub{out: up, ch: c})
 			inputs = []chan flow.Msg{c}
-			op = &ops.Subscribe{}
+			op = &ops.Subscribe{Width: len(n.Cols)}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			op, err = m, err2
@@ -659,6 +670,9 @@ func (r *Runtime) DropState(id uint64) {
 // drops the shares it left.
 func (r *Runtime) stop(j *Job) {
 	for _, s := range j.subs {
+		s.out.Detach(s.ch)
+	}
+	for _, s := range j.edges {
 		s.out.Detach(s.ch)
 	}
 	for _, s := range j.sources {

@@ -219,6 +219,18 @@ func (Union) Checkpoint(*flow.Barrier, *flow.Emitter) error { return nil }
 // starts, then passes its input (the relation's changes) through.
 type Subscribe struct {
 	Backfill func(emit func(types.Row, int64) error) error
+	// Width is the number of columns the job was planned with (0: any). A
+	// table that gained columns since (ALTER TABLE ADD COLUMN) sends wider
+	// rows; they are cut to the planned ones, which come first.
+	Width int
+}
+
+// cut returns r limited to the planned columns.
+func (s *Subscribe) cut(r types.Row) types.Row {
+	if s.Width > 0 && len(r) > s.Width {
+		return r[:s.Width:s.Width]
+	}
+	return r
 }
 
 // Start implements flow.Starter.
@@ -228,12 +240,17 @@ func (s *Subscribe) Start(out *flow.Emitter) error {
 	}
 	f := s.Backfill
 	s.Backfill = nil
-	return f(out.Emit)
+	return f(func(r types.Row, n int64) error { return out.Emit(s.cut(r), n) })
 }
 
 // Process implements flow.Operator.
-func (s *Subscribe) Process(in int, b *types.Batch, out *flow.Emitter) error {
-	return Union{}.Process(in, b, out)
+func (s *Subscribe) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	for i, r := range b.Rows {
+		if err := out.Emit(s.cut(r), b.Diffs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Checkpoint implements flow.Operator.

@@ -33,6 +33,14 @@ func (r *rewriter) alterTable() Statement {
 	if (t.isWord("materialized") && r.peek(1).isWord("view")) || t.isWord("sink") {
 		return r.alterResume()
 	}
+	if t.isWord("source") {
+		// A source's columns are what its decoders produce; the jobs
+		// reading it decode with the columns they were planned with, but
+		// changing the source's own definition (its SQL text, options and
+		// the formats' column mapping) is not built yet.
+		r.fail(pgerror.Unsupported("ALTER SOURCE is not supported").WithPosition(charPos(r.src, t.pos)).
+			WithHint("Create another source with the new column (CREATE SOURCE … with the same connector options) and the new views over it; the views over the old source keep running."))
+	}
 	if !t.isWord("table") {
 		if t.kind == tkIdent {
 			r.unsupported(t, "ALTER %s is not supported", strings.ToUpper(t.val))
