@@ -7,6 +7,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"
+	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -127,6 +128,21 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		for i := range items {
 			items[i].expr = exprs[i]
 		}
+		// GROUP BY 2 and GROUP BY alias name select-list items.
+		exprs = exprs[:0]
+		for _, it := range items {
+			x := it.expr
+			if it.ref != nil {
+				c := sc.cols[it.ref.Idx]
+				x = &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(c.table), Name: ast.NewCIStr(c.name)}}
+			}
+			exprs = append(exprs, x)
+		}
+		gb, err := groupByOutputs(s.GroupBy, sc, exprs, names)
+		if err != nil {
+			return nil, err
+		}
+		s = shallowWithGroupBy(s, gb)
 	}
 
 	// Aggregation.
@@ -363,14 +379,12 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if err := p.limit(s.Limit, q); err != nil {
 			return nil, err
 		}
+		p.planTopN(q)
 	}
 	return q, nil
 }
 
 func (p *Planner) limit(l *ast.Limit, q *Query) error {
-	if p.Streaming {
-		return pgerror.Unsupported("LIMIT in a materialized view")
-	}
 	if l.Count != nil {
 		if u, ok := l.Count.(ast.ValueExpr); ok {
 			if x, ok := u.GetValue().(uint64); ok && x > 1<<62 {
@@ -382,6 +396,13 @@ func (p *Planner) limit(l *ast.Limit, q *Query) error {
 		v, ok := intLiteral(l.Count)
 		if !ok || v < 0 {
 			return pgerror.Unsupported("LIMIT must be a non-negative integer constant")
+		}
+		if v >= parser.TiesBias {
+			v -= parser.TiesBias
+			if len(q.Order) == 0 {
+				return pgerror.New(pgcode.Syntax, "WITH TIES cannot be specified without ORDER BY clause")
+			}
+			q.ties = true
 		}
 		q.Limit = v
 	}
@@ -819,6 +840,7 @@ func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
 		if err := p.limit(s.Limit, q); err != nil {
 			return nil, err
 		}
+		p.planTopN(q)
 	}
 	return q, nil
 }

@@ -883,7 +883,15 @@ func (r *rewriter) limitClause() frag {
 			}
 			r.i++
 			if r.tok().isWord("with") && r.peek(1).isWord("ties") {
-				r.unsupported(r.tok(), "FETCH ... WITH TIES is not supported")
+				// WITH TIES travels in the count: TiDB's LIMIT takes only
+				// a literal (see TiesBias).
+				n, err := strconv.ParseUint(count[0].s, 10, 64)
+				if len(count) != 1 || count[0].param != 0 || err != nil || n >= TiesBias {
+					r.unsupported(r.tok(), "FETCH ... WITH TIES needs an integer constant count")
+				}
+				count = frag{syn(strconv.FormatUint(n+TiesBias, 10), count[0].pos)}
+				r.i += 2
+				continue
 			}
 			r.expectWord("only")
 		default:
@@ -907,6 +915,12 @@ func (r *rewriter) limitClause() frag {
 		}
 	}
 }
+
+// TiesBias is added to the count of FETCH FIRST n ROWS WITH TIES, the one
+// form of the clause TiDB's grammar cannot carry: the planner reads a
+// count in [TiesBias, 2*TiesBias) as n WITH TIES (LIMIT counts that large
+// mean no limit in practice).
+const TiesBias = 1 << 61
 
 // limitValue reads an integer constant or a parameter ($n becomes a TiDB
 // '?' marker: TiDB's LIMIT takes no expressions).
