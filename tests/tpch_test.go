@@ -123,7 +123,6 @@ var flagTPCHRounds = flag.Int("tpch-rounds", 3, "rounds of inserts, updates and 
 // -tpch-orders 1500 is TPC-H's scale factor 0.001.
 var flagTPCHOrders = flag.Int("tpch-orders", 500, "orders in TestTPCHViews's data set")
 
-
 // tpchRows returns the result of q as sorted text lines.
 func tpchRows(t *testing.T, conn *pgx.Conn, q string) []string {
 	t.Helper()
