@@ -92,7 +92,14 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		ref  *spec.ColRef // for * expansion
 	}
 	var items []item
-	for _, f := range s.Fields.Fields {
+	fields := s.Fields.Fields
+	var distinctOn []ast.ExprNode
+	if len(fields) > 0 {
+		if fc, ok := fields[0].Expr.(*ast.FuncCallExpr); ok && fc.FnName.L == "__pg_distinct_on" {
+			distinctOn, fields = fc.Args, fields[1:]
+		}
+	}
+	for _, f := range fields {
 		if f.WildCard != nil {
 			n := 0
 			for i, c := range sc.cols {
@@ -358,12 +365,22 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			q.Order = append(q.Order, p.orderItem(col, o))
 		}
 	}
+	var onCols []int
+	if distinctOn != nil {
+		var err error
+		if exprs, onCols, err = p.distinctOnCols(b, sc, h, distinctOn, cols, exprs, q.Order); err != nil {
+			return nil, err
+		}
+	}
 	all := make([]types.Column, len(exprs))
 	copy(all, cols)
 	for i := len(cols); i < len(exprs); i++ {
 		all[i] = types.Column{Name: "?order?", Type: exprs[i].Type()}
 	}
 	out := p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: all})
+	if distinctOn != nil {
+		out = p.planDistinctOn(out, onCols, q.Order)
+	}
 	if s.Distinct {
 		if len(exprs) != len(cols) {
 			return nil, pgerror.New(pgcode.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")

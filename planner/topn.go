@@ -127,3 +127,105 @@ func shallowWithGroupBy(s *ast.SelectStmt, gb *ast.GroupByClause) *ast.SelectStm
 	c.GroupBy = gb
 	return &c
 }
+
+// distinctOnCols binds the expressions of SELECT DISTINCT ON (…) as the
+// ORDER BY items are bound (an output column by position or name, else an
+// expression appended to exprs as a hidden column) and checks, as
+// PostgreSQL does, that they match the leftmost ORDER BY items.
+func (p *Planner) distinctOnCols(b *binder, sc *scope, h hook, on []ast.ExprNode, cols []types.Column, exprs []spec.Expr, order []spec.OrderItem) ([]spec.Expr, []int, error) {
+	var onCols []int
+	for _, e := range on {
+		col := -1
+		if v, ok := intLiteral(e); ok {
+			if v < 1 || int(v) > len(cols) {
+				return nil, nil, pgerror.New(pgcode.InvalidColumnReference, "SELECT DISTINCT ON position %d is not in select list", v)
+			}
+			col = int(v) - 1
+		} else if pe, ok := e.(*ast.PositionExpr); ok && pe.P == nil {
+			if pe.N < 1 || pe.N > len(cols) {
+				return nil, nil, pgerror.New(pgcode.InvalidColumnReference, "SELECT DISTINCT ON position %d is not in select list", pe.N)
+			}
+			col = pe.N - 1
+		} else if cn, ok := e.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+			for i, c := range cols {
+				if c.Name == cn.Name.Name.O {
+					col = i
+					break
+				}
+			}
+		}
+		if col < 0 {
+			x, err := b.bind(e, sc, h)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i, y := range exprs {
+				if y.String() == x.String() {
+					col = i
+					break
+				}
+			}
+			if col < 0 {
+				exprs = append(exprs, x)
+				col = len(exprs) - 1
+			}
+		}
+		onCols = append(onCols, col)
+	}
+	// PostgreSQL's rule (transformDistinctOnClause): an ORDER BY item
+	// that is a DISTINCT ON expression may not follow one that is not,
+	// and when one is not, every DISTINCT ON expression must be in ORDER BY.
+	same := func(a, b int) bool { return a == b || exprs[a].String() == exprs[b].String() }
+	in := func(c int, set []int) bool {
+		for _, x := range set {
+			if same(c, x) {
+				return true
+			}
+		}
+		return false
+	}
+	skipped := false
+	var ordered []int
+	for _, o := range order {
+		if !in(o.Col, onCols) {
+			skipped = true
+			continue
+		}
+		if skipped {
+			return nil, nil, errDistinctOnOrder()
+		}
+		ordered = append(ordered, o.Col)
+	}
+	for _, c := range onCols {
+		if skipped && !in(c, ordered) {
+			return nil, nil, errDistinctOnOrder()
+		}
+	}
+	return exprs, onCols, nil
+}
+
+func errDistinctOnOrder() error {
+	return pgerror.New(pgcode.InvalidColumnReference, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+}
+
+// planDistinctOn keeps, of the rows of node in, the first of each
+// distinct value of the columns on in the query's order: row_number()
+// over PARTITION BY on ORDER BY order, kept at 1, then dropped.
+func (p *Planner) planDistinctOn(in int, on []int, order []spec.OrderItem) int {
+	cols := p.plan.Nodes[in].Cols
+	node := &spec.Node{Kind: spec.Window, Inputs: []int{in}, PartitionBy: on, Order: order, Limit: 1,
+		WinFuncs: []spec.WindowCall{{Func: "row_number", Arg: -1, Preceding: -1, T: types.TInt8}}}
+	node.Cols = append(append([]types.Column(nil), cols...), types.Column{Name: "row_number", Type: types.TInt8})
+	if p.Streaming {
+		node.InputAppendOnly = p.AppendOnlyRel != nil && AppendOnly(p.plan, in, p.AppendOnlyRel)
+	}
+	key := p.keys[in]
+	out := p.plan.Add(node)
+	exprs := make([]spec.Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+	}
+	out = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{out}, Exprs: exprs, Cols: cols})
+	p.keys[out] = key
+	return out
+}

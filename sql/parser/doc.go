@@ -180,7 +180,10 @@
 //	FOR UPDATE / FOR SHARE ... dropped.
 //	WITH ... AS [NOT] MATERIALIZED  the hint is dropped.
 //
-// Not supported (0A000): DISTINCT ON, SELECT INTO,
+//	SELECT DISTINCT ON (e, …) items  SELECT __pg_distinct_on(e, …), items
+//	    (the planner takes the first item out)
+//
+// Not supported (0A000): SELECT INTO,
 // UPDATE ... FROM, DELETE ... USING, WITH ORDINALITY, TABLESAMPLE,
 // NATURAL FULL JOIN, named and VARIADIC arguments, bit
 // string literals (B'..', X'..'), LIKE ANY/ALL, IS OF/DOCUMENT/NORMALIZED,

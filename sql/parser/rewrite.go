@@ -277,7 +277,23 @@ func (r *rewriter) walkWord(st *level) frag {
 		r.i++
 		out := frag{syn("SELECT", t.pos)}
 		if r.tok().isWord("distinct") && r.peek(1).isWord("on") {
-			r.unsupported(r.tok(), "SELECT DISTINCT ON is not supported")
+			// DISTINCT ON (e, …) becomes a first select item
+			// __pg_distinct_on(e, …), which the planner takes out.
+			pos := r.tok().pos
+			r.i += 2
+			r.expectPunct("(")
+			var args []frag
+			for {
+				args = append(args, r.parseExpr(0).f)
+				if !r.tok().isPunct(",") {
+					break
+				}
+				r.i++
+			}
+			r.expectPunct(")")
+			out = append(out, call("__pg_distinct_on", pos, args...).f...)
+			out = append(out, syn(",", pos))
+			return out
 		}
 		if r.tok().isWord("all") {
 			r.i++
