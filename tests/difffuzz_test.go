@@ -481,7 +481,7 @@ func (g *diffGen) query() string {
 }
 
 // topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH
-// TIES, over rows or groups. Each order is total (it ends with a unique
+// TIES, over rows or groups, DISTINCT ON. Each order is total (it ends with a unique
 // column) unless WITH TIES keeps every peer, so PostgreSQL's answer is one
 // set.
 func (g *diffGen) topN(tab string) string {
@@ -495,7 +495,7 @@ func (g *diffGen) topN(tab string) string {
 		}
 		return l
 	}
-	switch g.rng.Intn(4) {
+	switch g.rng.Intn(5) {
 	case 0: // rows
 		key := g.pick("a", "b", "c", "d", "n", g.intExpr("", 1))
 		return fmt.Sprintf("SELECT id, a, %s AS e1 FROM %s WHERE %s ORDER BY %s%s, id%s%s",
@@ -508,6 +508,10 @@ func (g *diffGen) topN(tab string) string {
 		key := g.pick("a", "c", "b % 3")
 		return fmt.Sprintf("SELECT %s AS k, count(*) AS g1, %s AS g2 FROM %s GROUP BY 1 ORDER BY g1%s, k%s%s",
 			key, g.agg(""), tab, dir(), dir(), limit())
+	case 3: // DISTINCT ON: each key's first row
+		key := g.pick("a", "c", "b % 2", "a IS NULL")
+		return fmt.Sprintf("SELECT DISTINCT ON (%s) %s AS k, id, b FROM %s WHERE %s ORDER BY %s%s, b%s, id%s",
+			key, key, tab, g.pred("", 1), key, dir(), dir(), dir())
 	default: // per group: a row-number filter over a partition
 		part := g.pick("a", "c", "b % 2")
 		return fmt.Sprintf("SELECT id, a, b FROM (SELECT id, a, b, row_number() OVER (PARTITION BY %s ORDER BY b%s, id) AS rn FROM %s WHERE %s) s WHERE rn <= %d",
