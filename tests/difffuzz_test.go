@@ -481,9 +481,9 @@ func (g *diffGen) query() string {
 }
 
 // topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH
-// TIES, over rows or groups, DISTINCT ON. Each order is total (it ends with a unique
-// column) unless WITH TIES keeps every peer, so PostgreSQL's answer is one
-// set.
+// TIES, over rows or groups, DISTINCT ON. Each order is total (it ends
+// with a unique column) unless WITH TIES keeps every peer, so PostgreSQL's
+// answer is one set.
 func (g *diffGen) topN(tab string) string {
 	dir := func() string {
 		return g.pick("", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST")
