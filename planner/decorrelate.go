@@ -596,10 +596,16 @@ func (p *Planner) semiJoin(in int, sc *scope, q ast.ResultSetNode, left ast.Expr
 	}
 	var rel *corrRel
 	sel, ok := q.(*ast.SelectStmt)
-	if ok && isSimpleSelect(sel) && !selectHasAggregate(sel) {
+	if ok && isSimpleSelect(withoutLimit(sel)) && !selectHasAggregate(sel) {
 		var err error
 		if rel, err = p.planCorrelated(sel, sc, left != nil); err != nil {
 			return 0, err
+		}
+		if sel.Limit != nil {
+			// ORDER BY … LIMIT: a Top-N per correlation key (topn.go).
+			if err := p.correlatedTopN(sel, rel); err != nil {
+				return 0, err
+			}
 		}
 	} else {
 		lvl := &outerLevel{sc: sc}

@@ -26,7 +26,10 @@ import (
 // planTopN applies q's Limit and Offset over the plan's root when the
 // query is streaming or WITH TIES, and clears them from q (q.Order stays:
 // a batch query still sorts its output by it).
-func (p *Planner) planTopN(q *Query) {
+func (p *Planner) planTopN(q *Query) { p.planTopNPartitioned(q, nil) }
+
+// planTopNPartitioned is planTopN per partition of the columns part.
+func (p *Planner) planTopNPartitioned(q *Query, part []int) {
 	if !p.Streaming && !q.ties {
 		return // batch: the TopN operator or the result's shape cuts
 	}
@@ -35,7 +38,7 @@ func (p *Planner) planTopN(q *Query) {
 	}
 	in := p.plan.Root()
 	cols := p.plan.Nodes[in].Cols
-	node := &spec.Node{Kind: spec.Window, Inputs: []int{in}, Order: q.Order, Limit: -1}
+	node := &spec.Node{Kind: spec.Window, Inputs: []int{in}, PartitionBy: part, Order: q.Order, Limit: -1}
 	if q.Limit >= 0 {
 		node.Limit = q.Offset + q.Limit
 	}
@@ -228,4 +231,105 @@ func (p *Planner) planDistinctOn(in int, on []int, order []spec.OrderItem) int {
 	out = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{out}, Exprs: exprs, Cols: cols})
 	p.keys[out] = key
 	return out
+}
+
+// withoutLimit returns sel without its LIMIT (a shallow copy when it has
+// one).
+func withoutLimit(sel *ast.SelectStmt) *ast.SelectStmt {
+	if sel.Limit == nil {
+		return sel
+	}
+	c := *sel
+	c.Limit, c.OrderBy = nil, nil
+	return &c
+}
+
+// correlatedTopN applies the ORDER BY … LIMIT of an [NOT] EXISTS or IN
+// subquery correlated by equalities to its decorrelated relation rel: the
+// subquery runs once per value of the outer columns, which select the
+// rows whose inner correlation columns equal them, so its LIMIT is a
+// Top-N partitioned by those inner columns (row_number() per partition,
+// as planTopN), applied before the semi join.
+func (p *Planner) correlatedTopN(sel *ast.SelectStmt, rel *corrRel) error {
+	if len(rel.residual) > 0 {
+		return errSubquery("a subquery with LIMIT correlated by conditions other than equalities")
+	}
+	b := &binder{p: p}
+	base := p.plan.Nodes[rel.idx].Cols
+	exprs := make([]spec.Expr, len(base))
+	for i, c := range base {
+		exprs[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+	}
+	colOf := func(x spec.Expr) int {
+		if r, ok := x.(*spec.ColRef); ok {
+			return r.Idx
+		}
+		for i, y := range exprs {
+			if y.String() == x.String() {
+				return i
+			}
+		}
+		exprs = append(exprs, x)
+		return len(exprs) - 1
+	}
+	var part []int
+	for _, pr := range rel.pairs {
+		part = append(part, colOf(pr.inner))
+	}
+	q := &Query{Limit: -1}
+	if sel.OrderBy != nil {
+		for _, o := range sel.OrderBy.Items {
+			e := o.Expr
+			if n, ok := intLiteral(e); ok && sel.Fields != nil && n >= 1 && int(n) <= len(sel.Fields.Fields) && sel.Fields.Fields[n-1].WildCard == nil {
+				e = sel.Fields.Fields[n-1].Expr
+			} else if pe, ok := e.(*ast.PositionExpr); ok && pe.P == nil && sel.Fields != nil && pe.N >= 1 && pe.N <= len(sel.Fields.Fields) && sel.Fields.Fields[pe.N-1].WildCard == nil {
+				e = sel.Fields.Fields[pe.N-1].Expr
+			} else if cn, ok := e.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" && sel.Fields != nil {
+				for _, f := range sel.Fields.Fields {
+					if f.AsName.O == cn.Name.Name.O && f.Expr != nil {
+						e = f.Expr
+						break
+					}
+				}
+			}
+			x, err := b.bind(e, rel.sc, nil)
+			if err != nil {
+				return err
+			}
+			q.Order = append(q.Order, p.orderItem(colOf(x), o))
+		}
+	}
+	if err := p.limit(sel.Limit, q); err != nil {
+		return err
+	}
+	in := rel.idx
+	if len(exprs) > len(base) {
+		cols := append([]types.Column(nil), base...)
+		for _, x := range exprs[len(base):] {
+			cols = append(cols, types.Column{Name: "?order?", Type: x.Type()})
+		}
+		in = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: cols})
+	}
+	streaming := p.Streaming
+	p.Streaming = true // planTopN works over the root: in is the last node
+	if in != p.plan.Root() {
+		cols := p.plan.Nodes[in].Cols
+		ids := make([]spec.Expr, len(cols))
+		for i, c := range cols {
+			ids[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		}
+		in = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: ids, Cols: cols})
+	}
+	p.planTopNPartitioned(q, part)
+	p.Streaming = streaming
+	out := p.plan.Root()
+	if len(exprs) > len(base) {
+		ids := make([]spec.Expr, len(base))
+		for i, c := range base {
+			ids[i] = &spec.ColRef{Idx: i, T: c.Type, Name: c.Name}
+		}
+		out = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{out}, Exprs: ids, Cols: base})
+	}
+	rel.idx = out
+	return nil
 }
