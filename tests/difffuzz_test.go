@@ -481,7 +481,8 @@ func (g *diffGen) query() string {
 }
 
 // topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH
-// TIES, over rows or groups, DISTINCT ON. Each order is total (it ends
+// TIES, over rows or groups, DISTINCT ON, per group (a correlated
+// subquery's LIMIT, a row-number filter). Each order is total (it ends
 // with a unique column) unless WITH TIES keeps every peer, so PostgreSQL's
 // answer is one set.
 func (g *diffGen) topN(tab string) string {
@@ -495,7 +496,7 @@ func (g *diffGen) topN(tab string) string {
 		}
 		return l
 	}
-	switch g.rng.Intn(5) {
+	switch g.rng.Intn(6) {
 	case 0: // rows
 		key := g.pick("a", "b", "c", "d", "n", g.intExpr("", 1))
 		return fmt.Sprintf("SELECT id, a, %s AS e1 FROM %s WHERE %s ORDER BY %s%s, id%s%s",
@@ -512,6 +513,10 @@ func (g *diffGen) topN(tab string) string {
 		key := g.pick("a", "c", "b % 2", "a IS NULL")
 		return fmt.Sprintf("SELECT DISTINCT ON (%s) %s AS k, id, b FROM %s WHERE %s ORDER BY %s%s, b%s, id%s",
 			key, key, tab, g.pred("", 1), key, dir(), dir(), dir())
+	case 4: // per group: a correlated subquery's LIMIT
+		other := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
+		return fmt.Sprintf("SELECT id, a, c FROM %s x WHERE %s %s (SELECT y.id FROM %s y WHERE y.%s = x.%s ORDER BY y.b%s, y.id%s%s)",
+			tab, g.pick("id", "b"), g.pick("IN", "NOT IN"), other, g.pick("a", "c"), g.pick("a", "c"), dir(), dir(), limit())
 	default: // per group: a row-number filter over a partition
 		part := g.pick("a", "c", "b % 2")
 		return fmt.Sprintf("SELECT id, a, b FROM (SELECT id, a, b, row_number() OVER (PARTITION BY %s ORDER BY b%s, id) AS rn FROM %s WHERE %s) s WHERE rn <= %d",
