@@ -389,7 +389,17 @@ func (p *Planner) keyColumns(in int, sc *scope, es []spec.Expr) (int, []int) {
 func isSimpleSelect(sel *ast.SelectStmt) bool {
 	return sel.Kind == ast.SelectStmtKindSelect && sel.From != nil && sel.From.TableRefs != nil &&
 		sel.GroupBy == nil && sel.Having == nil && !sel.Distinct && sel.Limit == nil &&
-		sel.With == nil && sel.WindowSpecs == nil
+		sel.With == nil && sel.WindowSpecs == nil && !isDistinctOn(sel)
+}
+
+// isDistinctOn reports whether sel is SELECT DISTINCT ON (…) (see
+// sql/parser: the expressions come as a first item __pg_distinct_on(…)).
+func isDistinctOn(sel *ast.SelectStmt) bool {
+	if sel.Fields == nil || len(sel.Fields.Fields) == 0 {
+		return false
+	}
+	fc, ok := sel.Fields.Fields[0].Expr.(*ast.FuncCallExpr)
+	return ok && fc.FnName.L == "__pg_distinct_on"
 }
 
 // planCorrelated plans sel's FROM and WHERE with sc as its enclosing
@@ -586,10 +596,16 @@ func (p *Planner) semiJoin(in int, sc *scope, q ast.ResultSetNode, left ast.Expr
 	}
 	var rel *corrRel
 	sel, ok := q.(*ast.SelectStmt)
-	if ok && isSimpleSelect(sel) && !selectHasAggregate(sel) {
+	if ok && isSimpleSelect(withoutLimit(sel)) && !selectHasAggregate(sel) {
 		var err error
 		if rel, err = p.planCorrelated(sel, sc, left != nil); err != nil {
 			return 0, err
+		}
+		if sel.Limit != nil {
+			// ORDER BY … LIMIT: a Top-N per correlation key (topn.go).
+			if err := p.correlatedTopN(sel, rel); err != nil {
+				return 0, err
+			}
 		}
 	} else {
 		lvl := &outerLevel{sc: sc}
@@ -600,7 +616,7 @@ func (p *Planner) semiJoin(in int, sc *scope, q ast.ResultSetNode, left ast.Expr
 			return 0, err
 		}
 		if len(lvl.refs) > 0 {
-			return 0, errSubquery("a correlated subquery with GROUP BY, an aggregate, DISTINCT, WITH or UNION")
+			return 0, errSubquery("a correlated subquery with GROUP BY, an aggregate, DISTINCT, LIMIT, WITH or UNION")
 		}
 		rel = &corrRel{idx: idx, sc: ssc}
 		for i, c := range ssc.cols {

@@ -86,6 +86,8 @@ type Query struct {
 	Limit   int64 // -1 = none
 	Offset  int64
 	Key     []int // unique key of the output (nil = unknown)
+	// ties: FETCH FIRST Limit ROWS WITH TIES (planned by planTopN).
+	ties bool
 }
 
 func (p *Planner) param(n int) spec.Expr {

@@ -7,6 +7,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"
+	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -91,7 +92,14 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		ref  *spec.ColRef // for * expansion
 	}
 	var items []item
-	for _, f := range s.Fields.Fields {
+	fields := s.Fields.Fields
+	var distinctOn []ast.ExprNode
+	if len(fields) > 0 {
+		if fc, ok := fields[0].Expr.(*ast.FuncCallExpr); ok && fc.FnName.L == "__pg_distinct_on" {
+			distinctOn, fields = fc.Args, fields[1:]
+		}
+	}
+	for _, f := range fields {
 		if f.WildCard != nil {
 			n := 0
 			for i, c := range sc.cols {
@@ -127,6 +135,21 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		for i := range items {
 			items[i].expr = exprs[i]
 		}
+		// GROUP BY 2 and GROUP BY alias name select-list items.
+		exprs = exprs[:0]
+		for _, it := range items {
+			x := it.expr
+			if it.ref != nil {
+				c := sc.cols[it.ref.Idx]
+				x = &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(c.table), Name: ast.NewCIStr(c.name)}}
+			}
+			exprs = append(exprs, x)
+		}
+		gb, err := groupByOutputs(s.GroupBy, sc, exprs, names)
+		if err != nil {
+			return nil, err
+		}
+		s = shallowWithGroupBy(s, gb)
 	}
 
 	// Aggregation.
@@ -342,12 +365,22 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 			q.Order = append(q.Order, p.orderItem(col, o))
 		}
 	}
+	var onCols []int
+	if distinctOn != nil {
+		var err error
+		if exprs, onCols, err = p.distinctOnCols(b, sc, h, distinctOn, cols, exprs, q.Order); err != nil {
+			return nil, err
+		}
+	}
 	all := make([]types.Column, len(exprs))
 	copy(all, cols)
 	for i := len(cols); i < len(exprs); i++ {
 		all[i] = types.Column{Name: "?order?", Type: exprs[i].Type()}
 	}
 	out := p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{in}, Exprs: exprs, Cols: all})
+	if distinctOn != nil {
+		out = p.planDistinctOn(out, onCols, q.Order)
+	}
 	if s.Distinct {
 		if len(exprs) != len(cols) {
 			return nil, pgerror.New(pgcode.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
@@ -363,14 +396,12 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if err := p.limit(s.Limit, q); err != nil {
 			return nil, err
 		}
+		p.planTopN(q)
 	}
 	return q, nil
 }
 
 func (p *Planner) limit(l *ast.Limit, q *Query) error {
-	if p.Streaming {
-		return pgerror.Unsupported("LIMIT in a materialized view")
-	}
 	if l.Count != nil {
 		if u, ok := l.Count.(ast.ValueExpr); ok {
 			if x, ok := u.GetValue().(uint64); ok && x > 1<<62 {
@@ -382,6 +413,13 @@ func (p *Planner) limit(l *ast.Limit, q *Query) error {
 		v, ok := intLiteral(l.Count)
 		if !ok || v < 0 {
 			return pgerror.Unsupported("LIMIT must be a non-negative integer constant")
+		}
+		if v >= parser.TiesBias {
+			v -= parser.TiesBias
+			if len(q.Order) == 0 {
+				return pgerror.New(pgcode.Syntax, "WITH TIES cannot be specified without ORDER BY clause")
+			}
+			q.ties = true
 		}
 		q.Limit = v
 	}
@@ -819,6 +857,7 @@ func (p *Planner) planSetOpr(s *ast.SetOprStmt) (*Query, error) {
 		if err := p.limit(s.Limit, q); err != nil {
 			return nil, err
 		}
+		p.planTopN(q)
 	}
 	return q, nil
 }

@@ -441,7 +441,7 @@ func (g *diffGen) agg(q string) string {
 
 func (g *diffGen) query() string {
 	tab := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
-	switch g.rng.Intn(6) {
+	switch g.rng.Intn(7) {
 	case 0: // filter and project
 		return fmt.Sprintf("SELECT id, %s AS e1, %s AS e2 FROM %s WHERE %s", g.scalar(""), g.scalar(""), tab, g.pred("", 2))
 	case 1: // aggregate
@@ -451,7 +451,7 @@ func (g *diffGen) query() string {
 			q += " WHERE " + g.pred("", 1)
 		}
 		if g.rng.Intn(4) == 0 {
-			q += " GROUP BY 1" // refused in views today (0A000): counted as refused
+			q += " GROUP BY 1"
 		} else {
 			q += " GROUP BY " + key
 		}
@@ -471,9 +471,55 @@ func (g *diffGen) query() string {
 		}
 		return fmt.Sprintf("SELECT x.a AS k, %s AS g1, %s AS g2 FROM %s x %s %s y ON %s GROUP BY x.a",
 			g.agg("y"), g.agg("x"), tab, kind, other, on)
+	case 5:
+		return g.topN(tab)
 	default: // window functions
 		part := g.pick("a", "c", "b % 2")
 		fn := g.pick("row_number()", "rank()", "dense_rank()", "sum(b)", "count(*)", "max(d)", "lag(a)", "lead(c)", "first_value(c)")
 		return fmt.Sprintf("SELECT id, a, %s OVER (PARTITION BY %s ORDER BY id) AS w FROM %s WHERE %s", fn, part, tab, g.pred("", 1))
+	}
+}
+
+// topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH
+// TIES, over rows or groups, DISTINCT ON, per group (a correlated
+// subquery's LIMIT, a row-number filter). Each order is total (it ends
+// with a unique column) unless WITH TIES keeps every peer, so PostgreSQL's
+// answer is one set.
+func (g *diffGen) topN(tab string) string {
+	dir := func() string {
+		return g.pick("", " DESC", " NULLS FIRST", " DESC NULLS LAST", " ASC NULLS LAST")
+	}
+	limit := func() string {
+		l := fmt.Sprintf(" LIMIT %d", g.rng.Intn(5))
+		if g.rng.Intn(3) == 0 {
+			l += fmt.Sprintf(" OFFSET %d", g.rng.Intn(4))
+		}
+		return l
+	}
+	switch g.rng.Intn(6) {
+	case 0: // rows
+		key := g.pick("a", "b", "c", "d", "n", g.intExpr("", 1))
+		return fmt.Sprintf("SELECT id, a, %s AS e1 FROM %s WHERE %s ORDER BY %s%s, id%s%s",
+			g.scalar(""), tab, g.pred("", 1), key, dir(), dir(), limit())
+	case 1: // WITH TIES: every peer of the last row is in
+		key := g.pick("a", "b", "c", "a % 2", "coalesce(b, 0)")
+		return fmt.Sprintf("SELECT id, %s AS k, c FROM %s WHERE %s ORDER BY %s%s FETCH FIRST %d ROWS WITH TIES",
+			key, tab, g.pred("", 1), key, dir(), 1+g.rng.Intn(4))
+	case 2: // groups
+		key := g.pick("a", "c", "b % 3")
+		return fmt.Sprintf("SELECT %s AS k, count(*) AS g1, %s AS g2 FROM %s GROUP BY 1 ORDER BY g1%s, k%s%s",
+			key, g.agg(""), tab, dir(), dir(), limit())
+	case 3: // DISTINCT ON: each key's first row
+		key := g.pick("a", "c", "b % 2", "a IS NULL")
+		return fmt.Sprintf("SELECT DISTINCT ON (%s) %s AS k, id, b FROM %s WHERE %s ORDER BY %s%s, b%s, id%s",
+			key, key, tab, g.pred("", 1), key, dir(), dir(), dir())
+	case 4: // per group: a correlated subquery's LIMIT
+		other := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
+		return fmt.Sprintf("SELECT id, a, c FROM %s x WHERE %s %s (SELECT y.id FROM %s y WHERE y.%s = x.%s ORDER BY y.b%s, y.id%s%s)",
+			tab, g.pick("id", "b"), g.pick("IN", "NOT IN"), other, g.pick("a", "c"), g.pick("a", "c"), dir(), dir(), limit())
+	default: // per group: a row-number filter over a partition
+		part := g.pick("a", "c", "b % 2")
+		return fmt.Sprintf("SELECT id, a, b FROM (SELECT id, a, b, row_number() OVER (PARTITION BY %s ORDER BY b%s, id) AS rn FROM %s WHERE %s) s WHERE rn <= %d",
+			part, dir(), tab, g.pred("", 1), 1+g.rng.Intn(3))
 	}
 }

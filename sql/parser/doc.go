@@ -169,7 +169,8 @@
 //	    the rows stay plain); DEFAULT VALUES becomes () VALUES ().
 //	TABLE t                  SELECT * FROM t
 //	LIMIT n OFFSET m, OFFSET m alone (LIMIT 18446744073709551615 OFFSET m),
-//	    FETCH {FIRST|NEXT} n {ROW|ROWS} ONLY, LIMIT ALL (dropped)
+//	    FETCH {FIRST|NEXT} n {ROW|ROWS} ONLY, LIMIT ALL (dropped);
+//	    FETCH … n ROWS WITH TIES is LIMIT n+TiesBias
 //	ORDER BY x NULLS FIRST|LAST  the item is emitted as __pg_nulls(x, 1|2)
 //	    and the marker is removed after parsing; Query.NullsOrder and
 //	    Query.Nulls report it (0 default, 1 first, 2 last).
@@ -179,9 +180,12 @@
 //	FOR UPDATE / FOR SHARE ... dropped.
 //	WITH ... AS [NOT] MATERIALIZED  the hint is dropped.
 //
-// Not supported (0A000): DISTINCT ON, SELECT INTO,
+//	SELECT DISTINCT ON (e, …) items  SELECT __pg_distinct_on(e, …), items
+//	    (the planner takes the first item out)
+//
+// Not supported (0A000): SELECT INTO,
 // UPDATE ... FROM, DELETE ... USING, WITH ORDINALITY, TABLESAMPLE,
-// NATURAL FULL JOIN, FETCH ... WITH TIES, named and VARIADIC arguments, bit
+// NATURAL FULL JOIN, named and VARIADIC arguments, bit
 // string literals (B'..', X'..'), LIKE ANY/ALL, IS OF/DOCUMENT/NORMALIZED,
 // substring(... SIMILAR ...), ORDER BY USING other than < and >, non-constant
 // LIMIT/OFFSET, ON CONFLICT with an expression target or WHERE on the

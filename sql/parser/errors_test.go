@@ -48,7 +48,6 @@ func TestErrors(t *testing.T) {
 		{`SELECT $0`, pgcode.UndefinedParameter, 8, `there is no parameter $0`},
 		// unsupported
 		{`WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x`, pgcode.FeatureNotSupported, 22, `WITH ... INSERT is not supported`},
-		{`SELECT DISTINCT ON (a) a FROM t`, pgcode.FeatureNotSupported, 8, `SELECT DISTINCT ON is not supported`},
 		{`SELECT 1 RETURNING x`, pgcode.FeatureNotSupported, 10, `RETURNING is not supported`},
 		{`ALTER VIEW v RENAME TO w`, pgcode.FeatureNotSupported, 7, `ALTER VIEW is not supported`},
 		{`ALTER TABLE t ADD CONSTRAINT c FOREIGN KEY (a) REFERENCES u`, pgcode.FeatureNotSupported, 32, `ALTER TABLE ADD FOREIGN KEY is not supported`},

@@ -289,7 +289,23 @@ func (r *rewriter) walkWord(st *level) frag {
 		r.i++
 		out := frag{syn("SELECT", t.pos)}
 		if r.tok().isWord("distinct") && r.peek(1).isWord("on") {
-			r.unsupported(r.tok(), "SELECT DISTINCT ON is not supported")
+			// DISTINCT ON (e, …) becomes a first select item
+			// __pg_distinct_on(e, …), which the planner takes out.
+			pos := r.tok().pos
+			r.i += 2
+			r.expectPunct("(")
+			var args []frag
+			for {
+				args = append(args, r.parseExpr(0).f)
+				if !r.tok().isPunct(",") {
+					break
+				}
+				r.i++
+			}
+			r.expectPunct(")")
+			out = append(out, call("__pg_distinct_on", pos, args...).f...)
+			out = append(out, syn(",", pos))
+			return out
 		}
 		if r.tok().isWord("all") {
 			r.i++
@@ -909,7 +925,15 @@ func (r *rewriter) limitClause() frag {
 			}
 			r.i++
 			if r.tok().isWord("with") && r.peek(1).isWord("ties") {
-				r.unsupported(r.tok(), "FETCH ... WITH TIES is not supported")
+				// WITH TIES travels in the count: TiDB's LIMIT takes only
+				// a literal (see TiesBias).
+				n, err := strconv.ParseUint(count[0].s, 10, 64)
+				if len(count) != 1 || count[0].param != 0 || err != nil || n >= TiesBias {
+					r.unsupported(r.tok(), "FETCH ... WITH TIES needs an integer constant count")
+				}
+				count = frag{syn(strconv.FormatUint(n+TiesBias, 10), count[0].pos)}
+				r.i += 2
+				continue
 			}
 			r.expectWord("only")
 		default:
@@ -933,6 +957,12 @@ func (r *rewriter) limitClause() frag {
 		}
 	}
 }
+
+// TiesBias is added to the count of FETCH FIRST n ROWS WITH TIES, the one
+// form of the clause TiDB's grammar cannot carry: the planner reads a
+// count in [TiesBias, 2*TiesBias) as n WITH TIES (LIMIT counts that large
+// mean no limit in practice).
+const TiesBias = 1 << 61
 
 // limitValue reads an integer constant or a parameter ($n becomes a TiDB
 // '?' marker: TiDB's LIMIT takes no expressions).
