@@ -61,7 +61,9 @@ func (p *Planner) bindExtAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.Exp
 			want = 0
 		}
 		if a.Order == nil || len(a.Order.Items) == 0 {
-			return pgerror.New(pgcode.WrongObjectType, "WITHIN GROUP is required for ordered-set aggregate %s", call.Func)
+			// As PostgreSQL, which finds no plain aggregate of the name.
+			return pgerror.New(pgcode.UndefinedFunction, "WITHIN GROUP is required for ordered-set aggregate %s", call.Func).
+				WithHint("write %s(…) WITHIN GROUP (ORDER BY x)", call.Func)
 		}
 		if len(a.Args) != want || len(a.Order.Items) != 1 {
 			return pgerror.New(pgcode.UndefinedFunction, "function %s with %d direct and %d ordered arguments does not exist", call.Func, len(a.Args), len(a.Order.Items))
