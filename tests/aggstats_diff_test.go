@@ -22,7 +22,8 @@ import (
 // exactly, except the float results of the views marked float, which are
 // compared within a relative 1e-9 (PostgreSQL's float variance depends on
 // the input order). The server runs with a 1 MiB state cache, so the
-// aggregations' groups and multisets are evicted and read back.
+// aggregations' groups and multisets are evicted and read back, and is
+// killed (SIGKILL) and restarted halfway.
 func TestAggStatsDiff(t *testing.T) {
 	EnsurePostgres(t)
 	httpAddr := FreeAddr(t)
@@ -212,7 +213,35 @@ func TestAggStatsDiff(t *testing.T) {
 	}
 	compare("the initial 300 rows")
 	const steps = 40
+	// storeReads sums the state lookups answered from the store.
+	storeReads := func() float64 {
+		var n float64
+		if f := scrape(t, httpAddr)["sluice_operator_cache_misses_total"]; f != nil {
+			for _, m := range f.Metric {
+				n += m.Counter.GetValue()
+			}
+		}
+		return n
+	}
+	var misses float64
 	for s := 0; s < steps; s++ {
+		if s == steps/2 {
+			misses += storeReads() // the counters start again after the restart
+			// kill -9 and restart: the state (counts, sums, per-bit and
+			// per-scale counts, multisets) comes back from the store.
+			if err := exec(sl, "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+			sl.Close(ctx)
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			sl = MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
+			compare("a kill -9 and restart")
+		}
 		q := dml(s)
 		errS, errP := exec(sl, q), exec(pg, q)
 		if (errS == nil) != (errP == nil) {
@@ -220,14 +249,8 @@ func TestAggStatsDiff(t *testing.T) {
 		}
 		compare(q)
 	}
-	fams := scrape(t, httpAddr)
-	var misses float64
-	if f := fams["sluice_operator_cache_misses_total"]; f != nil {
-		for _, m := range f.Metric {
-			misses += m.Counter.GetValue()
-		}
-	}
-	t.Logf("%d views, %d steps, %d comparisons, %d mismatches, %d float results equal only within 1e-9; %.0f state reads from the store (spilled state)",
+	misses += storeReads()
+	t.Logf("%d views, %d steps and a restart, %d comparisons, %d mismatches, %d float results equal only within 1e-9; %.0f state reads from the store (spilled state)",
 		len(views), steps+1, compared, mismatches, inexact, misses)
 	if misses == 0 {
 		t.Errorf("no state was read back from the store: the test did not exercise spilled state")
