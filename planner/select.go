@@ -494,6 +494,14 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 			calls = append(calls, call)
 			continue
 		}
+		if isExtAgg(call.Func) {
+			if err := p.bindExtAgg(b, a, filters[i], sc, &call, &pre); err != nil {
+				return 0, nil, nil, nil, err
+			}
+			aggIndex[a] = len(calls)
+			calls = append(calls, call)
+			continue
+		}
 		switch call.Func {
 		case "count", "sum", "avg", "min", "max":
 		default:

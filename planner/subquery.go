@@ -390,6 +390,9 @@ func (batchAggRewriter) Leave(n ast.Node) (ast.Node, bool) {
 	if !ok {
 		return n, true
 	}
+	if a, ok := extAggCall(f); ok {
+		return a, true
+	}
 	switch {
 	case isBatchAgg(f.FnName.L):
 		return &ast.AggregateFuncExpr{F: f.FnName.L, Args: f.Args}, true
@@ -399,8 +402,8 @@ func (batchAggRewriter) Leave(n ast.Node) (ast.Node, bool) {
 		if !ok {
 			return n, true
 		}
-		if !isBatchAgg(strings.ToLower(a.F)) {
-			return a, true // count, sum, avg, min, max: the order changes nothing
+		if lf := strings.ToLower(a.F); !isBatchAgg(lf) && lf != "percentile_cont" && lf != "percentile_disc" && lf != "mode" {
+			return a, true // count, sum, avg, min, max, stddev…: the order changes nothing
 		}
 		order := &ast.OrderByClause{}
 		for i := 1; i+1 < len(f.Args); i += 2 {
@@ -413,7 +416,7 @@ func (batchAggRewriter) Leave(n ast.Node) (ast.Node, bool) {
 		a.Order = order
 		return a, true
 	case f.FnName.L == "__pg_agg_distinct" && len(f.Args) == 1:
-		if a, ok := f.Args[0].(*ast.AggregateFuncExpr); ok && isBatchAgg(strings.ToLower(a.F)) {
+		if a, ok := f.Args[0].(*ast.AggregateFuncExpr); ok && (isBatchAgg(strings.ToLower(a.F)) || isExtAgg(strings.ToLower(a.F))) {
 			a.Distinct = true
 			return a, true
 		}

@@ -106,6 +106,10 @@ type acc struct {
 	i int64       // integer sum
 	d types.Datum // decimal sum
 	f float64     // float sum
+	// d2 and ext: the sum of squares and the per-scale or per-bit counts
+	// of the aggregates of aggstats.go (hasExtState).
+	d2  types.Datum
+	ext []int64
 }
 
 // vset is one class's multiset in a group.
@@ -140,7 +144,7 @@ type touch struct {
 
 // keepsSet reports whether aggregate ag needs a multiset of its values.
 func keepsSet(ag *spec.AggCall, appendOnly bool) bool {
-	return ag.Distinct || (!appendOnly && (ag.Func == "min" || ag.Func == "max")) || IsFoldAgg(ag.Func)
+	return ag.Distinct || (!appendOnly && (ag.Func == "min" || ag.Func == "max")) || IsFoldAgg(ag.Func) || IsOrderedSetAgg(ag.Func)
 }
 
 // NewAgg creates the aggregation of node n with state under opID, loading
@@ -528,6 +532,13 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		return nil
 	}
 	ac.n += diff
+	switch {
+	case isStatsAgg(ag.Func):
+		return updateStats(ac, v, diff)
+	case isBitAgg(ag.Func):
+		updateBits(ac, ag.Func, v, diff)
+		return nil
+	}
 	switch ag.Func {
 	case "sum", "avg":
 		switch v.K {
@@ -593,10 +604,39 @@ func (a *Agg) result(g *group, j int) types.Datum {
 		}
 		return d
 	}
-	if ref := a.set[j]; ref.class >= 0 {
-		return resultOf(&g.accs[j], &a.aggs[j], &g.sets[ref.class], ref.slot)
+	ag := &a.aggs[j]
+	if isStatsAgg(ag.Func) || isBitAgg(ag.Func) || IsOrderedSetAgg(ag.Func) {
+		d, err := a.resultExt(g, j)
+		if err != nil && a.foldErr == nil {
+			a.foldErr = err
+		}
+		return d
 	}
-	return resultOf(&g.accs[j], &a.aggs[j], nil, 0)
+	if ref := a.set[j]; ref.class >= 0 {
+		return resultOf(&g.accs[j], ag, &g.sets[ref.class], ref.slot)
+	}
+	return resultOf(&g.accs[j], ag, nil, 0)
+}
+
+// resultExt computes aggregate j of group g, one of aggstats.go's.
+func (a *Agg) resultExt(g *group, j int) (types.Datum, error) {
+	ag := &a.aggs[j]
+	ref := a.set[j]
+	if IsOrderedSetAgg(ag.Func) {
+		return orderedSetResult(ag, &g.sets[ref.class], ref.slot)
+	}
+	ac := &g.accs[j]
+	if ref.class >= 0 { // DISTINCT
+		d, err := distinctAcc(ag, &g.sets[ref.class], ref.slot)
+		if err != nil {
+			return types.Null, err
+		}
+		ac = &d
+	}
+	if isBitAgg(ag.Func) {
+		return bitsResult(ac, ag.Func), nil
+	}
+	return statsResult(ac, ag)
 }
 
 // resultOf computes aggregate ag from its accumulator and, if it keeps
@@ -853,6 +893,11 @@ func (a *Agg) Finish(out *flow.Emitter) error {
 // value, count per slot…), or size 0 when split.
 func (a *Agg) encodeGroup(g *group) []byte {
 	n := 1 + len(g.key) + 2 + 4*len(g.accs)
+	for j := range g.accs {
+		if hasExtState(a.aggs[j].Func) {
+			n += 2 + len(g.accs[j].ext)
+		}
+	}
 	for c := range g.sets {
 		n++
 		if vs := &g.sets[c]; !vs.split {
@@ -873,6 +918,15 @@ func (a *Agg) encodeGroup(g *group) []byte {
 		buf = types.AppendValue(buf, types.NewInt(ac.i))
 		buf = types.AppendValue(buf, types.NewFloat(ac.f))
 		buf = types.AppendValue(buf, ac.d)
+	}
+	for j := range g.accs {
+		if ac := &g.accs[j]; hasExtState(a.aggs[j].Func) {
+			buf = types.AppendValue(buf, ac.d2)
+			buf = types.AppendValue(buf, types.NewInt(int64(len(ac.ext))))
+			for _, x := range ac.ext {
+				buf = types.AppendValue(buf, types.NewInt(x))
+			}
+		}
 	}
 	for c := range g.sets {
 		vs := &g.sets[c]
@@ -922,6 +976,21 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 	for i := range g.accs {
 		ac := &g.accs[i]
 		ac.n, ac.i, ac.f, ac.d = next().I, next().I, next().F, next()
+	}
+	for j := range g.accs {
+		if ac := &g.accs[j]; hasExtState(a.aggs[j].Func) {
+			ac.d2 = next()
+			ne := int(next().I)
+			if ne < 0 || ne > len(r) {
+				return nil, bad
+			}
+			if ne > 0 {
+				ac.ext = make([]int64, ne)
+				for k := range ac.ext {
+					ac.ext[k] = next().I
+				}
+			}
+		}
 	}
 	for c := range g.sets {
 		ns := int(next().I)

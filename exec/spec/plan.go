@@ -77,7 +77,7 @@ func (k JoinKind) String() string { return joinNames[k] }
 
 // AggCall is one aggregate of an Agg node.
 type AggCall struct {
-	Func     string // count, count_star, sum, avg, min, max; batch only: string_agg, array_agg, bool_and, bool_or
+	Func     string // count, count_star, sum, avg, min, max, the aggstats.go ones; batch only: string_agg, array_agg, bool_and, bool_or
 	Arg      int    // input column; -1 for count(*)
 	Distinct bool
 	Filter   int   // input column holding the FILTER condition; -1 if none
@@ -87,6 +87,10 @@ type AggCall struct {
 	// first; Col indexes the call's argument values (0 the argument,
 	// 1… Extra).
 	Order []OrderItem
+	// Frac is the fraction of percentile_cont / percentile_disc (in
+	// [0, 1]; FracNull: the fraction is NULL, so is the result).
+	Frac     float64 `json:",omitempty"`
+	FracNull bool    `json:",omitempty"`
 }
 
 // WindowCall is one window function of a Window node.
@@ -389,6 +393,22 @@ func (n *Node) describe() string {
 				f = "count"
 			}
 			a[i] = fmt.Sprintf("%s(%s)", f, arg)
+			switch f {
+			case "percentile_cont", "percentile_disc", "mode":
+				frac := ""
+				switch {
+				case f == "mode":
+				case ag.FracNull:
+					frac = "NULL"
+				default:
+					frac = fmt.Sprint(ag.Frac)
+				}
+				dir := ""
+				if len(ag.Order) > 0 && ag.Order[0].Desc {
+					dir = " DESC"
+				}
+				a[i] = fmt.Sprintf("%s(%s) WITHIN GROUP (ORDER BY %s%s)", f, frac, arg, dir)
+			}
 			if ag.Filter >= 0 {
 				a[i] += fmt.Sprintf(" FILTER ($%d)", ag.Filter)
 			}

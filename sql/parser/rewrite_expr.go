@@ -657,6 +657,11 @@ func funcName(parts []token) string {
 	if len(parts) == 2 && parts[0].kind == tkIdent && parts[0].val == "information_schema" && strings.HasPrefix(parts[1].val, "_pg_") {
 		parts = parts[1:]
 	}
+	if len(parts) == 1 && parts[0].kind == tkIdent {
+		if to, ok := pgAggRenames[parts[0].val]; ok {
+			return to
+		}
+	}
 	var sb strings.Builder
 	for k, p := range parts {
 		if k > 0 {
@@ -676,6 +681,11 @@ func funcName(parts []token) string {
 	}
 	return sb.String()
 }
+
+// pgAggRenames are PostgreSQL aggregates TiDB's grammar reads otherwise:
+// stddev and variance are MySQL's population ones there, and mode is a
+// keyword. The planner turns the renamed calls back into the aggregates.
+var pgAggRenames = map[string]string{"stddev": "__pg_stddev", "variance": "__pg_variance", "mode": "__pg_mode"}
 
 // tidbSeqFuncs are sequence functions TiDB's grammar takes a table name
 // in; quoted, they parse as ordinary calls with Postgres' text argument.
