@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,12 +84,32 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/barrier", func(w http.ResponseWriter, r *http.Request) {
+		rep, ok := eng.BarrierReport()
+		if r.URL.Query().Get("format") == "text" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if !ok {
+				fmt.Fprintln(w, "no epoch in flight")
+				return
+			}
+			fmt.Fprint(w, rep.Text())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		var v any
+		if ok {
+			v = rep
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"in_flight": v})
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprint(w, "Sluice\n\n/metrics       Prometheus metrics\n/debug/pprof/  Go profiles\n")
+		fmt.Fprint(w, "Sluice\n\n/metrics       Prometheus metrics\n/debug/pprof/  Go profiles\n/debug/barrier the oldest epoch in flight and the operators holding its barrier (?format=text)\n")
 	})
 	var h http.Handler = mux
 	if password != "" {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -212,10 +213,15 @@ func (r *Runtime) spawn(j *Job, ctx context.Context, name string, run func(conte
 	go func() {
 		defer r.wg.Done()
 		defer j.wg.Done()
-		if err := run(ctx); err != nil && ctx.Err() == nil {
-			r.logf("%s: %v", name, err)
-			j.fail(err)
-		}
+		// The goroutine (and those it starts) carries its job and operator
+		// as pprof labels: the stuck-barrier report picks its stack out of
+		// the goroutine profile by them (barrier.go).
+		pprof.Do(ctx, pprof.Labels(labelJob, j.Name, labelOperator, operatorName(j, name)), func(ctx context.Context) {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				r.logf("%s: %v", name, err)
+				j.fail(err)
+			}
+		})
 	}()
 }
 
@@ -340,6 +346,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.jobs[id] = j
 	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
+	act.SetPassed(r.coord.Injected())
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
 	return ts, nil
@@ -563,7 +570,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	r.mu.jobs[id] = j
 	r.mu.Unlock()
+	injected := r.coord.Injected()
 	for _, a := range actors {
+		a.SetPassed(injected)
 		r.spawn(j, ctx, a.Name, a.Run)
 	}
 	if j.Deliverer != nil && !plan.Nodes[plan.Root()].Sink.Discard {
