@@ -115,7 +115,11 @@ func (b BarrierReport) String() string {
 			sb.WriteString(")")
 		}
 		if len(b.Behind) > 0 {
-			fmt.Fprintf(&sb, "; %d operators wait behind them", len(b.Behind))
+			plural := "s wait"
+			if len(b.Behind) == 1 {
+				plural = " waits"
+			}
+			fmt.Fprintf(&sb, "; %d operator%s behind them", len(b.Behind), plural)
 		}
 	case b.Collectors == 0:
 		sb.WriteString(": every operator has passed it; the commit is slow")
