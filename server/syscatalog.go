@@ -1,0 +1,61 @@
+package server
+
+import (
+	"strings"
+
+	"sluice/sql/types"
+)
+
+// The sluice_catalog schema's relations show the running dataflow: its
+// jobs and their operators, with the figures the Prometheus metrics read
+// (metrics.go). They are computed when read.
+func init() {
+	addSys(&sysTable{schema: "sluice_catalog", name: "jobs", oid: 13910, kind: 'v',
+		cols: []types.Column{
+			{Name: "id", Type: types.TInt8}, {Name: "name", Type: types.TText}, {Name: "kind", Type: types.TText},
+			{Name: "status", Type: types.TText}, {Name: "error", Type: types.TText},
+		},
+		rows: func(*sysEnv) []types.Row { return nil }, // computed by erows
+		erows: func(e *Engine) ([]types.Row, error) {
+			var rows []types.Row
+			for _, j := range e.rt.Jobs() {
+				kind := "materialized view"
+				switch {
+				case j.Table != nil:
+					kind = "table"
+				case j.Sink != nil:
+					kind = "sink"
+				}
+				status, msg := "running", types.Null
+				if err := j.Failure(); err != nil {
+					status, msg = "failed", types.NewString(err.Error())
+				}
+				rows = append(rows, types.Row{types.NewInt(int64(j.ID)), types.NewString(j.Name), types.NewString(kind), types.NewString(status), msg})
+			}
+			return rows, nil
+		}})
+	addSys(&sysTable{schema: "sluice_catalog", name: "operators", oid: 13911, kind: 'v',
+		cols: []types.Column{
+			{Name: "job_id", Type: types.TInt8}, {Name: "job", Type: types.TText}, {Name: "operator", Type: types.TText},
+			{Name: "kind", Type: types.TText}, {Name: "rows_in", Type: types.TInt8}, {Name: "rows_out", Type: types.TInt8},
+			{Name: "state_bytes", Type: types.TInt8}, {Name: "state_keys", Type: types.TInt8},
+		},
+		rows: func(*sysEnv) []types.Row { return nil },
+		erows: func(e *Engine) ([]types.Row, error) {
+			var rows []types.Row
+			for _, j := range e.rt.Jobs() {
+				for _, a := range j.Actors {
+					in, out, bytes, keys := types.Null, types.Null, types.Null, types.Null
+					if st := a.Stats; st != nil {
+						in, out = types.NewInt(st.RowsIn.Load()), types.NewInt(st.RowsOut.Load())
+						if st.HasState.Load() {
+							bytes, keys = types.NewInt(st.StateBytes.Load()), types.NewInt(st.StateKeys.Load())
+						}
+					}
+					rows = append(rows, types.Row{types.NewInt(int64(j.ID)), types.NewString(j.Name),
+						types.NewString(strings.TrimPrefix(a.Name, j.Name+"/")), types.NewString(a.Kind), in, out, bytes, keys})
+				}
+			}
+			return rows, nil
+		}})
+}
