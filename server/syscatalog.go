@@ -2,13 +2,15 @@ package server
 
 import (
 	"strings"
+	"time"
 
 	"sluice/sql/types"
 )
 
 // The sluice_catalog schema's relations show the running dataflow: its
 // jobs and their operators, with the figures the Prometheus metrics read
-// (metrics.go). They are computed when read.
+// (metrics.go), and the coordinator's latest checkpoints. They are
+// computed when read.
 func init() {
 	addSys(&sysTable{schema: "sluice_catalog", name: "jobs", oid: 13910, kind: 'v',
 		cols: []types.Column{
@@ -58,4 +60,24 @@ func init() {
 			}
 			return rows, nil
 		}})
+	ms := func(d time.Duration) types.Datum { return types.NewFloat(float64(d.Microseconds()) / 1000) }
+	addSys(&sysTable{schema: "sluice_catalog", name: "checkpoints", oid: 13912, kind: 'v',
+		cols: []types.Column{
+			{Name: "epoch", Type: types.TInt8}, {Name: "started", Type: types.TTimestampTZ},
+			{Name: "duration_ms", Type: types.TFloat8}, {Name: "aligned_ms", Type: types.TFloat8}, {Name: "commit_ms", Type: types.TFloat8},
+			{Name: "bytes", Type: types.TInt8}, {Name: "failed", Type: types.TBool},
+		},
+		rows: func(*sysEnv) []types.Row { return nil },
+		erows: func(e *Engine) ([]types.Row, error) {
+			var rows []types.Row
+			for _, r := range e.coord.History(checkpointRows) {
+				rows = append(rows, types.Row{types.NewInt(int64(r.Epoch)), types.NewTimestampTZ(r.Started.UnixMicro()),
+					ms(r.Duration), ms(r.Aligned), ms(r.Commit), types.NewInt(r.Bytes), types.NewBool(r.Failed)})
+			}
+			return rows, nil
+		}})
 }
+
+// checkpointRows is how many of the latest checkpoints
+// sluice_catalog.checkpoints lists.
+const checkpointRows = 100

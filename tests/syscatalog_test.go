@@ -35,4 +35,7 @@ func TestSluiceCatalog(t *testing.T) {
 		return len(got) == 1 && got[0] == "500 5 5"
 	}, "the HashAgg's figures to reach 500 rows in, 5 out, 5 keys")
 	wantRows(t, conn, `SELECT count(*) FROM pg_namespace WHERE nspname = 'sluice_catalog'`, "1")
+	// The FLUSH above committed an epoch with the inserted rows' state.
+	wantRows(t, conn, `SELECT count(*) > 0, bool_and(duration_ms >= commit_ms), bool_or(bytes > 0), bool_or(failed)
+		FROM sluice_catalog.checkpoints WHERE started > now() - interval '1 hour'`, "t t t f")
 }
