@@ -60,6 +60,21 @@ func init() {
 			}
 			return rows, nil
 		}})
+	addSys(&sysTable{schema: "sluice_catalog", name: "edges", oid: 13913, kind: 'v',
+		cols: []types.Column{
+			{Name: "job_id", Type: types.TInt8}, {Name: "job", Type: types.TText},
+			{Name: "from_operator", Type: types.TText}, {Name: "to_operator", Type: types.TText},
+		},
+		rows: func(*sysEnv) []types.Row { return nil },
+		erows: func(e *Engine) ([]types.Row, error) {
+			var rows []types.Row
+			for _, j := range e.rt.Jobs() {
+				for _, ed := range j.Edges {
+					rows = append(rows, types.Row{types.NewInt(int64(j.ID)), types.NewString(j.Name), types.NewString(ed[0]), types.NewString(ed[1])})
+				}
+			}
+			return rows, nil
+		}})
 	ms := func(d time.Duration) types.Datum { return types.NewFloat(float64(d.Microseconds()) / 1000) }
 	addSys(&sysTable{schema: "sluice_catalog", name: "checkpoints", oid: 13912, kind: 'v',
 		cols: []types.Column{

@@ -24,6 +24,12 @@ func TestSluiceCatalog(t *testing.T) {
 	wantRows(t, conn, `SELECT j.name, o.operator, o.kind FROM sluice_catalog.jobs j JOIN sluice_catalog.operators o ON o.job_id = j.id
 		WHERE j.name = 'per_k' ORDER BY o.operator`,
 		"per_k 0-Subscribe Subscribe\nper_k 1-HashAgg HashAgg\nper_k 2-Project Project\nper_k 3-Materialize Materialize")
+	// The edges join the operators at both ends.
+	wantRows(t, conn, `SELECT f.kind, o.kind FROM sluice_catalog.edges e
+		JOIN sluice_catalog.operators f ON f.job_id = e.job_id AND f.operator = e.from_operator
+		JOIN sluice_catalog.operators o ON o.job_id = e.job_id AND o.operator = e.to_operator
+		WHERE e.job = 'per_k' ORDER BY e.to_operator`,
+		"Subscribe HashAgg\nHashAgg Project\nProject Materialize")
 	var vals []string
 	for i := 0; i < 500; i++ {
 		vals = append(vals, fmt.Sprintf("(%d, %d)", i, i%5))

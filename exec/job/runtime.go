@@ -68,6 +68,9 @@ type Job struct {
 	// operators (for metrics: each has Stats).
 	Table  *flow.TableSource
 	Actors []*flow.Actor
+	// Edges are the dataflow's edges between its operators, by operator
+	// name ("1-HashAgg"), from producer to consumer.
+	Edges [][2]string
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -434,6 +437,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			c := flow.NewChan()
 			outs[in].Attach(c)
 			inputs[i] = c
+			j.Edges = append(j.Edges, [2]string{fmt.Sprintf("%d-%s", in, plan.Nodes[in].Kind), fmt.Sprintf("%d-%s", idx, n.Kind)})
 		}
 		var op flow.Operator
 		var err error
