@@ -99,7 +99,7 @@ func (c *catalog) allocID() uint64 {
 // Resolve implements cat.Catalog.
 func (c *catalog) Resolve(schema, name string) (*cat.Relation, error) {
 	schema = strings.ToLower(schema)
-	if schema == "pg_catalog" || schema == "information_schema" || (schema == "" && c.system[name] != nil) {
+	if schema == "pg_catalog" || schema == "information_schema" || schema == "sluice_catalog" || (schema == "" && c.system[name] != nil) {
 		if r := c.system[name]; r != nil {
 			return r, nil
 		}

@@ -48,6 +48,9 @@ type Config struct {
 	NoMetrics bool
 	// SlowCheckpoint: a checkpoint slower than it is logged (0: none).
 	SlowCheckpoint time.Duration
+	// StuckBarrier: an epoch not committed after it is logged with the
+	// operators that hold its barrier (0: never; see BarrierReport).
+	StuckBarrier time.Duration
 }
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
@@ -139,6 +142,13 @@ func Open(cfg Config) (*Engine, error) {
 		defer e.wg.Done()
 		e.coord.Run(ctx)
 	}()
+	if cfg.StuckBarrier > 0 {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.rt.WatchBarriers(ctx, cfg.StuckBarrier)
+		}()
+	}
 	// Acknowledged writes that no checkpoint covered are replayed from the
 	// tables' logs: commit them before the first client reads, so that a
 	// write acknowledged before a crash is visible to every read after it.
@@ -278,4 +288,11 @@ func (e *Engine) Connect(ctx context.Context, p pgwire.StartupInfo) (pgwire.Sess
 		e.metrics.connectionsTotal.Inc()
 	}
 	return s, err
+}
+
+// BarrierReport reports on the oldest epoch in flight (the operators that
+// have not passed its barrier); ok is false when every injected epoch has
+// committed.
+func (e *Engine) BarrierReport() (job.BarrierReport, bool) {
+	return e.rt.Barriers(0)
 }

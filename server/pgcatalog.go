@@ -73,6 +73,9 @@ func nsOID(schema string) int64 {
 	if schema == "information_schema" {
 		return oidInfoSchema
 	}
+	if schema == "sluice_catalog" {
+		return oidSluiceCatalog
+	}
 	return oidPgCatalog
 }
 
@@ -169,6 +172,7 @@ func init() {
 			mkRow(oidPgCatalog, "pg_catalog", oidOwner, nil),
 			publicSchemaRow(env),
 			mkRow(oidInfoSchema, "information_schema", oidOwner, nil),
+			mkRow(oidSluiceCatalog, "sluice_catalog", oidOwner, nil),
 		}, userSchemaRows(env)...)
 	})
 

@@ -135,7 +135,7 @@ func TestCatalogQueries(t *testing.T) {
 		{`SELECT s.srvname, f.ftoptions FROM pg_foreign_table f, pg_foreign_server s WHERE s.oid = f.ftserver`, "",
 			[]string{`datagen|{datagen.rows.per.second=10,fields.id.kind=sequence,fields.id.start=1,fields.v.kind=random,fields.v.seed=7}`}},
 		{`SELECT datname FROM pg_database`, "", []string{"postgres", "sluice"}},
-		{`SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' ORDER BY 1`, "", []string{"information_schema", "public"}},
+		{`SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' ORDER BY 1`, "", []string{"information_schema", "public", "sluice_catalog"}},
 		{`SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`, "",
 			[]string{"big|VIEW", "customers|BASE TABLE", "g|FOREIGN", "orders|BASE TABLE"}},
 		{`SELECT column_name, data_type, is_nullable, numeric_precision, numeric_scale FROM information_schema.columns
@@ -338,11 +338,12 @@ FDW options: ("datagen.rows.per.second" '10', "fields.id.kind" 'sequence', "fiel
 
 `},
 		{`\dn`, `
- List of schemas
-  Name  | Owner  
---------+--------
- public | sluice
-(1 row)
+     List of schemas
+      Name      | Owner  
+----------------+--------
+ public         | sluice
+ sluice_catalog | sluice
+(2 rows)
 
 `},
 	}

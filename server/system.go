@@ -36,14 +36,17 @@ import (
 
 // Fixed oids.
 const (
-	oidPgCatalog   = 11
-	oidPublic      = 2200
-	oidInfoSchema  = 12000
-	oidOwner       = 10 // the role owning everything
-	oidDatabase    = 5
-	oidFDW         = 14000 // foreign-data wrapper "sluice"
-	oidFirstServer = 14001 // foreign servers, one per connector
-	oidFirstUser   = 16384
+	oidPgCatalog  = 11
+	oidPublic     = 2200
+	oidInfoSchema = 12000
+	// oidSluiceCatalog is the schema of Sluice's own system relations
+	// (syscatalog.go).
+	oidSluiceCatalog = 13909
+	oidOwner         = 10 // the role owning everything
+	oidDatabase      = 5
+	oidFDW           = 14000 // foreign-data wrapper "sluice"
+	oidFirstServer   = 14001 // foreign servers, one per connector
+	oidFirstUser     = 16384
 	// A table's primary key is a unique constraint backed by an index (the
 	// table's rows are stored in key order): each has its own oid range.
 	oidFirstPkey       = 1 << 30

@@ -88,6 +88,26 @@ func startHTTP(f *httpFlags, eng *server.Engine, superuser, password string, log
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/barrier", func(w http.ResponseWriter, r *http.Request) {
+		rep, ok := eng.BarrierReport()
+		if r.URL.Query().Get("format") == "text" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if !ok {
+				fmt.Fprintln(w, "no epoch in flight")
+				return
+			}
+			fmt.Fprint(w, rep.Text())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		var v any
+		if ok {
+			v = rep
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"in_flight": v})
+	})
 	done := make(chan struct{}) // closed on shutdown: ends the event streams
 	dash := eng.NewDashboard()
 	mux.HandleFunc("/api/state", func(w http.ResponseWriter, r *http.Request) {

@@ -80,6 +80,7 @@ func main() {
 	httpf := registerHTTPFlags(flag.CommandLine) // http.go
 	logs := registerLogFlags(flag.CommandLine)   // logging.go
 	slow := flag.Duration("slow-checkpoint", 10*time.Second, "log a warning for every checkpoint that takes longer than this (0: never)")
+	stuck := flag.Duration("stuck-barrier", -1, "log the operators holding an epoch's barrier when it has not committed after this long (default: max(3 × --checkpoint-interval, 5s); 0: never)")
 	flag.Parse()
 	if *version {
 		fmt.Print(versionText())
@@ -101,6 +102,10 @@ func main() {
 	split.apply(&stateBytes, &sf.memory, memFlag.stateCacheSet())
 	logf("%v", split)
 	sf.slowCheckpoint = *slow
+	sf.stuckBarrier = *stuck
+	if sf.stuckBarrier < 0 {
+		sf.stuckBarrier = max(3**interval, 5*time.Second)
+	}
 	if err := run(*listen, *dataDir, *interval, stateBytes, sf, sec, logf, confine, httpf); err != nil {
 		logf("error: %v", err)
 		if e := pgerror.Flatten(err); e.Hint != "" {
@@ -129,6 +134,8 @@ type storeFlags struct {
 	memory      storage.MemorySizes // from --memory-limit (memlimit.go)
 	// slowCheckpoint: checkpoints slower than it are logged.
 	slowCheckpoint time.Duration
+	// stuckBarrier: epochs not committed after it are reported.
+	stuckBarrier time.Duration
 }
 
 func run(listen, dataDir string, interval time.Duration, stateCache int64, sf storeFlags, sec *securityFlags, logf func(string, ...any), confine confineFlags, httpf *httpFlags) error {
@@ -146,7 +153,7 @@ func run(listen, dataDir string, interval time.Duration, stateCache int64, sf st
 	if err != nil {
 		return err
 	}
-	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Memory: sf.memory, Logf: logf, SlowCheckpoint: sf.slowCheckpoint,
+	cfg := server.Config{DataDir: dataDir, CheckpointInterval: interval, StateCacheBytes: stateCache, Recover: sf.recover, DiskReserveBytes: sf.diskReserve, Memory: sf.memory, Logf: logf, SlowCheckpoint: sf.slowCheckpoint, StuckBarrier: sf.stuckBarrier,
 		Auth: sec.authConfig(password)}
 	if err := confine.apply(&cfg); err != nil {
 		return err

@@ -33,8 +33,9 @@ type Actor struct {
 	// that committed further than its table replays past them.
 	SkipPos uint64
 	// Failpoint, if set, is called with each batch's row count before the
-	// operator sees it; a panic or error there fails the operator (tests).
-	Failpoint func(rows int) error
+	// operator sees it; a panic or error there fails the operator, and a
+	// call that blocks holds the actor's barriers (tests).
+	Failpoint func(ctx context.Context, rows int) error
 	// Keep, set before the actor is stopped, hands its operator on
 	// whole to a successor (a view changed in place): Release is not
 	// called.
@@ -46,10 +47,54 @@ type Actor struct {
 
 	failed  bool
 	blocked int64 // nanoseconds spent in send so far (Stats only)
+
+	// passed is the last epoch whose barrier the actor has forwarded;
+	// phase is what its goroutine is doing (Phase*). Both are read by the
+	// stuck-barrier report from other goroutines.
+	passed atomic.Uint64
+	phase  atomic.Int32
 }
+
+// The phases of an actor, for the stuck-barrier report.
+const (
+	PhaseReceiving  int32 = iota // waiting for input
+	PhaseProcessing              // in the operator (Process, OnWatermark, Start, Finish)
+	PhaseCheckpoint              // in the operator's Checkpoint
+	PhaseSending                 // blocked sending downstream (backpressure)
+	PhaseDone                    // Run has returned
+)
+
+// PhaseName names phase p.
+func PhaseName(p int32) string {
+	switch p {
+	case PhaseReceiving:
+		return "receiving"
+	case PhaseProcessing:
+		return "processing"
+	case PhaseCheckpoint:
+		return "checkpointing"
+	case PhaseSending:
+		return "sending"
+	case PhaseDone:
+		return "done"
+	}
+	return "unknown"
+}
+
+// SetPassed records that every epoch up to e is behind the actor (set
+// before Run, to the last epoch injected when the actor joins the graph).
+func (a *Actor) SetPassed(e uint64) { a.passed.Store(e) }
+
+// Passed is the last epoch whose barrier the actor has forwarded.
+func (a *Actor) Passed() uint64 { return a.passed.Load() }
+
+// Phase is what the actor's goroutine is doing now (Phase*).
+func (a *Actor) Phase() int32 { return a.phase.Load() }
 
 // send sends m downstream, timing the wait and counting rows for Stats.
 func (a *Actor) send(ctx context.Context, m Msg) error {
+	prev := a.phase.Swap(PhaseSending)
+	defer a.phase.Store(prev)
 	if a.Stats == nil {
 		return a.Out.Send(ctx, m)
 	}
@@ -66,6 +111,7 @@ func (a *Actor) send(ctx context.Context, m Msg) error {
 
 // Run processes messages until ctx is done or every input has ended.
 func (a *Actor) Run(ctx context.Context) (err error) {
+	defer a.phase.Store(PhaseDone)
 	if r, ok := a.Op.(Releaser); ok {
 		defer func() {
 			if !a.Keep.Load() {
@@ -92,6 +138,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	cases := make([]reflect.SelectCase, n+1)
 	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
 
+	a.phase.Store(PhaseProcessing)
 	if st, ok := a.Op.(Starter); ok {
 		if err := a.safe(func() error { return st.Start(out) }); err != nil {
 			a.fail(err)
@@ -105,6 +152,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 		}
 		var in int
 		var m Msg
+		a.phase.Store(PhaseReceiving)
 		if n == 1 {
 			var ok bool
 			select {
@@ -134,6 +182,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			}
 			in = chosen
 		}
+		a.phase.Store(PhaseProcessing)
 		if st != nil {
 			t0, b0 = time.Now(), a.blocked
 			if m.Kind == MsgData {
@@ -148,7 +197,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			}
 			if err := a.safe(func() error {
 				if a.Failpoint != nil {
-					if err := a.Failpoint(len(m.Batch.Rows)); err != nil {
+					if err := a.Failpoint(ctx, len(m.Batch.Rows)); err != nil {
 						return err
 					}
 				}
@@ -229,6 +278,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 }
 
 func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
+	a.phase.Store(PhaseCheckpoint)
 	if !a.failed {
 		if err := a.safe(func() error { return a.Op.Checkpoint(b, out) }); err != nil {
 			a.fail(err)
@@ -247,7 +297,11 @@ func (a *Actor) barrier(ctx context.Context, b *Barrier, out *Emitter) error {
 	if a.OnCollect != nil {
 		a.OnCollect(b.Epoch)
 	}
-	return a.send(ctx, Msg{Kind: MsgBarrier, Barrier: b})
+	if err := a.send(ctx, Msg{Kind: MsgBarrier, Barrier: b}); err != nil {
+		return err
+	}
+	a.passed.Store(b.Epoch)
+	return nil
 }
 
 func (a *Actor) fail(err error) {

@@ -444,3 +444,32 @@ func (c *Coordinator) Committed() uint64 {
 	defer c.mu.Unlock()
 	return c.mu.committed
 }
+
+// InFlight describes the oldest epoch injected but not yet committed.
+type InFlight struct {
+	Epoch   uint64
+	Started time.Time // injected
+	// Remaining is how many collectors have not reported the epoch; 0
+	// means every operator has passed it and the commit itself is slow.
+	Remaining int
+}
+
+// Oldest returns the oldest epoch in flight; ok is false when every
+// injected epoch has committed.
+func (c *Coordinator) Oldest() (f InFlight, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e, st := range c.mu.inflight {
+		if !ok || e < f.Epoch {
+			f, ok = InFlight{Epoch: e, Started: st.started, Remaining: st.remaining}, true
+		}
+	}
+	return f, ok
+}
+
+// Injected returns the last epoch injected.
+func (c *Coordinator) Injected() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.epoch
+}

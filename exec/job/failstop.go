@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -445,8 +446,12 @@ func changesSince(db *storage.DB, then *storage.Snapshot, rel uint64) func(func(
 // failpoint is one entry of SLUICE_FAILPOINT=op:<kind>:<rows>[:<job>][,…]:
 // the first operator of that kind (of that job, if named) fails with a
 // panic after it has seen that many rows. Each fires once per process, so
-// that a resumed job runs. For tests.
+// that a resumed job runs. An entry block:<kind>:<rows>[:<job>] instead
+// blocks that operator for good (until its job stops) once it has seen
+// that many rows, holding every later barrier: the stuck-barrier report's
+// test. For tests.
 type failpoint struct {
+	block     bool
 	kind, job string
 	rows      int64
 	fired     atomic.Bool
@@ -461,14 +466,14 @@ func parseFailpoint(s string) failpoints {
 	var fps failpoints
 	for _, e := range strings.Split(s, ",") {
 		f := strings.Split(strings.TrimSpace(e), ":")
-		if len(f) < 3 || f[0] != "op" {
+		if len(f) < 3 || (f[0] != "op" && f[0] != "block") {
 			continue
 		}
 		n, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
 			continue
 		}
-		fp := &failpoint{kind: strings.ToLower(f[1]), rows: n}
+		fp := &failpoint{block: f[0] == "block", kind: strings.ToLower(f[1]), rows: n}
 		if len(f) > 3 {
 			fp.job = strings.ToLower(f[3])
 		}
@@ -478,16 +483,20 @@ func parseFailpoint(s string) failpoints {
 }
 
 // hook returns the Actor.Failpoint of an operator of kind in job, or nil.
-func (fps failpoints) hook(kind, job string) func(int) error {
+func (fps failpoints) hook(kind, job string) func(context.Context, int) error {
 	for _, fp := range fps {
 		if fp.kind != strings.ToLower(kind) || (fp.job != "" && fp.job != strings.ToLower(job)) {
 			continue
 		}
-		return func(rows int) error {
+		return func(ctx context.Context, rows int) error {
 			if fp.fired.Load() {
 				return nil
 			}
 			if fp.seen.Add(int64(rows)) > fp.rows && fp.fired.CompareAndSwap(false, true) {
+				if fp.block {
+					<-ctx.Done()
+					return ctx.Err()
+				}
 				panic(fmt.Sprintf("failpoint: %s of %s after %d rows", kind, job, fp.rows))
 			}
 			return nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +68,9 @@ type Job struct {
 	// operators (for metrics: each has Stats).
 	Table  *flow.TableSource
 	Actors []*flow.Actor
+	// Edges are the dataflow's edges between its operators, by operator
+	// name ("1-HashAgg"), from producer to consumer.
+	Edges [][2]string
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -219,10 +223,15 @@ func (r *Runtime) spawn(j *Job, ctx context.Context, name string, run func(conte
 	go func() {
 		defer r.wg.Done()
 		defer j.wg.Done()
-		if err := run(ctx); err != nil && ctx.Err() == nil {
-			r.logf("%s: %v", name, err)
-			j.fail(err)
-		}
+		// The goroutine (and those it starts) carries its job and operator
+		// as pprof labels: the stuck-barrier report picks its stack out of
+		// the goroutine profile by them (barrier.go).
+		pprof.Do(ctx, pprof.Labels(labelJob, j.Name, labelOperator, operatorName(j, name)), func(ctx context.Context) {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				r.logf("%s: %v", name, err)
+				j.fail(err)
+			}
+		})
 	}()
 }
 
@@ -347,6 +356,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.jobs[id] = j
 	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
+	act.SetPassed(r.coord.Injected())
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
 	return ts, nil
@@ -438,6 +448,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			outs[in].Attach(c)
 			j.edges = append(j.edges, sub{out: outs[in], ch: c})
 			inputs[i] = c
+			j.Edges = append(j.Edges, [2]string{fmt.Sprintf("%d-%s", in, plan.Nodes[in].Kind), fmt.Sprintf("%d-%s", idx, n.Kind)})
 		}
 		var op flow.Operator
 		var err error
@@ -574,7 +585,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	r.mu.jobs[id] = j
 	r.mu.Unlock()
+	injected := r.coord.Injected()
 	for _, a := range actors {
+		a.SetPassed(injected)
 		r.spawn(j, ctx, a.Name, a.Run)
 	}
 	if j.Deliverer != nil && !plan.Nodes[plan.Root()].Sink.Discard {

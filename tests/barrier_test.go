@@ -1,0 +1,114 @@
+package tests
+
+// The stuck-barrier report (issue 18, item 4): an operator and a sink held
+// on purpose (SLUICE_FAILPOINT=block:…) keep their epoch from committing;
+// within seconds the log and /debug/barrier name those two operators and
+// their jobs, and no other operator as holding it.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type barrierOp struct {
+	Job        string `json:"job"`
+	Operator   string `json:"operator"`
+	Kind       string `json:"kind"`
+	Phase      string `json:"phase"`
+	Goroutines string `json:"goroutines"`
+}
+
+type barrierDoc struct {
+	InFlight *struct {
+		Epoch     uint64      `json:"epoch"`
+		WaitingMs int64       `json:"waiting_ms"`
+		Holding   []barrierOp `json:"holding"`
+		Behind    []barrierOp `json:"behind"`
+	} `json:"in_flight"`
+}
+
+func getBarrier(t *testing.T, addr, query string) (string, barrierDoc) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/barrier" + query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var d barrierDoc
+	if query == "" {
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("/debug/barrier: %v: %s", err, b)
+		}
+	}
+	return string(b), d
+}
+
+func TestStuckBarrierReport(t *testing.T) {
+	httpAddr := FreeAddr(t)
+	fileRoot := t.TempDir()
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+		ExtraArgs: []string{"--http", httpAddr, "--stuck-barrier", "1s", "--file-root", fileRoot},
+		Env:       []string{"SLUICE_FAILPOINT=block:Project:0:held,block:Sink:0:out"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`,
+		`CREATE MATERIALIZED VIEW free AS SELECT k, count(*) AS n FROM t GROUP BY k`,
+		`CREATE MATERIALIZED VIEW held AS SELECT id, k * 2 AS k2 FROM t`,
+		`CREATE SINK out FROM t WITH (connector = 'file', path = '`+filepath.Join(fileRoot, "out")+`') FORMAT DEBEZIUM ENCODE JSON`,
+	)
+	// No epoch is stuck yet.
+	if _, d := getBarrier(t, httpAddr, ""); d.InFlight != nil && d.InFlight.WaitingMs > 1000 {
+		t.Fatalf("an epoch in flight for %d ms before any row", d.InFlight.WaitingMs)
+	}
+	ExecAll(t, conn, `INSERT INTO t VALUES (1, 1), (2, 2)`)
+	start := time.Now()
+	const line = "stuck barrier: epoch "
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(srv.Logs(), line) }, "the stuck-barrier log line")
+	t.Logf("logged after %v", time.Since(start).Round(100*time.Millisecond))
+	var logged string
+	for _, l := range strings.Split(srv.Logs(), "\n") {
+		if strings.Contains(l, line) {
+			logged = l
+			break
+		}
+	}
+	if !strings.Contains(logged, "job held operator 1-Project (Project, processing in sluice/exec/job.failpoints.hook") ||
+		!strings.Contains(logged, "job out operator 2-Sink (Sink, processing in sluice/exec/job.failpoints.hook") ||
+		strings.Count(logged, "job ") != 2 {
+		t.Fatalf("log line: %s", logged)
+	}
+	_, d := getBarrier(t, httpAddr, "")
+	if d.InFlight == nil || d.InFlight.WaitingMs < 1000 {
+		t.Fatalf("/debug/barrier: %+v", d.InFlight)
+	}
+	want := map[string]string{"held": "1-Project Project", "out": "2-Sink Sink"}
+	if len(d.InFlight.Holding) != len(want) {
+		t.Fatalf("holding %+v, want the blocked Project and Sink only", d.InFlight.Holding)
+	}
+	for _, h := range d.InFlight.Holding {
+		if want[h.Job] != h.Operator+" "+h.Kind || h.Phase != "processing" {
+			t.Fatalf("holding %+v", h)
+		}
+		if !strings.Contains(h.Goroutines, `"operator":"`+h.Operator+`"`) || !strings.Contains(h.Goroutines, "failpoints.hook") ||
+			strings.Contains(h.Goroutines, `"job":"free"`) {
+			t.Fatalf("the goroutines of %s:\n%s", h.Operator, h.Goroutines)
+		}
+	}
+	for _, b := range d.InFlight.Behind {
+		if b.Job != "held" && b.Job != "out" {
+			t.Fatalf("an operator of job %s behind the barrier: %+v", b.Job, b)
+		}
+	}
+	text, _ := getBarrier(t, httpAddr, "?format=text")
+	if !strings.HasPrefix(text, "stuck barrier: epoch ") || !strings.Contains(text, "job held operator 1-Project (Project, processing") ||
+		!strings.Contains(text, "job out operator 2-Sink (Sink, processing") {
+		t.Fatalf("text report:\n%s", text)
+	}
+	t.Logf("%s", text)
+}
