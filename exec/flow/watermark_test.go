@@ -124,11 +124,13 @@ func TestWatermarkMin(t *testing.T) {
 type tsReader struct {
 	ts   []int64
 	next atomic.Int64
+	eof  atomic.Bool // a Read has returned io.EOF
 }
 
 func (r *tsReader) Read(_ context.Context, b *types.Batch, max int) (int, error) {
 	n := r.next.Load()
 	if n >= int64(len(r.ts)) {
+		r.eof.Store(true)
 		return 0, io.EOF
 	}
 	k := int64(0)
@@ -166,7 +168,9 @@ func TestReaderSourceWatermarkAndLateRows(t *testing.T) {
 	coord.AddSource(rs)
 	out := consume(t, rs.Out)
 	stop := run(t, "reader", rs.Run)
-	poll(t, "end of input", func() bool { return f.next.Load() == int64(len(f.ts)) })
+	// Wait for the io.EOF, not the last rows: the source sends EndOfTime
+	// when it meets the end, before it takes the next barrier.
+	poll(t, "end of input", func() bool { return f.eof.Load() })
 	if err := coord.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
