@@ -97,6 +97,11 @@ func (c *conn) pump(ctx context.Context, p *portal, maxRows int) (sent int, more
 		if p.rows == nil {
 			return sent, false, nil
 		}
+		if _, live := p.rows.(LiveRows); live && sent > 0 {
+			if err := c.flush(); err != nil {
+				return sent, false, err
+			}
+		}
 		chunk, err := p.rows.Next(ctx)
 		if err != nil {
 			return sent, false, err

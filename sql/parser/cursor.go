@@ -28,6 +28,8 @@ type DeclareCursor struct {
 	Scroll int // ScrollDefault, ScrollYes or ScrollNo
 	Hold   bool
 	Query  *Query
+	// Subscribe is DECLARE … CURSOR FOR SUBSCRIBE …; Query is nil then.
+	Subscribe *Subscribe
 }
 
 // FetchDir is the direction of a FETCH or MOVE, reduced to the four that
@@ -107,6 +109,10 @@ cursor:
 	r.expectWord("for")
 	lo := r.i
 	first := r.tok()
+	if r.isSubscribe() {
+		d.Subscribe = r.subscribe(len(r.toks) - 1)
+		return d
+	}
 	if !(first.isPunct("(") || first.isWord("select") || first.isWord("with") || first.isWord("values") || first.isWord("table")) {
 		r.syntaxErr(first)
 	}
