@@ -187,7 +187,10 @@ var errSubTimeout = errors.New("subscription wait timed out")
 func (r *subRows) next1(ctx context.Context, deadline time.Time) ([]types.Row, error) {
 	r.out = r.out[:0]
 	if r.snap != nil {
-		return r.snapshotRows()
+		rows, err := r.snapshotRows()
+		if err != errEmptySnapshot {
+			return rows, err
+		}
 	}
 	var timer <-chan time.Time
 	for {
@@ -246,12 +249,16 @@ func (r *subRows) snapshotRows() ([]types.Row, error) {
 		r.snap = nil
 	}
 	if len(r.out) == 0 { // an empty relation without progress rows
-		return r.next1(context.Background(), time.Time{})
+		return nil, errEmptySnapshot
 	}
 	return r.out, nil
 }
 
 var errStopSub = errors.New("stop")
+
+// errEmptySnapshot: the snapshot gave no row (an empty relation without
+// progress rows); the changes follow.
+var errEmptySnapshot = errors.New("empty snapshot")
 
 // tailRows reads the log after pos: the epochs up to the committed one, a
 // chunk at a time, then a progress row for the last.
@@ -371,6 +378,11 @@ func (s *session) copySubscribe(ctx context.Context, x *parser.Copy, opts *copyO
 	}
 	fl, _ := cw.(interface{ Flush() error })
 	for {
+		if fl != nil {
+			if err := fl.Flush(); err != nil {
+				return err
+			}
+		}
 		rows, err := sr.Next(ctx)
 		if err != nil {
 			return err
@@ -381,11 +393,6 @@ func (s *session) copySubscribe(ctx context.Context, x *parser.Copy, opts *copyO
 				return err
 			}
 			if _, err := cw.Write(b); err != nil {
-				return err
-			}
-		}
-		if fl != nil {
-			if err := fl.Flush(); err != nil {
 				return err
 			}
 		}
@@ -449,4 +456,65 @@ func (e *Engine) restoreRetention(ent *storage.CatalogEntry) {
 			e.db.Hist(ent.ID).Retention.Store(int64(d))
 		}
 	}
+}
+
+// declareSubscribe runs DECLARE c CURSOR FOR SUBSCRIBE ….
+func (s *session) declareSubscribe(ctx context.Context, x *parser.DeclareCursor, w pgwire.ResultWriter) error {
+	if x.Hold {
+		return pgerror.Unsupported("a SUBSCRIBE cursor cannot be WITH HOLD").WithHint("declare it inside a transaction block")
+	}
+	if x.Scroll == parser.ScrollYes {
+		return pgerror.Unsupported("a SUBSCRIBE cursor cannot SCROLL")
+	}
+	sr, cols, err := s.openSubscription(ctx, x.Subscribe)
+	if err != nil {
+		return err
+	}
+	if s.cursors == nil {
+		s.cursors = map[string]*cursor{}
+	}
+	s.cursors[x.Name] = &cursor{
+		name: x.Name, text: x.Text(), binary: x.Binary, scroll: parser.ScrollNo,
+		cols: cols, sub: sr, inTx: s.inTxBlock(), total: -1, since: time.Now().UnixMicro(),
+	}
+	return w.Complete("DECLARE CURSOR")
+}
+
+// fetchSub runs FETCH from a SUBSCRIBE cursor: it waits until a row is
+// there (at most the timeout, then returns none) and returns up to the
+// count of the rows there are, without waiting for more.
+func (c *cursor) fetchSub(ctx context.Context, x *parser.Fetch, out *fetchSink) error {
+	if x.Dir != parser.FetchForward {
+		return errForwardOnly()
+	}
+	var deadline time.Time
+	if x.HasTimeout {
+		d, err := parseRetention(x.Timeout)
+		if err != nil {
+			return pgerror.New(pgcode.InvalidParameterValue, "invalid FETCH timeout %q", x.Timeout)
+		}
+		deadline = time.Now().Add(d)
+	}
+	for out.n < x.Count {
+		if len(c.chunk) == 0 {
+			dl := deadline
+			if out.n > 0 {
+				dl = time.Now() // rows already taken: return what there is now
+			}
+			rows, err := c.sub.next1(ctx, dl)
+			if err != nil {
+				return err
+			}
+			if rows == nil {
+				break
+			}
+			c.chunk = rows
+		}
+		r := c.chunk[0]
+		c.chunk = c.chunk[1:]
+		if err := out.row(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }

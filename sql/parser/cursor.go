@@ -55,6 +55,10 @@ type Fetch struct {
 	Dir   FetchDir
 	Count int64
 	Name  string
+	// Timeout is WITH (timeout = '…'): how long a FETCH from a SUBSCRIBE
+	// cursor waits for a row (Materialize's option).
+	Timeout    string
+	HasTimeout bool
 }
 
 // CloseCursor is CLOSE name | ALL.
@@ -181,6 +185,16 @@ func (r *rewriter) fetch() Statement {
 		r.i++
 	}
 	f.Name = r.cursorName()
+	if r.tok().isWord("with") {
+		r.i++
+		t := r.tok()
+		for _, o := range r.options() {
+			if o.Key != "timeout" {
+				r.unsupported(t, "FETCH option %q is not supported", o.Key)
+			}
+			f.Timeout, f.HasTimeout = o.Value, true
+		}
+	}
 	r.expectEOF()
 	return f
 }
