@@ -179,7 +179,6 @@ func waitNoSubscription(t *testing.T, httpAddr string) {
 	}
 }
 
-
 // TestSubscribeCursor reads a subscription through DECLARE … CURSOR FOR
 // SUBSCRIBE in a transaction block: FETCH returns the snapshot, a FETCH
 // with a timeout and nothing new returns 0 rows after the timeout, and a
