@@ -376,6 +376,9 @@ func (s *session) copyStmt(ctx context.Context, x *parser.Copy, w pgwire.ResultW
 	if !ok {
 		return pgerror.Unsupported("COPY is not supported here: the client connection cannot carry COPY data")
 	}
+	if x.Subscribe != nil {
+		return s.copySubscribe(ctx, x, opts, cp)
+	}
 	if x.Query != nil {
 		return s.copyQueryOut(ctx, x, opts, cp, w)
 	}

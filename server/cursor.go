@@ -55,6 +55,19 @@ type cursor struct {
 
 	read  int64       // rows taken from rows since the last rewind
 	chunk []types.Row // rows of rows' current chunk not yet taken
+
+	// sub is set, and rows nil, for a cursor over SUBSCRIBE
+	// (subscribe.go); chunk then holds its rows not yet fetched.
+	sub *subRows
+}
+
+// close releases what the cursor holds.
+func (c *cursor) close() {
+	if c.sub != nil {
+		c.sub.Close()
+		return
+	}
+	c.rows.Close()
 }
 
 // inTxBlock reports whether the session is inside an explicit transaction
@@ -68,7 +81,7 @@ func (s *session) inTxBlock() bool { return s.tx != nil }
 func (s *session) closeCursorsAtTxEnd(rollback bool) {
 	for name, c := range s.cursors {
 		if !c.hold || (rollback && c.inTx) {
-			c.rows.Close()
+			c.close()
 			delete(s.cursors, name)
 			continue
 		}
@@ -79,7 +92,7 @@ func (s *session) closeCursorsAtTxEnd(rollback bool) {
 // closeAllCursors closes every cursor (CLOSE ALL, end of the session).
 func (s *session) closeAllCursors() {
 	for name, c := range s.cursors {
-		c.rows.Close()
+		c.close()
 		delete(s.cursors, name)
 	}
 }
@@ -138,7 +151,7 @@ func (s *session) runCursorStmt(ctx context.Context, st parser.Statement, params
 		if err != nil {
 			return err
 		}
-		c.rows.Close()
+		c.close()
 		delete(s.cursors, c.name)
 		return w.Complete("CLOSE CURSOR")
 	}
@@ -152,6 +165,9 @@ func (s *session) runCursorStmt(ctx context.Context, st parser.Statement, params
 func (s *session) describeCursorStmt(st parser.Statement, params []types.T) ([]types.T, []types.Column, error) {
 	switch x := st.(type) {
 	case *parser.DeclareCursor:
+		if x.Subscribe != nil {
+			return params, nil, nil
+		}
 		ps, _, err := s.describeQuery(x.Query, params)
 		return ps, nil, err
 	case *parser.Fetch:
@@ -178,6 +194,9 @@ func (s *session) declareCursor(ctx context.Context, x *parser.DeclareCursor, pa
 	}
 	if len(s.cursors) >= pgwire.MaxPortals {
 		return errTooManyCursors()
+	}
+	if x.Subscribe != nil {
+		return s.declareSubscribe(ctx, x, w)
 	}
 	p := s.plannerWith(ptypes)
 	p.Nulls = x.Query.Nulls
@@ -265,6 +284,12 @@ func (c *cursor) fetch(ctx context.Context, x *parser.Fetch, w pgwire.ResultWrit
 	// The row description goes out with the first row or the tag, so that
 	// an error (NO SCROLL) comes alone, as in Postgres.
 	out := &fetchSink{w: w, move: x.Move, bin: c.binary, cols: c.cols}
+	if c.sub != nil {
+		if err := c.fetchSub(ctx, x, out); err != nil {
+			return err
+		}
+		return out.complete()
+	}
 	var err error
 	switch x.Dir {
 	case parser.FetchForward:

@@ -218,6 +218,7 @@ func (e *Engine) replayTables(ctx context.Context) error {
 // restore starts a catalog object at startup (no backfill: state comes
 // from the checkpoint).
 func (e *Engine) restore(ent *storage.CatalogEntry) error {
+	e.restoreRetention(ent)
 	switch ent.Kind {
 	case kindTable:
 		return e.startTable(ent)

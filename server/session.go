@@ -319,6 +319,10 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return s.copyStmt(ctx, x, w)
 	case *parser.RoleStmt:
 		return s.roleStmt(ctx, x, w)
+	case *parser.Subscribe:
+		return s.subscribe(ctx, x, w)
+	case *parser.AlterRetention:
+		return s.alterRetention(ctx, x, w)
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err
@@ -378,6 +382,8 @@ func (s *session) describe(st parser.Statement, params []types.T) ([]types.T, []
 		return params, s.utilityColumns(st), nil
 	case *parser.DeclareCursor, *parser.Fetch:
 		return s.describeCursorStmt(st, params)
+	case *parser.Subscribe:
+		return s.describeSubscribe(x, params)
 	}
 	return params, nil, nil
 }

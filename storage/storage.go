@@ -54,7 +54,10 @@ type DB struct {
 		sync.Mutex
 		snap      *Snapshot
 		committed uint64
+		// commitCh is closed at the next commit (changelog.go).
+		commitCh chan struct{}
 	}
+	hist hists
 	// lastEpochBytes is the size of the last committed epoch's batch: the
 	// next one starts with that room, up to maxEpochPrealloc, instead of
 	// regrowing (and copying) its buffer many times.
@@ -433,6 +436,7 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	old := db.mu.snap
 	db.mu.snap = snap
 	db.mu.committed = e
+	db.notifyCommitLocked()
 	db.mu.Unlock()
 	if old != nil {
 		old.release()

@@ -39,6 +39,9 @@ type Materialize struct {
 	// replacing: the first epoch of a new plan; fresh gathers its output.
 	replacing bool
 	fresh     map[string]*jrow
+	// hist writes the relation's change log (changelog.go); nil without a
+	// store.
+	hist *histLog
 }
 
 // matChange is one key's change in an epoch: its net multiplicity change
@@ -62,6 +65,7 @@ func NewMaterialize(rel uint64, key []int, db *storage.DB) (*Materialize, error)
 	m := &Materialize{rel: rel, key: key, prefix: storage.Key(storage.SpaceRelation, rel), db: db,
 		dirty: map[string]*matChange{}, flying: map[string]matWrite{}}
 	if db != nil {
+		m.hist = newHistLog(rel, db)
 		err := db.Scan(m.prefix, func(k, v []byte) error {
 			n, c := binary.Varint(v)
 			if c <= 0 {
@@ -164,7 +168,20 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		}
 	}
 	if m.replacing {
+		if m.hist != nil {
+			if _, err := m.hist.begin(b); err != nil {
+				return err
+			}
+			m.hist.reset(b)
+		}
 		return m.checkpointReplace(b, out)
+	}
+	logging := false
+	if m.hist != nil {
+		var err error
+		if logging, err = m.hist.begin(b); err != nil {
+			return err
+		}
 	}
 	for k, c := range m.dirty {
 		key := append(append(m.kbuf[:0], m.prefix...), k...)
@@ -173,10 +190,14 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		if err != nil {
 			return err
 		}
+		n0, row0 := n, row
 		if c.row != nil {
 			row = c.row
 		}
 		n += c.n
+		if logging {
+			m.hist.change(b, row0, n0, row, n)
+		}
 		switch {
 		case n > 0 && row == nil:
 			return pgerror.Newf(pgcode.Internal, "relation %d: a key holds %d rows but none was inserted", m.rel, n)
@@ -189,6 +210,9 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		m.flying[k] = matWrite{epoch: b.Epoch, n: n, row: row}
 	}
 	clear(m.dirty)
+	if logging {
+		return m.hist.end(b)
+	}
 	return nil
 }
 

@@ -171,6 +171,10 @@ func (w *copyWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Flush sends the CopyData written so far (a COPY that streams, such as
+// COPY (SUBSCRIBE …), lets its client have each batch as it is made).
+func (w *copyWriter) Flush() error { return w.c.flush() }
+
 // Done sends CopyDone.
 func (w *copyWriter) Done() error {
 	if w.done {

@@ -118,6 +118,14 @@ type Rows interface {
 	Close()
 }
 
+// LiveRows is implemented by Rows whose Next may wait for rows that do
+// not exist yet (SUBSCRIBE): the rows already written are flushed to the
+// client before each Next.
+type LiveRows interface {
+	Rows
+	Live()
+}
+
 // RowStreamer is implemented by the ResultWriters this package passes:
 // Stream announces cols and sends the rows of rows, completing the
 // statement with "SELECT n", or suspends the portal when an Execute's row

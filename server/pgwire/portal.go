@@ -97,6 +97,11 @@ func (c *conn) pump(ctx context.Context, p *portal, maxRows int) (sent int, more
 		if p.rows == nil {
 			return sent, false, nil
 		}
+		if _, live := p.rows.(LiveRows); live {
+			if err := c.flush(); err != nil {
+				return sent, false, err
+			}
+		}
 		chunk, err := p.rows.Next(ctx)
 		if err != nil {
 			return sent, false, err
@@ -374,7 +379,14 @@ func (w *simpleWriter) Stream(ctx context.Context, cols []types.Column, rows Row
 		return err
 	}
 	n := 0
+	_, live := rows.(LiveRows)
 	for {
+		if live {
+			// Next may wait: the client has everything before it.
+			if err := w.c.flush(); err != nil {
+				return err
+			}
+		}
 		chunk, err := rows.Next(ctx)
 		if err != nil {
 			return err

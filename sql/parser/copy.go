@@ -23,7 +23,9 @@ type Copy struct {
 	Table   string
 	Columns []string // the column list; nil = every column
 	Query   *Query   // COPY (query) TO
-	From    bool     // FROM; false = TO
+	// Subscribe is COPY (SUBSCRIBE …) TO STDOUT.
+	Subscribe *Subscribe
+	From      bool // FROM; false = TO
 	// File is the server file name ('file'); "" for STDIN/STDOUT.
 	File string
 	// Program is set for PROGRAM 'cmd' (the command is in File).
@@ -72,7 +74,11 @@ func (r *rewriter) copyStmt() Statement {
 		if hi == lo {
 			r.syntaxErr(r.toks[hi])
 		}
-		c.Query = r.subQuery(lo, hi)
+		if r.i = lo; r.isSubscribe() {
+			c.Subscribe = r.subscribe(hi)
+		} else {
+			c.Query = r.subQuery(lo, hi)
+		}
 		r.i = hi + 1
 		r.expectWord("to")
 	} else {

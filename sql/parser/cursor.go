@@ -28,6 +28,8 @@ type DeclareCursor struct {
 	Scroll int // ScrollDefault, ScrollYes or ScrollNo
 	Hold   bool
 	Query  *Query
+	// Subscribe is DECLARE … CURSOR FOR SUBSCRIBE …; Query is nil then.
+	Subscribe *Subscribe
 }
 
 // FetchDir is the direction of a FETCH or MOVE, reduced to the four that
@@ -53,6 +55,10 @@ type Fetch struct {
 	Dir   FetchDir
 	Count int64
 	Name  string
+	// Timeout is WITH (timeout = '…'): how long a FETCH from a SUBSCRIBE
+	// cursor waits for a row (Materialize's option).
+	Timeout    string
+	HasTimeout bool
 }
 
 // CloseCursor is CLOSE name | ALL.
@@ -107,6 +113,10 @@ cursor:
 	r.expectWord("for")
 	lo := r.i
 	first := r.tok()
+	if r.isSubscribe() {
+		d.Subscribe = r.subscribe(len(r.toks) - 1)
+		return d
+	}
 	if !(first.isPunct("(") || first.isWord("select") || first.isWord("with") || first.isWord("values") || first.isWord("table")) {
 		r.syntaxErr(first)
 	}
@@ -175,6 +185,16 @@ func (r *rewriter) fetch() Statement {
 		r.i++
 	}
 	f.Name = r.cursorName()
+	if r.tok().isWord("with") {
+		r.i++
+		t := r.tok()
+		for _, o := range r.options() {
+			if o.Key != "timeout" {
+				r.unsupported(t, "FETCH option %q is not supported", o.Key)
+			}
+			f.Timeout, f.HasTimeout = o.Value, true
+		}
+	}
 	r.expectEOF()
 	return f
 }

@@ -191,6 +191,9 @@ func (r *rewriter) alterResume() Statement {
 		a.IfExists = true
 	}
 	a.Name = r.nameChainString()
+	if r.tok().isWord("set") && r.peek(1).isPunct("(") && a.Kind == "MATERIALIZED VIEW" {
+		return r.alterRetention(a.Kind, a.Name, a.IfExists)
+	}
 	if t := r.tok(); !t.isWord("resume") {
 		if t.kind == tkIdent {
 			r.unsupported(t, "ALTER %s … %s is not supported (only RESUME)", a.Kind, strings.ToUpper(t.val))

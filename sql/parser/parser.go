@@ -174,6 +174,8 @@ func (r *rewriter) statement() Statement {
 		return r.copyStmt()
 	case "grant", "revoke":
 		return r.grant()
+	case "subscribe":
+		return r.subscribeStatement()
 	case "flush":
 		r.i++
 		r.expectEOF()
