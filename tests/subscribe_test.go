@@ -345,7 +345,7 @@ func TestSubscribePsql(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("psql: %v", err)
+		t.Fatalf("psql: %v (scripts/test.sh installs the clients)", err)
 	}
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
@@ -442,7 +442,7 @@ func TestSubscribeLatency(t *testing.T) {
 // installed): cursor.stream over SUBSCRIBE.
 func TestSubscribePsycopg(t *testing.T) {
 	if err := exec.Command("python3", "-c", "import psycopg").Run(); err != nil {
-		t.Skip("psycopg 3 is not installed")
+		t.Fatalf("psycopg 3 is missing (apt-get install python3-psycopg; scripts/test.sh installs it): %v", err)
 	}
 	s := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
 	w := s.Connect(t)
