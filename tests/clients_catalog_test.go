@@ -83,7 +83,7 @@ func TestPsqlCatalogCommands(t *testing.T) {
 	}
 	// PostgreSQL 15 owns public by pg_database_owner; Sluice's role owns
 	// everything.
-	expectMatches(t, `\dn`, got["dn"], `(?m)^\s*public\s*\|\s*OWNER\s*$`, `\(1 row\)`)
+	expectMatches(t, `\dn`, got["dn"], `(?m)^\s*public\s*\|\s*OWNER\s*$`, `(?m)^\s*sluice_catalog\s*\|`, `\(2 rows\)`)
 	expectMatches(t, `\df`, got["df"], `(?m)^ public \| add_one \| integer \| x integer \| func$`,
 		`(?m)^ public \| twice \| integer \| integer \| func$`, `\(2 rows\)`)
 }
@@ -236,7 +236,7 @@ func TestPgcliCompletionQueries(t *testing.T) {
 	}
 	expectMatches(t, "pgcli", text,
 		`(?m)^search_path -> \['pg_catalog', 'public'\]$`,
-		`(?m)^schemata -> \['information_schema', 'pg_catalog', 'public'\]$`,
+		`(?m)^schemata -> \['information_schema', 'pg_catalog', 'public', 'sluice_catalog'\]$`,
 		`(?m)^tables -> \[\('public', 'items'\)\]$`,
 		`(?m)^views -> \[\('public', 'cheap'\)\]$`,
 		`(?m)^table_columns -> \[\('public', 'items', 'id', 'integer'\), \('public', 'items', 'name', 'text'\)\]$`,

@@ -441,7 +441,7 @@ func TestSubscribeLatency(t *testing.T) {
 // TestSubscribePsycopg reads a subscription with psycopg 3 (when
 // installed): cursor.stream over SUBSCRIBE.
 func TestSubscribePsycopg(t *testing.T) {
-	if err := exec.Command("python3", "-c", "import psycopg").Run(); err != nil {
+	if err := exec.Command("/usr/bin/python3", "-c", "import psycopg").Run(); err != nil {
 		t.Fatalf("psycopg 3 is missing (apt-get install python3-psycopg; scripts/test.sh installs it): %v", err)
 	}
 	s := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
@@ -458,7 +458,7 @@ for row in cur.stream("SUBSCRIBE sub_y"):
     if n == 2:
         break
 `
-	cmd := exec.Command("python3", "-c", script, "host="+s.Host()+" port="+s.Port()+" user=sluice dbname=sluice")
+	cmd := exec.Command("/usr/bin/python3", "-c", script, "host="+s.Host()+" port="+s.Port()+" user=sluice dbname=sluice")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
