@@ -518,19 +518,9 @@ func (s *session) copyOut(ctx context.Context, q *parser.Query, opts *copyOpts, 
 	if err != nil {
 		return err
 	}
-	format := int16(0)
-	if opts.format == copyBinary {
-		format = 1
-	}
-	cw, err := cp.CopyOut(format, len(cols))
+	cw, enc, err := startCopyOut(cp, opts, cols)
 	if err != nil {
 		return err
-	}
-	enc := &copyEncoder{opts: opts, cols: cols}
-	if b := enc.start(); b != nil {
-		if _, err := cw.Write(b); err != nil {
-			return err
-		}
 	}
 	for i, r := range rows {
 		if i&1023 == 0 {
@@ -555,4 +545,24 @@ func (s *session) copyOut(ctx context.Context, q *parser.Query, opts *copyOpts, 
 		return err
 	}
 	return w.Complete(commandTag("COPY", len(rows)))
+}
+
+// startCopyOut begins a COPY TO STDOUT of cols (CopyOutResponse in the
+// options' format, then the encoder's header, if any).
+func startCopyOut(cp pgwire.Copier, opts *copyOpts, cols []types.Column) (pgwire.CopyWriter, *copyEncoder, error) {
+	format := int16(0)
+	if opts.format == copyBinary {
+		format = 1
+	}
+	cw, err := cp.CopyOut(format, len(cols))
+	if err != nil {
+		return nil, nil, err
+	}
+	enc := &copyEncoder{opts: opts, cols: cols}
+	if b := enc.start(); b != nil {
+		if _, err := cw.Write(b); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cw, enc, nil
 }

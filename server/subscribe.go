@@ -362,19 +362,9 @@ func (s *session) copySubscribe(ctx context.Context, x *parser.Copy, opts *copyO
 		return err
 	}
 	defer sr.Close()
-	format := int16(0)
-	if opts.format == copyBinary {
-		format = 1
-	}
-	cw, err := cp.CopyOut(format, len(cols))
+	cw, enc, err := startCopyOut(cp, opts, cols)
 	if err != nil {
 		return err
-	}
-	enc := &copyEncoder{opts: opts, cols: cols}
-	if b := enc.start(); b != nil {
-		if _, err := cw.Write(b); err != nil {
-			return err
-		}
 	}
 	fl, _ := cw.(interface{ Flush() error })
 	for {
