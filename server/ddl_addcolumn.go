@@ -68,26 +68,9 @@ func (e *Engine) widenTable(x *parser.AlterTable, ent, nt *storage.CatalogEntry,
 		return errChangesInFlight
 	}
 	nt = copyEntry(nt)
-	var created []*storage.CatalogEntry
-	if extras != nil {
-		checks, uniques := nt.Checks, nt.Uniques
-		extras.apply(e, nt)
-		nt.Checks, nt.Uniques = checks, uniques
-		created = extras.seqs
-	}
-	fail := func(err error) error {
-		for _, sq := range created {
-			e.dropOne(sq)
-		}
+	cons, defs, fail, err := e.newColumnConstraints(nt, extras, ectx)
+	if err != nil {
 		return err
-	}
-	cons, err := e.buildConstraints(nt)
-	if err != nil {
-		return fail(err)
-	}
-	defs, err := cons.defaultFns(ectx)
-	if err != nil {
-		return fail(err)
 	}
 	last := len(nt.Columns) - 1
 	type kv struct {

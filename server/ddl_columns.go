@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"sluice/exec/eval"
 	"sluice/exec/ops"
 	"sluice/server/pgwire"
 	"sluice/sql/parser"
@@ -137,26 +138,9 @@ func (s *session) alterColumns(ctx context.Context, x *parser.AlterTable, ent *s
 			return err
 		}
 		nt.ID = e.cat.allocID()
-		var created []*storage.CatalogEntry
-		if extras != nil {
-			checks, uniques := nt.Checks, nt.Uniques
-			extras.apply(e, nt)
-			nt.Checks, nt.Uniques = checks, uniques
-			created = extras.seqs
-		}
-		fail := func(err error) error {
-			for _, sq := range created {
-				e.dropOne(sq)
-			}
+		cons, defs, fail, err := e.newColumnConstraints(nt, extras, ectx)
+		if err != nil {
 			return err
-		}
-		cons, err := e.buildConstraints(nt)
-		if err != nil {
-			return fail(err)
-		}
-		defs, err := cons.defaultFns(ectx)
-		if err != nil {
-			return fail(err)
 		}
 		// Rebuild every current row.
 		type kv struct {
@@ -283,4 +267,33 @@ func encodeUvarint(v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
+}
+
+// newColumnConstraints applies an added column's extras (its sequences;
+// the table keeps its own checks and uniques) to nt and builds nt's
+// constraints and default functions. fail drops the sequences made for
+// the column and returns err; it has already run when err is returned.
+func (e *Engine) newColumnConstraints(nt *storage.CatalogEntry, extras *tableExtras, ectx *eval.Context) (*tableConstraints, []eval.Fn, func(error) error, error) {
+	var created []*storage.CatalogEntry
+	if extras != nil {
+		checks, uniques := nt.Checks, nt.Uniques
+		extras.apply(e, nt)
+		nt.Checks, nt.Uniques = checks, uniques
+		created = extras.seqs
+	}
+	fail := func(err error) error {
+		for _, sq := range created {
+			e.dropOne(sq)
+		}
+		return err
+	}
+	cons, err := e.buildConstraints(nt)
+	if err != nil {
+		return nil, nil, nil, fail(err)
+	}
+	defs, err := cons.defaultFns(ectx)
+	if err != nil {
+		return nil, nil, nil, fail(err)
+	}
+	return cons, defs, fail, nil
 }
