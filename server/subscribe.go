@@ -272,6 +272,9 @@ func (r *subRows) tailRows() error {
 		if err != nil {
 			return err
 		}
+		if r.e.cat.byIDGet(r.rel) == nil {
+			return pgerror.New(pgcode.UndefinedTable, "relation \"%s\" subscribed to was dropped", r.name)
+		}
 		if !ok || lo > r.pos {
 			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "subscription to \"%s\" fell behind: the changes after epoch %d are no longer retained", r.name, r.pos).
 				WithHint("The client read too slowly (or the view's query was replaced); subscribe again, or keep more history with ALTER MATERIALIZED VIEW … SET (retention = …).")
@@ -406,22 +409,27 @@ func parseRetention(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// alterRetention runs ALTER MATERIALIZED VIEW v SET (retention = '…').
+// alterRetention runs ALTER MATERIALIZED VIEW v | TABLE t SET (retention =
+// '…').
 func (s *session) alterRetention(ctx context.Context, x *parser.AlterRetention, w pgwire.ResultWriter) error {
 	tag := "ALTER " + x.Kind
 	d, err := parseRetention(x.Retention)
 	if err != nil {
 		return err
 	}
+	kind, what := kindMView, "materialized view"
+	if x.Kind == "TABLE" {
+		kind, what = kindTable, "table"
+	}
 	ent := s.e.cat.get(x.Name)
-	if ent == nil || ent.Kind != kindMView {
+	if ent == nil || ent.Kind != kind {
 		if x.IfExists {
-			if err := w.Notice(fmt.Sprintf("materialized view %q does not exist, skipping", x.Name)); err != nil {
+			if err := w.Notice(fmt.Sprintf("%s %q does not exist, skipping", what, x.Name)); err != nil {
 				return err
 			}
 			return w.Complete(tag)
 		}
-		return pgerror.New(pgcode.UndefinedTable, "materialized view %q does not exist", x.Name)
+		return pgerror.New(pgcode.UndefinedTable, "%s %q does not exist", what, x.Name)
 	}
 	err = s.e.ddl(ctx, func() error {
 		nt := copyEntry(ent)

@@ -94,6 +94,14 @@ func (db *DB) Hist(rel uint64) *RelHist {
 	return h
 }
 
+// ForgetHist drops relation rel's RelHist (the relation is dropped; its
+// log's keys go with the relation's other ranges).
+func (db *DB) ForgetHist(rel uint64) {
+	db.hist.mu.Lock()
+	defer db.hist.mu.Unlock()
+	delete(db.hist.rels, rel)
+}
+
 // Committed returns a channel closed when the next epoch commits, and the
 // epoch committed now: a reader that finds nothing new after that epoch
 // waits on the channel, with no polling.

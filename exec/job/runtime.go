@@ -661,7 +661,8 @@ func (r *Runtime) StopJob(id uint64, nodes int) {
 
 // DropState schedules the deletion, with the next epoch, of everything
 // relation or job id keeps in the store: its operators' state, source
-// positions, rows, logs, sink log and dead letters. StopJob calls it; so
+// positions, rows, logs, sink log, dead letters and change log (SUBSCRIBE's
+// history). StopJob calls it; so
 // does dropping an object this build refused to start (its state is not
 // understood, but it can be deleted).
 func (r *Runtime) DropState(id uint64) {
@@ -676,7 +677,9 @@ func (r *Runtime) DropState(id uint64) {
 		w.Reclaim(storage.Key(storage.SpaceWrite, id), storage.Key(storage.SpaceWrite, id+1))
 		w.Reclaim(storage.Key(storage.SpaceSinkLog, id), storage.Key(storage.SpaceSinkLog, id+1))
 		w.Reclaim(storage.Key(storage.SpaceDeadLetter, OpID(id, 0)), storage.Key(storage.SpaceDeadLetter, OpID(id+1, 0)))
+		w.Reclaim(storage.Key(storage.SpaceHist, id), storage.Key(storage.SpaceHist, id+1))
 	})
+	r.db.ForgetHist(id)
 }
 
 // stop ends job j's actors (unregistered already; the graph paused) and

@@ -58,6 +58,9 @@ func (r *rewriter) alterTable() Statement {
 	}
 	a.Name = r.nameChainString()
 	t = r.tok()
+	if t.isWord("set") && r.peek(1).isPunct("(") {
+		return r.alterRetention("TABLE", a.Name, a.IfExists)
+	}
 	switch {
 	case t.isWord("add"):
 		r.i++

@@ -117,7 +117,7 @@ func (r *rewriter) subscribeStatement() Statement {
 }
 
 // alterRetention parses SET (retention = 'interval') after ALTER
-// MATERIALIZED VIEW name.
+// MATERIALIZED VIEW name or ALTER TABLE name.
 func (r *rewriter) alterRetention(kind, name string, ifExists bool) Statement {
 	r.expectWord("set")
 	a := &AlterRetention{Kind: kind, Name: name, IfExists: ifExists}
