@@ -24,10 +24,7 @@ import (
 	"sluice/sql/types"
 )
 
-// Factory is the mysql-cdc source connector.
-type Factory struct{}
-
-func init() { connector.RegisterSource(Name, Factory{}) }
+func init() { connector.RegisterSource(Name, factory) }
 
 // Name is the connector's name in WITH (connector = …).
 const Name = "mysql-cdc"
@@ -92,44 +89,25 @@ func parse(cfg connector.SourceConfig) (*config, error) {
 	return c, nil
 }
 
-// Validate implements connector.SourceFactory: the options, then a probe
-// of the upstream (credentials, binlog settings, the table, its key and
-// column types). An upstream that cannot be reached is not an error here:
-// the source retries once it runs.
-func (Factory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := probe(ctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
-	return cfg.Columns, nil
+// factory is the mysql-cdc source connector: the shared CDC factory over
+// this package's parse, probe (credentials, binlog settings, the table, its key
+// and column types) and reader.
+var factory = &cdc.Factory[*config]{
+	Parse:     parse,
+	Probe:     func(ctx context.Context, c *config) error { _, err := probe(ctx, c); return err },
+	Transient: transient,
+	Claim:     claim,
+	NewReader: func(c *config) connector.Source { return newReader(c) },
 }
 
-// Open implements connector.SourceFactory. It probes the upstream like
-// Validate; the reading starts with the first Read.
-func (Factory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.Source, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := probe(pctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
+// claim takes the reader's server id on its upstream for this process.
+func claim(c *config) error {
 	if !replicas.Claim(c.replicaID()) {
-		return nil, pgerror.New("55006", "mysql-cdc source %s: server.id %d on %s is already used by another job", c.Name, c.serverID, c.addr()).
+		return pgerror.New("55006", "mysql-cdc source %s: server.id %d on %s is already used by another job", c.Name, c.serverID, c.addr()).
 			WithHint("a replica connection has one reader: read the source from one materialized view and build other views on that view, or create another source with its own server.id")
 	}
-	return newReader(c), nil
+	return nil
 }
-
-// KeyedChanges implements connector.ChangeSource.
-func (Factory) KeyedChanges() {}
 
 // replicas holds the (upstream, server id) pairs read by this process's
 // open readers: the upstream drops an older replica connection when a

@@ -84,16 +84,6 @@ func (d *decoder) row(vals []any) (types.Row, error) {
 	return row, nil
 }
 
-// sameKey reports whether a and b have equal key columns.
-func (d *decoder) sameKey(a, b types.Row) bool {
-	for _, k := range d.cfg.Key {
-		if types.Compare(a[k], b[k]) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // change turns a rows event into keyed rows: +1 for each new row, -1 for
 // each deleted one (an update that moves the key deletes the old row
 // first).
@@ -128,7 +118,7 @@ func (d *decoder) change(ctx context.Context, e *replication.RowsEvent) ([]types
 			if err != nil {
 				return nil, nil, err
 			}
-			if !d.sameKey(old, row) {
+			if !d.cfg.SameKey(old, row) {
 				rows, diffs = append(rows, old), append(diffs, -1)
 			}
 			rows, diffs = append(rows, row), append(diffs, 1)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,10 +21,7 @@ import (
 	"sluice/sql/types"
 )
 
-// Factory is the postgres-cdc source connector.
-type Factory struct{}
-
-func init() { connector.RegisterSource(Name, Factory{}) }
+func init() { connector.RegisterSource(Name, factory) }
 
 // Name is the connector's name in WITH (connector = …).
 const Name = "postgres-cdc"
@@ -111,40 +107,24 @@ func sanitize(s string) string {
 	return string(b)
 }
 
-// Validate implements connector.SourceFactory: the options, then a probe
-// of the upstream (credentials, wal_level, the table, its key and column
-// types). An upstream that cannot be reached is not an error here: the
-// source retries once it runs.
-func (Factory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := probe(ctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
-	return cfg.Columns, nil
+// factory is the postgres-cdc source connector: the shared CDC factory over
+// this package's parse, probe (credentials, wal_level, the table, its key
+// and column types) and reader.
+var factory = &cdc.Factory[*config]{
+	Parse:     parse,
+	Probe:     func(ctx context.Context, c *config) error { _, err := probe(ctx, c); return err },
+	Transient: transient,
+	Claim:     claim,
+	NewReader: func(c *config) connector.Source { return newReader(c) },
 }
 
-// Open implements connector.SourceFactory. It probes the upstream like
-// Validate; the reading starts with the first Read.
-func (Factory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.Source, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := probe(pctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
+// claim takes the reader's replication slot for this process.
+func claim(c *config) error {
 	if !slots.Claim(c.slotID()) {
-		return nil, pgerror.New("55006", "postgres-cdc source %s: replication slot %q is already read by another job", c.Name, c.slot).
+		return pgerror.New("55006", "postgres-cdc source %s: replication slot %q is already read by another job", c.Name, c.slot).
 			WithHint("a replication slot has one reader: read the source from one materialized view and build other views on that view, or create another source with its own slot.name")
 	}
-	return newReader(c), nil
+	return nil
 }
 
 // slots holds the slots read by this process's open readers: a slot has
@@ -327,6 +307,3 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 
 // connectionFailure is SQLSTATE 08006 (connection_failure).
 const connectionFailure pgcode.Code = "08006"
-
-// KeyedChanges implements connector.ChangeSource.
-func (Factory) KeyedChanges() {}

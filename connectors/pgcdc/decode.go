@@ -80,16 +80,6 @@ func (d *decoder) row(r *relation, t *pglogrepl.TupleData, old types.Row) (types
 	return row, nil
 }
 
-// sameKey reports whether a and b have equal key columns.
-func (d *decoder) sameKey(a, b types.Row) bool {
-	for _, k := range d.cfg.Key {
-		if types.Compare(a[k], b[k]) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // change turns an insert, update or delete into keyed rows: +1 for the
 // new row, -1 for a deleted key (an update that moves the key deletes the
 // old one first).
@@ -130,7 +120,7 @@ func (d *decoder) change(m pglogrepl.Message) ([]types.Row, []int64, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if old != nil && !d.sameKey(old, row) {
+		if old != nil && !d.cfg.SameKey(old, row) {
 			return []types.Row{old, row}, []int64{-1, 1}, nil
 		}
 		return []types.Row{row}, []int64{1}, nil

@@ -142,6 +142,16 @@ func (o *Options) KeyNames() []string {
 	return names
 }
 
+// SameKey reports whether rows a and b have equal key columns.
+func (o *Options) SameKey(a, b types.Row) bool {
+	for _, k := range o.Key {
+		if types.Compare(a[k], b[k]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // SameSet reports whether a and b hold the same strings.
 func SameSet(a, b []string) bool {
 	if len(a) != len(b) {
