@@ -278,7 +278,10 @@ func mcdcInsertItems(lo, hi int) string {
 // MariaDB with a binary log: the snapshot, then inserts, updates (one
 // moving the key), deletes and a transaction larger than a read, through
 // a kill -9 of Sluice; the view equals the table row for row, and SHOW
-// SOURCES says exactly once.
+// SOURCES says exactly once. While Sluice is down the binlog rotates
+// (FLUSH BINARY LOGS) and the files read so far are purged: the source
+// resumes from its GTID position, and a second source on file positions
+// (gtid.enable = 'false') stops with the purged binlog's error.
 func TestMySQLCDC(t *testing.T) {
 	m := startMariaDB(t, true)
 	up := m.connect(t)
@@ -288,7 +291,9 @@ func TestMySQLCDC(t *testing.T) {
 	sl := srv.Connect(t)
 	ExecAll(t, sl, `SET TIME ZONE 'UTC'`,
 		`CREATE TABLE c `+mcdcTypesCols+` WITH (`+m.withOpts("root", "", "mcdc_items")+`)`,
+		`CREATE SOURCE cf (id BIGINT PRIMARY KEY, t TEXT) WITH (`+m.withOpts("root", "", "mcdc_items")+`, gtid.enable = 'false')`,
 		`CREATE MATERIALIZED VIEW mirror AS SELECT * FROM c`,
+		`CREATE MATERIALIZED VIEW mirror_f AS SELECT * FROM cf`,
 		`CREATE MATERIALIZED VIEW agg AS SELECT b, count(*) AS n, sum(i) AS s FROM mirror GROUP BY b`)
 	q := `SELECT * FROM mirror ORDER BY id`
 	aggQ := `SELECT b, n, s FROM agg ORDER BY b`
@@ -310,21 +315,30 @@ func TestMySQLCDC(t *testing.T) {
 		`DELETE FROM mcdc_db.mcdc_items WHERE id = 300001`, `UPDATE mcdc_db.mcdc_items SET si = 7 WHERE id BETWEEN 300010 AND 300020`, `COMMIT`)
 	waitSameMySQL(t, sl, up, q, mcdcTypesQuery, mcdcTypesKinds, 60*time.Second)
 	waitSameMySQL(t, sl, up, aggQ, aggMQ, "", 30*time.Second)
+	waitSameMySQL(t, sl, up, `SELECT id, t FROM mirror_f ORDER BY id`, `SELECT id, t FROM mcdc_db.mcdc_items ORDER BY id`, "", 30*time.Second)
 
 	res, err := QueryText(context.Background(), sl, `SHOW SOURCES`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Lines(); len(got) != 1 || got[0] != "c mysql-cdc 0 0 EXACTLY_ONCE ·" {
+	if got := res.Lines(); len(got) != 2 || got[0] != "c mysql-cdc 0 0 EXACTLY_ONCE ·" || got[1] != "cf mysql-cdc 0 0 EXACTLY_ONCE ·" {
 		t.Fatalf("SHOW SOURCES: %q", got)
 	}
 
-	// kill -9, changes while Sluice is down, restart: nothing lost or doubled.
+	// kill -9; while Sluice is down the binlog rotates, the files it read
+	// are purged, changes land in two newer files; restart: nothing lost
+	// or doubled.
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	mysqlExec(t, up, `UPDATE mcdc_db.mcdc_items SET si = -si WHERE id % 3 = 0`, `DELETE FROM mcdc_db.mcdc_items WHERE id % 11 = 0`,
-		`INSERT INTO mcdc_db.mcdc_items (id, t) VALUES (400000, 'while down')`)
+	read := mcdcBinlogs(t, up)
+	mysqlExec(t, up, `FLUSH BINARY LOGS`)
+	mcdcPurge(t, up)
+	mysqlExec(t, up, `UPDATE mcdc_db.mcdc_items SET si = -si WHERE id % 3 = 0`, `FLUSH BINARY LOGS`,
+		`DELETE FROM mcdc_db.mcdc_items WHERE id % 11 = 0`, `INSERT INTO mcdc_db.mcdc_items (id, t) VALUES (400000, 'while down')`)
+	if now := mcdcBinlogs(t, up); len(now) != 2 || now[0] == read[len(read)-1] {
+		t.Fatalf("binlogs %q before, %q after the purge: want two newer ones", read, now)
+	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -333,12 +347,52 @@ func TestMySQLCDC(t *testing.T) {
 	final := waitSameMySQL(t, sl, up, q, mcdcTypesQuery, mcdcTypesKinds, 60*time.Second)
 	waitSameMySQL(t, sl, up, aggQ, aggMQ, "", 30*time.Second)
 	t.Logf("%d rows equal after the restart", len(final))
+	// The file-position source's checkpoint names a purged binlog: it
+	// stops with the upstream's error instead of skipping changes.
+	line := waitLine(t, sl, `SHOW MATERIALIZED VIEWS`, "MySQL error 1236", 30*time.Second)
+	if !strings.HasPrefix(line, "mirror_f ") {
+		t.Fatalf("SHOW MATERIALIZED VIEWS: %q, want mirror_f failed", line)
+	}
 
 	// A second view straight over the source would be a second replica
 	// with the same server id: refused, naming the way out.
 	_, err = QueryText(context.Background(), sl, `CREATE MATERIALIZED VIEW second AS SELECT id FROM c`)
 	if PgCode(err) != "55006" || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("a second reader: %v, want 55006", err)
+	}
+}
+
+// mcdcBinlogs lists the upstream's binlog files, oldest first.
+func mcdcBinlogs(t *testing.T, up *client.Conn) []string {
+	t.Helper()
+	res, err := up.Execute(`SHOW BINARY LOGS`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for r := range res.RowNumber() {
+		f, _ := res.GetString(r, 0)
+		files = append(files, f)
+	}
+	return files
+}
+
+// mcdcPurge purges every binlog file but the current one. A dump thread
+// of a killed reader may hold its file until MariaDB notices the dead
+// connection: retry until the files are gone.
+func mcdcPurge(t *testing.T, up *client.Conn) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		files := mcdcBinlogs(t, up)
+		if len(files) == 1 {
+			return
+		}
+		_, err := up.Execute(`PURGE BINARY LOGS TO '` + files[len(files)-1] + `'`)
+		if time.Now().After(deadline) {
+			t.Fatalf("binlogs %q still there after PURGE (%v)", files, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -391,6 +445,8 @@ func TestMySQLCDCBadInput(t *testing.T) {
 		"0A000", "cannot read column v of type interval")
 	cdcExpect(t, sl, `CREATE SOURCE opt (id INT PRIMARY KEY) WITH (`+m.withOpts("root", "", "mcdc_kv")+`, slot.name = 'x')`,
 		"22023", "unknown option")
+	cdcExpect(t, sl, `CREATE SOURCE gt (id INT PRIMARY KEY) WITH (`+m.withOpts("root", "", "mcdc_kv")+`, gtid.enable = 'maybe')`,
+		"22023", `option gtid.enable: "maybe" is not 'true' or 'false'`)
 
 	// binlog_format changed to STATEMENT: refused.
 	mysqlExec(t, up, `SET GLOBAL binlog_format = 'STATEMENT'`)
@@ -443,8 +499,9 @@ func TestMySQLCDCBadInput(t *testing.T) {
 
 // TestMySQLCDCCrash: writers insert, update (also moving keys) and
 // delete rows of a MariaDB table, in single statements and in
-// transactions, while Sluice is killed with SIGKILL at random moments and
-// MariaDB itself is killed and restarted once. Afterwards the views over
+// transactions, while Sluice is killed with SIGKILL at random moments,
+// the binlog rotates (FLUSH BINARY LOGS) before each kill and while Sluice
+// is down, and MariaDB itself is killed and restarted once. Afterwards the views over
 // the CDC table equal the same queries on MariaDB: lost=0, duplicated=0.
 // CI runs 12 s of writing; SLUICE_CDC_CRASH_SECONDS runs longer (and
 // SLUICE_CDC_CRASH_SEED repeats a run).
@@ -500,17 +557,22 @@ func TestMySQLCDCCrash(t *testing.T) {
 			}
 			continue
 		}
+		// The binlog rotates while Sluice streams, and again while it is
+		// down: the resumed source finds its GTID position in a newer file.
+		mcdcFlush(t, m)
 		if err := srv.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		kills++
+		mcdcFlush(t, m)
 		if err := srv.Restart(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cancel()
 	wg.Wait()
-	t.Logf("%d upstream transactions committed, %d failed (upstream restart), %d kills of sluice", commits.Load(), failed.Load(), kills)
+	t.Logf("%d upstream transactions committed, %d failed (upstream restart), %d kills of sluice, %d binlog files",
+		commits.Load(), failed.Load(), kills, len(mcdcBinlogs(t, m.connect(t))))
 	if commits.Load() < 100 {
 		t.Fatalf("too little happened: %d commits, %d kills", commits.Load(), kills)
 	}
@@ -550,6 +612,18 @@ func TestMySQLCDCCrash(t *testing.T) {
 	}
 	waitSameMySQL(t, sl, up, `SELECT grp, n, s, m FROM per_grp ORDER BY grp`,
 		`SELECT grp, count(*), sum(v), max(note) FROM mcdc_db.mcdc_acct GROUP BY grp ORDER BY grp`, "", 30*time.Second)
+}
+
+// mcdcFlush rotates m's binlog (FLUSH BINARY LOGS) on a connection of
+// its own.
+func mcdcFlush(t *testing.T, m *mariaDB) {
+	t.Helper()
+	c, err := client.ConnectWithTimeout(m.addr, "root", "", "", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mysqlExec(t, c, `FLUSH BINARY LOGS`)
 }
 
 // mcdcWriter changes mcdc_acct until ctx ends: inserts, upserts, updates,

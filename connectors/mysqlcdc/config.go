@@ -12,195 +12,118 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"sluice/connectors/internal/cdc"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
-// Factory is the mysql-cdc source connector.
-type Factory struct{}
-
-func init() { connector.RegisterSource(Name, Factory{}) }
+func init() { connector.RegisterSource(Name, factory) }
 
 // Name is the connector's name in WITH (connector = …).
 const Name = "mysql-cdc"
 
-var knownOptions = map[string]bool{
-	"connector": true, "hostname": true, "port": true, "username": true, "password": true,
-	"database.name": true, "table.name": true, "server.id": true, "format": true, "encode": true,
+// spec is what the shared CDC option parsing needs of mysql-cdc.
+var spec = &cdc.Spec{
+	Connector: Name, Upstream: "MySQL", DefaultPort: 3306,
+	Known:    []string{"hostname", "port", "username", "password", "database.name", "table.name", "server.id", "gtid.enable"},
+	Allowed:  func(f types.Family) bool { return allowed[f] },
+	TypeHint: "declare it as one of BOOLEAN, SMALLINT, INT, BIGINT, REAL, DOUBLE PRECISION, NUMERIC, TEXT, VARCHAR, BYTEA, DATE, TIME, TIMESTAMP, TIMESTAMPTZ or JSONB",
 }
+
+// gtidMode says how positions name a point of the binlog.
+type gtidMode uint8
+
+const (
+	gtidAuto gtidMode = iota // GTIDs where the upstream is MariaDB, else file and offset
+	gtidOn                   // GTIDs (gtid.enable = 'true'): MariaDB only
+	gtidOff                  // binlog file and offset (gtid.enable = 'false')
+)
 
 // config is a parsed source configuration.
 type config struct {
-	name     string
-	host     string
-	port     int
-	user     string
-	password string
-	database string
-	table    string
+	*cdc.Options
 	serverID uint32
-	cols     []types.Column
-	key      []int
-}
-
-func optionError(key, format string, args ...any) *pgerror.Error {
-	return pgerror.New(pgcode.InvalidParameterValue, "%s option %s: %s", Name, key, fmt.Sprintf(format, args...))
+	gtid     gtidMode
 }
 
 // parse checks a source configuration without connecting anywhere.
 func parse(cfg connector.SourceConfig) (*config, error) {
-	if len(cfg.Columns) == 0 {
-		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a mysql-cdc source needs declared columns").
-			WithHint("declare the columns to capture, with the table's PRIMARY KEY")
+	o, err := cdc.Parse(cfg, spec)
+	if err != nil {
+		return nil, err
 	}
-	if len(cfg.Key) == 0 {
-		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "a mysql-cdc source needs a PRIMARY KEY").
-			WithHint("declare the upstream table's primary key columns as PRIMARY KEY: changes are keyed by it")
+	c := &config{Options: o}
+	if d, t, ok := strings.Cut(c.Table, "."); ok && d == c.Database {
+		c.Table = t // table.name = 'db.table'
 	}
-	for k := range cfg.Options {
-		if !knownOptions[k] {
-			return nil, optionError(k, "unknown option").
-				WithHint("mysql-cdc options are hostname, port, username, password, database.name, table.name and server.id")
-		}
-	}
-	get := func(k string) string { return strings.TrimSpace(cfg.Options[k]) }
-	if f := get("format"); f != "" && !strings.EqualFold(f, "UPSERT") {
-		return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source does not take FORMAT %s", f).
-			WithHint("leave FORMAT out: the source emits keyed changes")
-	}
-	if e := get("encode"); e != "" && !strings.EqualFold(e, "JSON") {
-		return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source does not take ENCODE %s", e).
-			WithHint("leave ENCODE out: rows come from MySQL's own types")
-	}
-	c := &config{name: cfg.Name, cols: cfg.Columns, key: cfg.Key, port: 3306}
-	for _, req := range []struct {
-		k   string
-		dst *string
-	}{{"hostname", &c.host}, {"username", &c.user}, {"database.name", &c.database}, {"table.name", &c.table}} {
-		if *req.dst = get(req.k); *req.dst == "" {
-			return nil, optionError(req.k, "is required")
-		}
-	}
-	c.password = cfg.Options["password"]
-	if v := get("port"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, optionError("port", "%q is not a port", v)
-		}
-		c.port = n
-	}
-	if d, t, ok := strings.Cut(c.table, "."); ok && d == c.database {
-		c.table = t // table.name = 'db.table'
-	}
-	if v := get("server.id"); v != "" {
+	if v := o.Get("server.id"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n == 0 {
-			return nil, optionError("server.id", "%q is not a server id (1 to 4294967295)", v)
+			return nil, spec.OptionError("server.id", "%q is not a server id (1 to 4294967295)", v)
 		}
 		c.serverID = uint32(n)
 	} else {
 		// A replica's server id must be unique among the upstream's
 		// replicas: derive one from the source's name.
 		h := fnv.New32a()
-		_, _ = h.Write([]byte(strings.ToLower(cfg.Name) + "/" + c.database + "/" + c.table))
+		_, _ = h.Write([]byte(strings.ToLower(cfg.Name) + "/" + c.Database + "/" + c.Table))
 		c.serverID = 5400 + h.Sum32()%1000000
 	}
-	if err := cfg.Policy.CheckHost(Name, c.host, c.port); err != nil {
-		return nil, err
-	}
-	for _, col := range c.cols {
-		if _, ok := allowed[col.Type.Fam]; !ok {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source cannot read column %s of type %s", col.Name, col.Type).
-				WithHint("declare it as one of BOOLEAN, SMALLINT, INT, BIGINT, REAL, DOUBLE PRECISION, NUMERIC, TEXT, VARCHAR, BYTEA, DATE, TIME, TIMESTAMP, TIMESTAMPTZ or JSONB")
+	if o.Get("gtid.enable") != "" {
+		on, err := spec.ParseBool(o, "gtid.enable", true)
+		if err != nil {
+			return nil, err
+		}
+		c.gtid = gtidOff
+		if on {
+			c.gtid = gtidOn
 		}
 	}
 	return c, nil
 }
 
-// Validate implements connector.SourceFactory: the options, then a probe
-// of the upstream (credentials, binlog settings, the table, its key and
-// column types). An upstream that cannot be reached is not an error here:
-// the source retries once it runs.
-func (Factory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := probe(ctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
-	return cfg.Columns, nil
+// factory is the mysql-cdc source connector: the shared CDC factory over
+// this package's parse, probe (credentials, binlog settings, the table, its key
+// and column types) and reader.
+var factory = &cdc.Factory[*config]{
+	Parse:     parse,
+	Probe:     func(ctx context.Context, c *config) error { _, err := probe(ctx, c); return err },
+	Transient: transient,
+	Claim:     claim,
+	NewReader: func(c *config) connector.Source { return newReader(c) },
 }
 
-// Open implements connector.SourceFactory. It probes the upstream like
-// Validate; the reading starts with the first Read.
-func (Factory) Open(ctx context.Context, cfg connector.SourceConfig) (connector.Source, error) {
-	c, err := parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := probe(pctx, c); err != nil && !transient(err) {
-		return nil, err
-	}
-	if !claim(c.replicaID()) {
-		return nil, pgerror.New("55006", "mysql-cdc source %s: server.id %d on %s is already used by another job", c.name, c.serverID, c.addr()).
+// claim takes the reader's server id on its upstream for this process.
+func claim(c *config) error {
+	if !replicas.Claim(c.replicaID()) {
+		return pgerror.New("55006", "mysql-cdc source %s: server.id %d on %s is already used by another job", c.Name, c.serverID, c.addr()).
 			WithHint("a replica connection has one reader: read the source from one materialized view and build other views on that view, or create another source with its own server.id")
 	}
-	return newReader(c), nil
+	return nil
 }
-
-// KeyedChanges implements connector.ChangeSource.
-func (Factory) KeyedChanges() {}
 
 // replicas holds the (upstream, server id) pairs read by this process's
 // open readers: the upstream drops an older replica connection when a
 // second one registers with the same server id, so two would take turns.
-var replicas struct {
-	sync.Mutex
-	held map[string]bool
-}
+var replicas cdc.Claims
 
-func (c *config) addr() string { return net.JoinHostPort(c.host, strconv.Itoa(c.port)) }
+func (c *config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
 
 func (c *config) replicaID() string {
 	return c.addr() + "/" + strconv.FormatUint(uint64(c.serverID), 10)
 }
 
-func claim(id string) bool {
-	replicas.Lock()
-	defer replicas.Unlock()
-	if replicas.held[id] {
-		return false
-	}
-	if replicas.held == nil {
-		replicas.held = map[string]bool{}
-	}
-	replicas.held[id] = true
-	return true
-}
-
-func release(id string) {
-	replicas.Lock()
-	defer replicas.Unlock()
-	delete(replicas.held, id)
-}
-
 // connect opens a client connection that speaks UTC and utf8mb4, so that
 // the text of timestamps and strings reads one way.
 func (c *config) connect(ctx context.Context) (*client.Conn, error) {
-	conn, err := client.ConnectWithContext(ctx, c.addr(), c.user, c.password, "", 5*time.Second)
+	conn, err := client.ConnectWithContext(ctx, c.addr(), c.User, c.Password, "", 5*time.Second)
 	if err != nil {
 		return nil, c.upstreamError(err)
 	}
@@ -224,7 +147,7 @@ func (c *config) upstreamError(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	where := fmt.Sprintf("mysql-cdc source %s (%s)", c.name, c.addr())
+	where := fmt.Sprintf("mysql-cdc source %s (%s)", c.Name, c.addr())
 	var my *mysql.MyError
 	if errors.As(err, &my) {
 		code := pgcode.Code(pgcode.Internal)
@@ -278,6 +201,7 @@ type upColumn struct {
 // upstreamTable is what probe learns of the upstream table.
 type upstreamTable struct {
 	flavor string     // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	gtid   bool       // positions name MariaDB GTIDs (else binlog file and offset)
 	cols   []upColumn // in ordinal order: the binlog's row order
 	at     []int      // declared column i → upstream ordinal
 }
@@ -286,7 +210,7 @@ func quoteString(s string) string { return "'" + mysql.Escape(s) + "'" }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
-func (c *config) qualified() string { return quoteIdent(c.database) + "." + quoteIdent(c.table) }
+func (c *config) qualified() string { return quoteIdent(c.Database) + "." + quoteIdent(c.Table) }
 
 // str reads column i of row r of res as a string ("" for NULL).
 func str(res *mysql.Result, r, i int) string {
@@ -312,25 +236,34 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 	if strings.Contains(strings.ToLower(str(res, 0, 3)), "mariadb") {
 		t.flavor = mysql.MariaDBFlavor
 	}
+	// MariaDB always logs GTIDs; MySQL's GTIDs (gtid_mode) are not
+	// implemented: no MySQL server was at hand to test them.
+	switch {
+	case t.flavor == mysql.MariaDBFlavor:
+		t.gtid = c.gtid != gtidOff
+	case c.gtid == gtidOn:
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source %s: GTID positions are implemented for MariaDB only, and the upstream is MySQL %s", c.Name, str(res, 0, 3)).
+			WithHint("leave gtid.enable out (or set it to 'false'): the source keeps binlog file positions")
+	}
 	if logBin != "1" && !strings.EqualFold(logBin, "ON") {
-		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binary log is off (log_bin = OFF)", c.name).
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binary log is off (log_bin = OFF)", c.Name).
 			WithHint("start the upstream with log_bin, binlog_format = ROW and a server_id, and restart it")
 	}
 	if !strings.EqualFold(format, "ROW") {
-		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_format is %s, not ROW", c.name, format).
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_format is %s, not ROW", c.Name, format).
 			WithHint("SET GLOBAL binlog_format = 'ROW' upstream (and in its configuration file)")
 	}
 	if !strings.EqualFold(image, "FULL") {
-		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_row_image is %s, not FULL", c.name, image).
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream's binlog_row_image is %s, not FULL", c.Name, image).
 			WithHint("SET GLOBAL binlog_row_image = 'FULL' upstream: updates and deletes must carry whole rows")
 	}
 	res, err = conn.Execute(`SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = ` + quoteString(c.database) + ` AND TABLE_NAME = ` + quoteString(c.table) + ` ORDER BY ORDINAL_POSITION`)
+		WHERE TABLE_SCHEMA = ` + quoteString(c.Database) + ` AND TABLE_NAME = ` + quoteString(c.Table) + ` ORDER BY ORDINAL_POSITION`)
 	if err != nil {
 		return nil, c.upstreamError(err)
 	}
 	if res.RowNumber() == 0 {
-		return nil, pgerror.New(pgcode.UndefinedTable, "mysql-cdc source %s: upstream table %s does not exist", c.name, c.qualified()).
+		return nil, pgerror.New(pgcode.UndefinedTable, "mysql-cdc source %s: upstream table %s does not exist", c.Name, c.qualified()).
 			WithHint("check database.name and table.name (and that the user may see the table)")
 	}
 	byName := map[string]int{}
@@ -341,7 +274,7 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 		t.cols = append(t.cols, col)
 	}
 	res, err = conn.Execute(`SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
-		WHERE TABLE_SCHEMA = ` + quoteString(c.database) + ` AND TABLE_NAME = ` + quoteString(c.table) + ` AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`)
+		WHERE TABLE_SCHEMA = ` + quoteString(c.Database) + ` AND TABLE_NAME = ` + quoteString(c.Table) + ` AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`)
 	if err != nil {
 		return nil, c.upstreamError(err)
 	}
@@ -350,45 +283,29 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 		pk = append(pk, strings.ToLower(str(res, r, 0)))
 	}
 	if len(pk) == 0 {
-		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: upstream table %s has no primary key", c.name, c.qualified()).
+		return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: upstream table %s has no primary key", c.Name, c.qualified()).
 			WithHint("add a primary key upstream (ALTER TABLE … ADD PRIMARY KEY): updates and deletes are keyed by it")
 	}
-	t.at = make([]int, len(c.cols))
-	for i, col := range c.cols {
+	t.at = make([]int, len(c.Cols))
+	for i, col := range c.Cols {
 		j, ok := byName[strings.ToLower(col.Name)]
 		if !ok {
-			return nil, pgerror.New(pgcode.UndefinedColumn, "mysql-cdc source %s: column %s does not exist in upstream table %s", c.name, col.Name, c.qualified())
+			return nil, pgerror.New(pgcode.UndefinedColumn, "mysql-cdc source %s: column %s does not exist in upstream table %s", c.Name, col.Name, c.qualified())
 		}
 		t.at[i] = j
 		up := t.cols[j]
-		if err := checkType(c.name, col, up); err != nil {
+		if err := checkType(c.Name, col, up); err != nil {
 			return nil, err
 		}
 	}
-	var declared []string
-	for _, k := range c.key {
-		declared = append(declared, strings.ToLower(c.cols[k].Name))
+	declared := c.KeyNames()
+	for i := range declared {
+		declared[i] = strings.ToLower(declared[i])
 	}
-	if !sameSet(declared, pk) {
+	if !cdc.SameSet(declared, pk) {
 		return nil, pgerror.New(pgcode.InvalidObjectDefinition, "mysql-cdc source %s: the declared PRIMARY KEY (%s) is not the upstream key (%s)",
-			c.name, strings.Join(declared, ", "), strings.Join(pk, ", ")).
+			c.Name, strings.Join(declared, ", "), strings.Join(pk, ", ")).
 			WithHint("declare PRIMARY KEY (%s)", strings.Join(pk, ", "))
 	}
 	return t, nil
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]bool{}
-	for _, s := range a {
-		m[s] = true
-	}
-	for _, s := range b {
-		if !m[s] {
-			return false
-		}
-	}
-	return true
 }

@@ -21,7 +21,7 @@ type decoder struct {
 
 // ours reports whether a table map names the source's table.
 func (d *decoder) ours(t *replication.TableMapEvent) bool {
-	return t != nil && strings.EqualFold(string(t.Schema), d.cfg.database) && strings.EqualFold(string(t.Table), d.cfg.table)
+	return t != nil && strings.EqualFold(string(t.Schema), d.cfg.Database) && strings.EqualFold(string(t.Table), d.cfg.Table)
 }
 
 var truncateRE = regexp.MustCompile("^TRUNCATE\\s+(?:TABLE\\s+)?(?:`?([^`.\\s]+)`?\\.)?`?([^`\\s]+)`?")
@@ -37,7 +37,7 @@ func (d *decoder) truncates(schema, q string) bool {
 	if db == "" {
 		db = schema
 	}
-	return strings.EqualFold(db, d.cfg.database) && strings.EqualFold(m[2], d.cfg.table)
+	return strings.EqualFold(db, d.cfg.Database) && strings.EqualFold(m[2], d.cfg.Table)
 }
 
 // schemaChanged checks a table map whose column count is not the one the
@@ -62,36 +62,26 @@ func (d *decoder) schemaChanged(ctx context.Context, t *replication.TableMapEven
 	if err != nil && transient(err) {
 		return err
 	}
-	return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: schema change upstream: table %s now has %d columns and a declared column moved, changed type or was dropped", c.name, c.qualified(), t.ColumnCount).
+	return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: schema change upstream: table %s now has %d columns and a declared column moved, changed type or was dropped", c.Name, c.qualified(), t.ColumnCount).
 		WithHint("drop the source and create it again with the table's new columns")
 }
 
 // row decodes a binlog row image into a source row.
 func (d *decoder) row(vals []any) (types.Row, error) {
 	c := d.cfg
-	row := make(types.Row, len(c.cols))
-	for i, col := range c.cols {
+	row := make(types.Row, len(c.Cols))
+	for i, col := range c.Cols {
 		j := d.up.at[i]
 		if j >= len(vals) {
-			return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: a row of %s has %d columns, column %s is the %dth", c.name, c.qualified(), len(vals), col.Name, j+1)
+			return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: a row of %s has %d columns, column %s is the %dth", c.Name, c.qualified(), len(vals), col.Name, j+1)
 		}
 		v, err := toDatum(vals[j], col.Type, d.up.cols[j])
 		if err != nil {
-			return nil, pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "mysql-cdc source %s: column %s value %s", c.name, col.Name, describe(vals[j]))
+			return nil, pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "mysql-cdc source %s: column %s value %s", c.Name, col.Name, describe(vals[j]))
 		}
 		row[i] = v
 	}
 	return row, nil
-}
-
-// sameKey reports whether a and b have equal key columns.
-func (d *decoder) sameKey(a, b types.Row) bool {
-	for _, k := range d.cfg.key {
-		if types.Compare(a[k], b[k]) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // change turns a rows event into keyed rows: +1 for each new row, -1 for
@@ -128,13 +118,13 @@ func (d *decoder) change(ctx context.Context, e *replication.RowsEvent) ([]types
 			if err != nil {
 				return nil, nil, err
 			}
-			if !d.sameKey(old, row) {
+			if !d.cfg.SameKey(old, row) {
 				rows, diffs = append(rows, old), append(diffs, -1)
 			}
 			rows, diffs = append(rows, row), append(diffs, 1)
 		}
 	default:
-		return nil, nil, pgerror.New(pgcode.ProtocolViolation, "mysql-cdc source %s: rows event of unknown type %v", d.cfg.name, e.Type())
+		return nil, nil, pgerror.New(pgcode.ProtocolViolation, "mysql-cdc source %s: rows event of unknown type %v", d.cfg.Name, e.Type())
 	}
 	return rows, diffs, nil
 }

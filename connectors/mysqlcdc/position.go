@@ -1,125 +1,140 @@
 package mysqlcdc
 
 import (
-	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
 
-	"sluice/sql/pgcode"
-	"sluice/sql/pgerror"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"sluice/connectors/internal/cdc"
 )
 
-// phase is where a source is in its life.
-type phase uint8
+type phase = cdc.Phase
 
 const (
-	phaseFresh    phase = iota // nothing read yet: take the snapshot
-	phaseSnapshot              // reading the snapshot taken at (snapFile, snapPos)
-	phaseStream                // streaming from (file, pos)
+	phaseFresh    = cdc.Fresh    // nothing read yet: take the snapshot
+	phaseSnapshot = cdc.Snapshot // reading the snapshot taken at (snapFile, snapPos)
+	phaseStream   = cdc.Stream   // streaming from (file, pos)
 )
 
 // position is what a checkpoint keeps of a source.
 type position struct {
 	phase phase
 	// snapFile and snapPos are the binlog position the snapshot stands
-	// at: where the stream starts after it.
+	// at: where the stream starts after it; snapGTID is the same point as
+	// MariaDB's GTID position (when byGTID).
 	snapFile string
 	snapPos  uint64
+	snapGTID string
 	// lastKey is the text of the key columns of the last snapshot row
 	// emitted (nil: none yet).
 	lastKey []*string
 	// file and pos are the binlog position after the last transaction
-	// emitted whole; skip is the number of rows of the next transaction
-	// already emitted.
+	// emitted whole, gtid the same point as a GTID position (when byGTID);
+	// skip is the number of rows of the next transaction already emitted.
 	file string
 	pos  uint64
+	gtid string
 	skip uint64
+	// byGTID says a session starts from the GTID position (which stays
+	// valid when the binlog files rotate or are purged after the source
+	// read them), not from the file and offset.
+	byGTID bool
 }
 
-const posVersion = 1
+// Version 1 has no GTIDs; version 2 adds byGTID, snapGTID and gtid.
+const posVersion = 2
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// encode is a version byte, the phase, the snapshot's file and offset,
-// the stream's file, offset and skip, then the key's text values (each
-// its length+1 then its bytes; 0 for NULL).
-func (p *position) encode() []byte {
-	b := []byte{posVersion, byte(p.phase)}
-	b = appendString(b, p.snapFile)
-	b = binary.AppendUvarint(b, p.snapPos)
-	b = appendString(b, p.file)
-	b = binary.AppendUvarint(b, p.pos)
-	b = binary.AppendUvarint(b, p.skip)
-	if p.lastKey == nil {
-		return binary.AppendUvarint(b, 0)
+// encode is the cdc framing with the snapshot's file and offset, the
+// stream's file, offset and skip, then (version 2) byGTID and the two
+// GTID positions as text.
+func (p position) encode() []byte {
+	b := cdc.AppendHeader(posVersion, p.phase)
+	b = cdc.AppendString(b, p.snapFile)
+	b = cdc.AppendUvarint(b, p.snapPos)
+	b = cdc.AppendString(b, p.file)
+	b = cdc.AppendUvarint(b, p.pos)
+	b = cdc.AppendUvarint(b, p.skip)
+	by := uint64(0)
+	if p.byGTID {
+		by = 1
 	}
-	b = binary.AppendUvarint(b, uint64(len(p.lastKey))+1)
-	for _, k := range p.lastKey {
-		if k == nil {
-			b = binary.AppendUvarint(b, 0)
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(len(*k))+1)
-		b = append(b, *k...)
-	}
-	return b
+	b = cdc.AppendUvarint(b, by)
+	b = cdc.AppendString(b, p.snapGTID)
+	b = cdc.AppendString(b, p.gtid)
+	return cdc.AppendKey(b, p.lastKey)
 }
 
 func decodePosition(b []byte) (position, error) {
-	bad := pgerror.New(pgcode.DataCorrupted, "bad mysql-cdc source position")
-	var p position
-	if len(b) < 2 || b[0] != posVersion || b[1] > byte(phaseStream) {
-		return p, bad
+	d, version, ph, ok := cdc.NewDecoder(b, posVersion)
+	if !ok {
+		return position{}, cdc.BadPosition(Name)
 	}
-	p.phase = phase(b[1])
-	b = b[2:]
-	ok := true
-	next := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	nextString := func() string {
-		l := next()
-		if !ok || l > uint64(len(b)) {
-			ok = false
-			return ""
-		}
-		s := string(b[:l])
-		b = b[l:]
-		return s
-	}
-	p.snapFile = nextString()
-	p.snapPos = next()
-	p.file = nextString()
-	p.pos = next()
-	p.skip = next()
-	nk := next()
-	if !ok || nk > 1025 {
-		return p, bad
-	}
-	if nk > 0 {
-		p.lastKey = make([]*string, nk-1)
-		for i := range p.lastKey {
-			l := next()
-			if !ok || l > uint64(len(b))+1 {
-				return p, bad
-			}
-			if l == 0 {
-				continue
-			}
-			s := string(b[:l-1])
-			b = b[l-1:]
-			p.lastKey[i] = &s
+	p := position{phase: ph, snapFile: d.String(), snapPos: d.Uvarint(), file: d.String(), pos: d.Uvarint(), skip: d.Uvarint()}
+	if version >= 2 {
+		by := d.Uvarint()
+		p.byGTID, p.snapGTID, p.gtid = by == 1, d.String(), d.String()
+		if by > 1 {
+			return position{}, cdc.BadPosition(Name)
 		}
 	}
-	if len(b) != 0 {
-		return p, bad
+	p.lastKey = d.Key()
+	if !d.End() {
+		return position{}, cdc.BadPosition(Name)
+	}
+	if p.byGTID {
+		if _, err := parseGTIDPos(p.snapGTID); err != nil {
+			return position{}, cdc.BadPosition(Name)
+		}
+		if _, err := parseGTIDPos(p.gtid); err != nil {
+			return position{}, cdc.BadPosition(Name)
+		}
 	}
 	return p, nil
+}
+
+// gtidPos is a MariaDB GTID position (gtid_current_pos, the argument of
+// @slave_connect_state): the last GTID of each replication domain.
+type gtidPos map[uint32]mysql.MariadbGTID
+
+// parseGTIDPos reads "domain-server-seq,…" ("" is the empty position).
+func parseGTIDPos(s string) (gtidPos, error) {
+	g := gtidPos{}
+	if strings.TrimSpace(s) == "" {
+		return g, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("empty GTID in %q", s)
+		}
+		id, err := mysql.ParseMariadbGTID(part)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := g[id.DomainID]; dup {
+			return nil, fmt.Errorf("domain %d twice in %q", id.DomainID, s)
+		}
+		g[id.DomainID] = *id
+	}
+	return g, nil
+}
+
+// add records that the transaction id committed: it is its domain's last.
+func (g gtidPos) add(id mysql.MariadbGTID) { g[id.DomainID] = id }
+
+// String is the position's text, its domains in order.
+func (g gtidPos) String() string {
+	domains := make([]uint32, 0, len(g))
+	for d := range g {
+		domains = append(domains, d)
+	}
+	sort.Slice(domains, func(i, j int) bool { return domains[i] < domains[j] })
+	parts := make([]string, len(domains))
+	for i, d := range domains {
+		id := g[d]
+		parts[i] = id.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -16,73 +16,16 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"sluice/connectors/internal/cdc"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
+// worker is a session's view of the shared CDC worker.
 type worker struct {
-	cfg    *config
-	sh     *shared
-	out    chan<- *chunk
-	pos    position // after the last chunk sent
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startWorker(c *config, pos position, sh *shared, out chan<- *chunk) *worker {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{cfg: c, sh: sh, out: out, pos: pos, cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx)
-	return w
-}
-
-// stop ends the worker and waits for it.
-func (w *worker) stop() {
-	w.cancel()
-	<-w.done
-}
-
-const (
-	backoffMin = 100 * time.Millisecond
-	backoffMax = 3 * time.Second
-)
-
-func (w *worker) run(ctx context.Context) {
-	defer close(w.done)
-	backoff := backoffMin
-	for {
-		err := w.session(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if !transient(err) {
-			select {
-			case w.out <- &chunk{err: err}:
-			case <-ctx.Done():
-			}
-			return
-		}
-		msg := err.Error()
-		w.sh.status.Store(&msg)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, backoffMax)
-	}
-}
-
-// send hands a chunk to the reader and records its position.
-func (w *worker) send(ctx context.Context, c *chunk) error {
-	select {
-	case w.out <- c:
-		w.pos = c.pos
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	*cdc.Worker[position]
+	cfg *config
 }
 
 // session connects and reads from w.pos until an error.
@@ -92,20 +35,25 @@ func (w *worker) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch w.pos.phase {
+	switch w.Pos().phase {
 	case phaseFresh, phaseSnapshot:
 		conn, err := c.connect(ctx)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		pos := w.pos
+		pos := w.Pos()
 		if pos.phase == phaseFresh {
 			file, off, err := w.consistentSnapshot(conn)
 			if err != nil {
 				return err
 			}
-			pos = position{phase: phaseSnapshot, snapFile: file, snapPos: off}
+			pos = position{phase: phaseSnapshot, snapFile: file, snapPos: off, byGTID: up.gtid}
+			if up.gtid {
+				if pos.snapGTID, err = w.gtidAt(conn, file, off); err != nil {
+					return err
+				}
+			}
 		} else if _, err := conn.Execute("START TRANSACTION"); err != nil {
 			// A resumed snapshot reads the table as it is now; the
 			// stream replays from the first snapshot's position over it.
@@ -166,14 +114,32 @@ func (w *worker) consistentSnapshot(conn *client.Conn) (string, uint64, error) {
 	}
 	n, err := strconv.ParseUint(off, 10, 32)
 	if file == "" || err != nil {
-		return "", 0, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream reports no binlog position", c.name).
+		return "", 0, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream reports no binlog position", c.Name).
 			WithHint("start the upstream with log_bin and binlog_format = ROW")
 	}
 	return file, n, nil
 }
 
+// gtidAt returns MariaDB's GTID position at a binlog file and offset.
+func (w *worker) gtidAt(conn *client.Conn, file string, off uint64) (string, error) {
+	c := w.cfg
+	res, err := conn.Execute("SELECT BINLOG_GTID_POS(" + quoteString(file) + ", " + strconv.FormatUint(off, 10) + ")")
+	if err != nil {
+		return "", c.upstreamError(err)
+	}
+	if res.RowNumber() == 0 || res.Values[0][0].Value() == nil {
+		return "", pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: the upstream has no GTID position for binlog %s at %d", c.Name, file, off).
+			WithHint("set gtid.enable = 'false' to keep binlog file positions")
+	}
+	g := str(res, 0, 0)
+	if _, err := parseGTIDPos(g); err != nil {
+		return "", pgerror.Wrap(err, pgcode.ProtocolViolation, "mysql-cdc source %s: GTID position %q", c.Name, g)
+	}
+	return g, nil
+}
+
 // snapshotPage bounds the rows one snapshot query reads.
-const snapshotPage = chunkRows
+const snapshotPage = cdc.ChunkRows
 
 // keyLiteral quotes the text of a key value for a comparison with
 // upstream column up: binary columns as hex, the rest as strings (which
@@ -191,10 +157,10 @@ func keyLiteral(s string, up upColumn) string {
 func (w *worker) snapshot(ctx context.Context, conn *client.Conn, up *upstreamTable, pos position) error {
 	c := w.cfg
 	var sel, order []string
-	for i := range c.cols {
+	for i := range c.Cols {
 		sel = append(sel, selectExpr(up.cols[up.at[i]]))
 	}
-	for _, k := range c.key {
+	for _, k := range c.Key {
 		order = append(order, quoteIdent(up.cols[up.at[k]].name))
 	}
 	base := "SELECT " + strings.Join(sel, ", ") + " FROM " + c.qualified()
@@ -204,9 +170,9 @@ func (w *worker) snapshot(ctx context.Context, conn *client.Conn, up *upstreamTa
 			return ctx.Err()
 		}
 		q := base
-		if len(pos.lastKey) == len(c.key) {
+		if len(pos.lastKey) == len(c.Key) {
 			var lits []string
-			for i, k := range c.key {
+			for i, k := range c.Key {
 				if pos.lastKey[i] == nil {
 					lits = append(lits, "NULL")
 					continue
@@ -223,31 +189,31 @@ func (w *worker) snapshot(ctx context.Context, conn *client.Conn, up *upstreamTa
 		if n == 0 {
 			break
 		}
-		ch := &chunk{rows: make([]types.Row, 0, n), diffs: make([]int64, 0, n)}
+		ch := &cdc.Chunk[position]{Rows: make([]types.Row, 0, n), Diffs: make([]int64, 0, n)}
 		for r := range n {
 			vals := res.Values[r]
-			row := make(types.Row, len(c.cols))
-			for i, col := range c.cols {
+			row := make(types.Row, len(c.Cols))
+			for i, col := range c.Cols {
 				d, err := toDatum(vals[i].Value(), col.Type, up.cols[up.at[i]])
 				if err != nil {
 					return w.badValue(col.Name, vals[i].Value(), err)
 				}
 				row[i] = d
 			}
-			ch.rows = append(ch.rows, row)
-			ch.diffs = append(ch.diffs, 1)
+			ch.Rows = append(ch.Rows, row)
+			ch.Diffs = append(ch.Diffs, 1)
 		}
 		last := res.Values[n-1]
-		key := make([]*string, len(c.key))
-		for i, k := range c.key {
+		key := make([]*string, len(c.Key))
+		for i, k := range c.Key {
 			if v := last[k].Value(); v != nil {
 				s := keyText(v)
 				key[i] = &s
 			}
 		}
 		pos.lastKey = key
-		ch.pos = pos
-		if err := w.send(ctx, ch); err != nil {
+		ch.Pos = pos
+		if err := w.Send(ctx, ch); err != nil {
 			return err
 		}
 		if n < snapshotPage {
@@ -257,7 +223,8 @@ func (w *worker) snapshot(ctx context.Context, conn *client.Conn, up *upstreamTa
 	if _, err := conn.Execute("COMMIT"); err != nil {
 		return c.upstreamError(err)
 	}
-	return w.send(ctx, &chunk{pos: position{phase: phaseStream, snapFile: pos.snapFile, snapPos: pos.snapPos, file: pos.snapFile, pos: pos.snapPos}})
+	return w.Send(ctx, &cdc.Chunk[position]{Pos: position{phase: phaseStream, snapFile: pos.snapFile, snapPos: pos.snapPos, snapGTID: pos.snapGTID,
+		file: pos.snapFile, pos: pos.snapPos, gtid: pos.snapGTID, byGTID: pos.byGTID}})
 }
 
 // keyText is the text of a key value read by the text protocol.
@@ -276,7 +243,7 @@ func keyText(v any) string {
 }
 
 func (w *worker) badValue(col string, v any, err error) error {
-	return pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "mysql-cdc source %s: column %s value %s", w.cfg.name, col, describe(v))
+	return pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "mysql-cdc source %s: column %s value %s", w.cfg.Name, col, describe(v))
 }
 
 // heartbeat is how often an idle upstream sends a heartbeat event, so a
@@ -288,39 +255,51 @@ const (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// stream reads the binlog from w.pos.
+// stream reads the binlog from w.Pos(): from its GTID position when it
+// has one, else from its file and offset.
 func (w *worker) stream(ctx context.Context, up *upstreamTable) error {
 	c := w.cfg
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: c.serverID, Flavor: up.flavor, Host: c.host, Port: uint16(c.port), User: c.user, Password: c.password,
+		ServerID: c.serverID, Flavor: up.flavor, Host: c.Host, Port: uint16(c.Port), User: c.User, Password: c.Password,
 		Charset: "utf8mb4", TimestampStringLocation: time.UTC, HeartbeatPeriod: heartbeat, ReadTimeout: readTimeout,
 		DisableRetrySync: true, MaxReconnectAttempts: 1, Logger: quiet,
 	})
 	defer syncer.Close()
-	streamer, err := syncer.StartSync(mysql.Position{Name: w.pos.file, Pos: uint32(w.pos.pos)})
+	start := w.Pos()
+	gtids, err := parseGTIDPos(start.gtid)
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.DataCorrupted, "mysql-cdc source %s: GTID position %q", c.Name, start.gtid)
+	}
+	var streamer *replication.BinlogStreamer
+	if start.byGTID {
+		set, perr := mysql.ParseMariadbGTIDSet(start.gtid)
+		if perr != nil {
+			return pgerror.Wrap(perr, pgcode.DataCorrupted, "mysql-cdc source %s: GTID position %q", c.Name, start.gtid)
+		}
+		streamer, err = syncer.StartSyncGTID(set)
+	} else {
+		streamer, err = syncer.StartSync(mysql.Position{Name: start.file, Pos: uint32(start.pos)})
+	}
 	if err != nil {
 		return c.upstreamError(err)
 	}
 	d := &decoder{cfg: c, up: up}
-	skip := w.pos.skip // rows of the first transaction already emitted
-	first := true
-	var emitted uint64 // rows of the current transaction so far
+	txn := cdc.NewTxn(w.Worker, start.skip)
 	inTxn, healthy := false, false
-	file, lastFile, lastPos := w.pos.file, w.pos.file, w.pos.pos
-	cur := &chunk{}
-	flush := func(p position) error {
-		cur.pos = p
-		err := w.send(ctx, cur)
-		cur = &chunk{}
-		return err
-	}
+	file, lastFile, lastPos, lastGTID := start.file, start.file, start.pos, start.gtid
+	var txnGTID *mysql.MariadbGTID // of the transaction being read
 	at := func(skip uint64) position {
-		return position{phase: phaseStream, snapFile: w.pos.snapFile, snapPos: w.pos.snapPos, file: lastFile, pos: lastPos, skip: skip}
+		return position{phase: phaseStream, snapFile: start.snapFile, snapPos: start.snapPos, snapGTID: start.snapGTID,
+			file: lastFile, pos: lastPos, gtid: lastGTID, byGTID: start.byGTID, skip: skip}
 	}
 	commit := func(end uint32) error {
 		lastFile, lastPos = file, uint64(end)
-		first, skip, inTxn, emitted = false, 0, false, 0
-		return flush(at(0))
+		if txnGTID != nil && start.byGTID {
+			gtids.add(*txnGTID)
+			lastGTID = gtids.String()
+		}
+		inTxn, txnGTID = false, nil
+		return txn.Commit(ctx, at(0))
 	}
 	for {
 		ev, err := streamer.GetEvent(ctx)
@@ -332,24 +311,27 @@ func (w *worker) stream(ctx context.Context, up *upstreamTable) error {
 		}
 		if !healthy {
 			healthy = true
-			w.sh.status.Store(nil) // streaming: healthy
+			w.Healthy() // streaming: healthy
 		}
 		switch e := ev.Event.(type) {
 		case *replication.RotateEvent:
 			file = string(e.NextLogName)
-			if !inTxn && !(first && skip > 0) && (file != lastFile || e.Position != lastPos) {
+			if !inTxn && !txn.Resuming() && (file != lastFile || e.Position != lastPos) {
 				lastFile, lastPos = file, e.Position
-				if err := flush(at(0)); err != nil {
+				if err := txn.Flush(ctx, at(0)); err != nil {
 					return err
 				}
 			}
 		case *replication.MariadbGTIDEvent:
-			inTxn, emitted = !e.IsStandalone(), 0
+			id := e.GTID
+			inTxn, txnGTID = !e.IsStandalone(), &id
+			txn.Begin()
 		case *replication.QueryEvent:
 			q := strings.ToUpper(strings.TrimSpace(string(e.Query)))
 			switch {
 			case q == "BEGIN" || strings.HasPrefix(q, "XA START"):
-				inTxn, emitted = true, 0
+				inTxn = true
+				txn.Begin()
 			case q == "COMMIT" || q == "ROLLBACK" || strings.HasPrefix(q, "XA COMMIT") || strings.HasPrefix(q, "XA ROLLBACK"):
 				if err := commit(ev.Header.LogPos); err != nil {
 					return err
@@ -359,7 +341,7 @@ func (w *worker) stream(ctx context.Context, up *upstreamTable) error {
 			default:
 				// DDL: a transaction of its own.
 				if d.truncates(string(e.Schema), q) {
-					return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: upstream table %s was truncated", c.name, c.qualified()).
+					return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "mysql-cdc source %s: upstream table %s was truncated", c.Name, c.qualified()).
 						WithHint("a truncate carries no rows to delete: drop the source and create it again (it takes a new snapshot)")
 				}
 				if err := commit(ev.Header.LogPos); err != nil {
@@ -378,18 +360,8 @@ func (w *worker) stream(ctx context.Context, up *upstreamTable) error {
 			if err != nil {
 				return err
 			}
-			for i := range rows {
-				emitted++
-				if first && emitted <= skip {
-					continue // emitted before the checkpoint we resumed from
-				}
-				cur.rows = append(cur.rows, rows[i])
-				cur.diffs = append(cur.diffs, diffs[i])
-				if len(cur.rows) >= chunkRows {
-					if err := flush(at(emitted)); err != nil {
-						return err
-					}
-				}
+			if err := txn.Add(ctx, rows, diffs, at); err != nil {
+				return err
 			}
 		}
 	}

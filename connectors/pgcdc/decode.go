@@ -26,18 +26,18 @@ type decoder struct {
 // read (the source keeps its declared columns).
 func (d *decoder) relation(m *pglogrepl.RelationMessage) error {
 	c := d.cfg
-	if m.Namespace != c.schema || m.RelationName != c.table {
+	if m.Namespace != c.schema || m.RelationName != c.Table {
 		return nil
 	}
 	byName := map[string]int{}
 	for i, col := range m.Columns {
 		byName[col.Name] = i
 	}
-	r := &relation{at: make([]int, len(c.cols))}
-	for i, col := range c.cols {
+	r := &relation{at: make([]int, len(c.Cols))}
+	for i, col := range c.Cols {
 		j, ok := byName[col.Name]
 		if !ok {
-			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: schema change upstream: column %s of %s was dropped or renamed", c.name, col.Name, c.qualified()).
+			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: schema change upstream: column %s of %s was dropped or renamed", c.Name, col.Name, c.qualified()).
 				WithHint("drop the source and create it again with the table's new columns")
 		}
 		r.at[i] = j
@@ -52,8 +52,8 @@ func (d *decoder) relation(m *pglogrepl.RelationMessage) error {
 // only the key columns.
 func (d *decoder) row(r *relation, t *pglogrepl.TupleData, old types.Row) (types.Row, error) {
 	c := d.cfg
-	row := make(types.Row, len(c.cols))
-	for i, col := range c.cols {
+	row := make(types.Row, len(c.Cols))
+	for i, col := range c.Cols {
 		j := r.at[i]
 		if t == nil || j >= len(t.Columns) {
 			continue
@@ -63,31 +63,21 @@ func (d *decoder) row(r *relation, t *pglogrepl.TupleData, old types.Row) (types
 		case pglogrepl.TupleDataTypeNull:
 		case pglogrepl.TupleDataTypeToast:
 			if old == nil {
-				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: an update upstream left column %s out (an unchanged TOASTed value)", c.name, col.Name).
+				return nil, pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: an update upstream left column %s out (an unchanged TOASTed value)", c.Name, col.Name).
 					WithHint("ALTER TABLE %s REPLICA IDENTITY FULL upstream, so that updates carry every value", c.qualified())
 			}
 			row[i] = old[i]
 		case pglogrepl.TupleDataTypeText:
 			v, err := parseValue(tc.Data, false, col.Type)
 			if err != nil {
-				return nil, pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "postgres-cdc source %s: column %s", c.name, col.Name)
+				return nil, pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "postgres-cdc source %s: column %s", c.Name, col.Name)
 			}
 			row[i] = v
 		default:
-			return nil, pgerror.New(pgcode.ProtocolViolation, "postgres-cdc source %s: column %s came in format %q", c.name, col.Name, tc.DataType)
+			return nil, pgerror.New(pgcode.ProtocolViolation, "postgres-cdc source %s: column %s came in format %q", c.Name, col.Name, tc.DataType)
 		}
 	}
 	return row, nil
-}
-
-// sameKey reports whether a and b have equal key columns.
-func (d *decoder) sameKey(a, b types.Row) bool {
-	for _, k := range d.cfg.key {
-		if types.Compare(a[k], b[k]) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // change turns an insert, update or delete into keyed rows: +1 for the
@@ -105,7 +95,7 @@ func (d *decoder) change(m pglogrepl.Message) ([]types.Row, []int64, error) {
 	}
 	r := d.rels[relID]
 	if r == nil {
-		return nil, nil, pgerror.New(pgcode.ProtocolViolation, "postgres-cdc source %s: a change to relation %d came before its description", d.cfg.name, relID)
+		return nil, nil, pgerror.New(pgcode.ProtocolViolation, "postgres-cdc source %s: a change to relation %d came before its description", d.cfg.Name, relID)
 	}
 	switch m := m.(type) {
 	case *pglogrepl.InsertMessage:
@@ -130,7 +120,7 @@ func (d *decoder) change(m pglogrepl.Message) ([]types.Row, []int64, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if old != nil && !d.sameKey(old, row) {
+		if old != nil && !d.cfg.SameKey(old, row) {
 			return []types.Row{old, row}, []int64{-1, 1}, nil
 		}
 		return []types.Row{row}, []int64{1}, nil

@@ -34,5 +34,11 @@
 // One job reads a slot at a time: read a postgres-cdc source from one
 // materialized view and build further views on that one.
 //
-// It imports only exec/connector, the sql leaf packages, pgx and pglogrepl.
+// What every CDC source shares (options, the reader and its retrying
+// worker, the position framing) is connectors/internal/cdc's; this package
+// keeps the replication protocol, the type mapping and the position's
+// fields.
+//
+// It imports only exec/connector, connectors/internal/cdc, the sql leaf
+// packages, pgx and pglogrepl.
 package pgcdc

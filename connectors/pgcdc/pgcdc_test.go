@@ -44,7 +44,7 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 5432 || c.schema != "public" || c.slot != "sluice_my_src" || c.publication != "sluice_my_src_pub" || !c.createPub {
+	if c.Port != 5432 || c.schema != "public" || c.slot != "sluice_my_src" || c.publication != "sluice_my_src_pub" || !c.createPub {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for _, tc := range []struct {
@@ -72,7 +72,7 @@ func TestParseOptions(t *testing.T) {
 	}
 	c, err = parse(connector.SourceConfig{Name: "s", Columns: cols, Key: []int{0}, Options: map[string]string{
 		"hostname": "h", "username": "u", "database.name": "d", "table.name": "sales.orders"}})
-	if err != nil || c.schema != "sales" || c.table != "orders" {
+	if err != nil || c.schema != "sales" || c.Table != "orders" {
 		t.Fatalf("table.name = 'sales.orders': %+v, %v", c, err)
 	}
 }

@@ -1,21 +1,17 @@
 package pgcdc
 
 import (
-	"encoding/binary"
-
 	"github.com/jackc/pglogrepl"
 
-	"sluice/sql/pgcode"
-	"sluice/sql/pgerror"
+	"sluice/connectors/internal/cdc"
 )
 
-// phase is where a source is in its life.
-type phase uint8
+type phase = cdc.Phase
 
 const (
-	phaseFresh    phase = iota // nothing read yet: create the slot, take the snapshot
-	phaseSnapshot              // reading the snapshot taken at slotLSN
-	phaseStream                // streaming from lsn
+	phaseFresh    = cdc.Fresh    // nothing read yet: create the slot, take the snapshot
+	phaseSnapshot = cdc.Snapshot // reading the snapshot taken at slotLSN
+	phaseStream   = cdc.Stream   // streaming from lsn
 )
 
 // position is what a checkpoint keeps of a source.
@@ -35,75 +31,23 @@ type position struct {
 
 const posVersion = 1
 
-// encode is a version byte, the phase, the LSNs and skip as varints, then
-// the key's text values (a 0 length byte for NULL never occurs: keys are
-// NOT NULL; each value is its length+1 then its bytes).
-func (p *position) encode() []byte {
-	b := []byte{posVersion, byte(p.phase)}
-	b = binary.AppendUvarint(b, uint64(p.slotLSN))
-	b = binary.AppendUvarint(b, uint64(p.lsn))
-	b = binary.AppendUvarint(b, p.skip)
-	if p.lastKey == nil {
-		return binary.AppendUvarint(b, 0)
-	}
-	b = binary.AppendUvarint(b, uint64(len(p.lastKey))+1)
-	for _, k := range p.lastKey {
-		if k == nil {
-			b = binary.AppendUvarint(b, 0)
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(len(*k))+1)
-		b = append(b, *k...)
-	}
-	return b
+// encode is the cdc framing with the LSNs and skip as uvarints.
+func (p position) encode() []byte {
+	b := cdc.AppendHeader(posVersion, p.phase)
+	b = cdc.AppendUvarint(b, uint64(p.slotLSN))
+	b = cdc.AppendUvarint(b, uint64(p.lsn))
+	b = cdc.AppendUvarint(b, p.skip)
+	return cdc.AppendKey(b, p.lastKey)
 }
 
 func decodePosition(b []byte) (position, error) {
-	bad := pgerror.New(pgcode.DataCorrupted, "bad postgres-cdc source position")
-	var p position
-	if len(b) < 2 || b[0] != posVersion || b[1] > byte(phaseStream) {
-		return p, bad
+	d, _, ph, ok := cdc.NewDecoder(b, posVersion)
+	if !ok {
+		return position{}, cdc.BadPosition(Name)
 	}
-	p.phase = phase(b[1])
-	b = b[2:]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, false
-		}
-		b = b[n:]
-		return v, true
-	}
-	var vals [4]uint64
-	for i := range vals {
-		v, ok := next()
-		if !ok {
-			return p, bad
-		}
-		vals[i] = v
-	}
-	p.slotLSN, p.lsn, p.skip = pglogrepl.LSN(vals[0]), pglogrepl.LSN(vals[1]), vals[2]
-	if vals[3] > 0 {
-		n := vals[3] - 1
-		if n > 1600 {
-			return p, bad
-		}
-		p.lastKey = make([]*string, n)
-		for i := range p.lastKey {
-			l, ok := next()
-			if !ok || l > uint64(len(b))+1 {
-				return p, bad
-			}
-			if l == 0 {
-				continue
-			}
-			s := string(b[:l-1])
-			b = b[l-1:]
-			p.lastKey[i] = &s
-		}
-	}
-	if len(b) != 0 {
-		return p, bad
+	p := position{phase: ph, slotLSN: pglogrepl.LSN(d.Uvarint()), lsn: pglogrepl.LSN(d.Uvarint()), skip: d.Uvarint(), lastKey: d.Key()}
+	if !d.End() {
+		return position{}, cdc.BadPosition(Name)
 	}
 	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -16,78 +17,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"sluice/connectors/internal/cdc"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
 
+// worker is a session's view of the shared CDC worker.
 type worker struct {
-	cfg    *config
-	sh     *shared
-	out    chan<- *chunk
-	pos    position // after the last chunk sent
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startWorker(c *config, pos position, sh *shared, out chan<- *chunk) *worker {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{cfg: c, sh: sh, out: out, pos: pos, cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx)
-	return w
-}
-
-// stop ends the worker and waits for it.
-func (w *worker) stop() {
-	w.cancel()
-	<-w.done
-}
-
-const (
-	backoffMin = 100 * time.Millisecond
-	backoffMax = 3 * time.Second
-)
-
-func (w *worker) run(ctx context.Context) {
-	defer close(w.done)
-	backoff := backoffMin
-	for {
-		err := w.session(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if !transient(err) {
-			select {
-			case w.out <- &chunk{err: err}:
-			case <-ctx.Done():
-			}
-			return
-		}
-		msg := err.Error()
-		w.sh.status.Store(&msg)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, backoffMax)
-	}
-}
-
-// send hands a chunk to the reader and records its position.
-func (w *worker) send(ctx context.Context, c *chunk) error {
-	select {
-	case w.out <- c:
-		w.pos = c.pos
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	*cdc.Worker[position]
+	cfg     *config
+	confirm *atomic.Uint64 // the reader's: what a durable checkpoint covers
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-func (c *config) qualified() string { return quoteIdent(c.schema) + "." + quoteIdent(c.table) }
+func (c *config) qualified() string { return quoteIdent(c.schema) + "." + quoteIdent(c.Table) }
 
 // session connects and reads from w.pos until an error.
 func (w *worker) session(ctx context.Context) error {
@@ -113,7 +58,7 @@ func (w *worker) session(ctx context.Context) error {
 	if err := conn.QueryRow(ctx, "SELECT active FROM pg_replication_slots WHERE slot_name = $1", c.slot).Scan(&active); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return c.upstreamError(err)
 	}
-	switch w.pos.phase {
+	switch w.Pos().phase {
 	case phaseFresh:
 		// Nothing was checkpointed: a slot left by an earlier start that
 		// died before its first checkpoint holds nothing of ours.
@@ -150,7 +95,7 @@ func (w *worker) session(ctx context.Context) error {
 		if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 			return c.upstreamError(err)
 		}
-		if err := w.snapshot(ctx, conn, up, w.pos); err != nil {
+		if err := w.snapshot(ctx, conn, up, w.Pos()); err != nil {
 			return err
 		}
 	default:
@@ -164,7 +109,7 @@ func (w *worker) session(ctx context.Context) error {
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func (w *worker) slotLost() error {
-	return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: replication slot %q no longer exists upstream: the changes since the last checkpoint are gone", w.cfg.name, w.cfg.slot).
+	return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: replication slot %q no longer exists upstream: the changes since the last checkpoint are gone", w.cfg.Name, w.cfg.slot).
 		WithHint("drop the source and create it again (it takes a new snapshot); never drop a slot a source reads")
 }
 
@@ -178,7 +123,7 @@ func (w *worker) ensurePublication(ctx context.Context, conn *pgx.Conn) error {
 	}
 	if n == 0 {
 		if !c.createPub {
-			return pgerror.New(pgcode.UndefinedObject, "postgres-cdc source %s: publication %q does not exist upstream", c.name, c.publication).
+			return pgerror.New(pgcode.UndefinedObject, "postgres-cdc source %s: publication %q does not exist upstream", c.Name, c.publication).
 				WithHint("CREATE PUBLICATION %s FOR TABLE %s upstream, or set publication.create.enable = 'true'", c.publication, c.qualified())
 		}
 		_, err := conn.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(c.publication)+" FOR TABLE "+c.qualified())
@@ -188,11 +133,11 @@ func (w *worker) ensurePublication(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
-		c.publication, c.schema, c.table).Scan(&n); err != nil {
+		c.publication, c.schema, c.Table).Scan(&n); err != nil {
 		return c.upstreamError(err)
 	}
 	if n == 0 {
-		return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: publication %q does not publish %s", c.name, c.publication, c.qualified()).
+		return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "postgres-cdc source %s: publication %q does not publish %s", c.Name, c.publication, c.qualified()).
 			WithHint("ALTER PUBLICATION %s ADD TABLE %s upstream, or name another publication.name", c.publication, c.qualified())
 	}
 	return nil
@@ -204,12 +149,12 @@ func (w *worker) ensurePublication(ctx context.Context, conn *pgx.Conn) error {
 func (w *worker) snapshot(ctx context.Context, conn *pgx.Conn, up *upstreamTable, pos position) error {
 	c := w.cfg
 	var sel, order, cmp, args []string
-	for _, col := range c.cols {
+	for _, col := range c.Cols {
 		sel = append(sel, quoteIdent(col.Name)+"::text")
 	}
 	var params []any
-	for i, k := range c.key {
-		name := c.cols[k].Name
+	for i, k := range c.Key {
+		name := c.Cols[k].Name
 		order = append(order, quoteIdent(name))
 		if pos.lastKey != nil && i < len(pos.lastKey) {
 			args = append(args, fmt.Sprintf("$%d::%s", i+1, quoteIdent(up.columns[name])))
@@ -217,7 +162,7 @@ func (w *worker) snapshot(ctx context.Context, conn *pgx.Conn, up *upstreamTable
 		}
 	}
 	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + c.qualified()
-	if pos.lastKey != nil && len(pos.lastKey) == len(c.key) {
+	if pos.lastKey != nil && len(pos.lastKey) == len(c.Key) {
 		cmp = append(cmp, "("+strings.Join(order, ", ")+") > ("+strings.Join(args, ", ")+")")
 		q += " WHERE " + strings.Join(cmp, "")
 	} else {
@@ -228,16 +173,16 @@ func (w *worker) snapshot(ctx context.Context, conn *pgx.Conn, up *upstreamTable
 		return c.upstreamError(err)
 	}
 	for {
-		rows, err := conn.Query(ctx, "FETCH "+strconv.Itoa(chunkRows)+" FROM sluice_snapshot", pgx.QueryResultFormats{pgx.TextFormatCode})
+		rows, err := conn.Query(ctx, "FETCH "+strconv.Itoa(cdc.ChunkRows)+" FROM sluice_snapshot", pgx.QueryResultFormats{pgx.TextFormatCode})
 		if err != nil {
 			return c.upstreamError(err)
 		}
-		ch := &chunk{pos: pos}
+		ch := &cdc.Chunk[position]{Pos: pos}
 		var last [][]byte
 		for rows.Next() {
 			raw := rows.RawValues()
-			row := make(types.Row, len(c.cols))
-			for i, col := range c.cols {
+			row := make(types.Row, len(c.Cols))
+			for i, col := range c.Cols {
 				d, err := parseValue(raw[i], raw[i] == nil, col.Type)
 				if err != nil {
 					rows.Close()
@@ -245,38 +190,38 @@ func (w *worker) snapshot(ctx context.Context, conn *pgx.Conn, up *upstreamTable
 				}
 				row[i] = d
 			}
-			ch.rows = append(ch.rows, row)
-			ch.diffs = append(ch.diffs, 1)
+			ch.Rows = append(ch.Rows, row)
+			ch.Diffs = append(ch.Diffs, 1)
 			last = raw
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return c.upstreamError(err)
 		}
-		if len(ch.rows) == 0 {
+		if len(ch.Rows) == 0 {
 			break
 		}
-		key := make([]*string, len(c.key))
-		for i, k := range c.key {
+		key := make([]*string, len(c.Key))
+		for i, k := range c.Key {
 			if last[k] != nil {
 				s := string(last[k])
 				key[i] = &s
 			}
 		}
 		pos.lastKey = key
-		ch.pos = pos
-		if err := w.send(ctx, ch); err != nil {
+		ch.Pos = pos
+		if err := w.Send(ctx, ch); err != nil {
 			return err
 		}
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		return c.upstreamError(err)
 	}
-	return w.send(ctx, &chunk{pos: position{phase: phaseStream, slotLSN: pos.slotLSN, lsn: pos.slotLSN}})
+	return w.Send(ctx, &cdc.Chunk[position]{Pos: position{phase: phaseStream, slotLSN: pos.slotLSN, lsn: pos.slotLSN}})
 }
 
 func (w *worker) badValue(col string, err error) error {
-	return pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "postgres-cdc source %s: column %s", w.cfg.name, col)
+	return pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "postgres-cdc source %s: column %s", w.cfg.Name, col)
 }
 
 // statusInterval is how often the worker tells the upstream its confirmed
@@ -286,20 +231,20 @@ const statusInterval = time.Second
 // stream reads the changes from w.pos.lsn.
 func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 	c := w.cfg
-	start := w.pos.lsn
+	start := w.Pos().lsn
 	if err := pglogrepl.StartReplication(ctx, repl, c.slot, start, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
 		PluginArgs: []string{"proto_version '1'", "publication_names " + quoteLiteral(c.publication)},
 	}); err != nil {
 		return c.upstreamError(err)
 	}
-	w.sh.status.Store(nil) // streaming: healthy
+	w.Healthy() // streaming: healthy
 	confirmed := uint64(start)
-	if v := w.sh.confirm.Load(); v > confirmed {
+	if v := w.confirm.Load(); v > confirmed {
 		confirmed = v
 	}
 	sendStatus := func() error {
-		if v := w.sh.confirm.Load(); v > confirmed {
+		if v := w.confirm.Load(); v > confirmed {
 			confirmed = v
 		}
 		err := pglogrepl.SendStandbyStatusUpdate(ctx, repl, pglogrepl.StandbyStatusUpdate{WALWritePosition: pglogrepl.LSN(confirmed)})
@@ -309,17 +254,12 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 		return nil
 	}
 	d := &decoder{cfg: c, rels: map[uint32]*relation{}}
-	skip := w.pos.skip // rows of the first transaction already emitted
-	first := true
-	var emitted uint64 // rows of the current transaction so far
+	slotLSN := w.Pos().slotLSN
+	txn := cdc.NewTxn(w.Worker, w.Pos().skip)
 	inTxn := false
-	lastCommit := w.pos.lsn
-	cur := &chunk{}
-	flush := func(p position) error {
-		cur.pos = p
-		err := w.send(ctx, cur)
-		cur = &chunk{}
-		return err
+	lastCommit := w.Pos().lsn
+	at := func(skip uint64) position {
+		return position{phase: phaseStream, slotLSN: slotLSN, lsn: lastCommit, skip: skip}
 	}
 	next := time.Now().Add(statusInterval)
 	for {
@@ -360,9 +300,9 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 				// Between transactions, everything before the server's sent
 				// position has reached us: a position there skips WAL of other
 				// tables' writes, so the slot need not keep it.
-				if !inTxn && !(first && skip > 0) && pk.ServerWALEnd > lastCommit && len(cur.rows) == 0 {
+				if !inTxn && !txn.Resuming() && pk.ServerWALEnd > lastCommit && txn.Pending() == 0 {
 					lastCommit = pk.ServerWALEnd
-					if err := flush(position{phase: phaseStream, slotLSN: w.pos.slotLSN, lsn: lastCommit}); err != nil {
+					if err := txn.Flush(ctx, at(0)); err != nil {
 						return err
 					}
 				}
@@ -377,11 +317,12 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 				}
 				switch msg := msg.(type) {
 				case *pglogrepl.BeginMessage:
-					emitted, inTxn = 0, true
+					txn.Begin()
+					inTxn = true
 				case *pglogrepl.CommitMessage:
 					lastCommit = msg.TransactionEndLSN
-					first, skip, inTxn = false, 0, false
-					if err := flush(position{phase: phaseStream, slotLSN: w.pos.slotLSN, lsn: lastCommit}); err != nil {
+					inTxn = false
+					if err := txn.Commit(ctx, at(0)); err != nil {
 						return err
 					}
 				case *pglogrepl.RelationMessage:
@@ -389,25 +330,15 @@ func (w *worker) stream(ctx context.Context, repl *pgconn.PgConn) error {
 						return err
 					}
 				case *pglogrepl.TruncateMessage:
-					return pgerror.New(pgcode.FeatureNotSupported, "postgres-cdc source %s: upstream table %s was truncated", c.name, c.qualified()).
+					return pgerror.New(pgcode.FeatureNotSupported, "postgres-cdc source %s: upstream table %s was truncated", c.Name, c.qualified()).
 						WithHint("a truncate carries no keys to delete: drop the source and create it again (it takes a new snapshot)")
 				case *pglogrepl.InsertMessage, *pglogrepl.UpdateMessage, *pglogrepl.DeleteMessage:
 					rows, diffs, err := d.change(msg)
 					if err != nil {
 						return err
 					}
-					for i := range rows {
-						emitted++
-						if first && emitted <= skip {
-							continue // emitted before the checkpoint we resumed from
-						}
-						cur.rows = append(cur.rows, rows[i])
-						cur.diffs = append(cur.diffs, diffs[i])
-						if len(cur.rows) >= chunkRows {
-							if err := flush(position{phase: phaseStream, slotLSN: w.pos.slotLSN, lsn: lastCommit, skip: emitted}); err != nil {
-								return err
-							}
-						}
+					if err := txn.Add(ctx, rows, diffs, at); err != nil {
+						return err
 					}
 				}
 			}
