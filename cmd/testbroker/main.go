@@ -4,15 +4,21 @@
 // restarting the broker process, as they would with a real broker.
 //
 //	testbroker --listen 127.0.0.1:PORT --data-dir DIR [--partitions N] [--topics a,b]
+//	           [--sasl MECHANISM:USER:PASSWORD,…] [--tls-cert FILE --tls-key FILE]
 //
 // It prints "listening on ADDR" on stdout once it accepts connections and
 // runs until SIGTERM or SIGINT. Topics are created on first use (with
 // --partitions partitions); --topics creates some at the first start.
 // Restarted on the same --data-dir it reloads its topics, records,
 // producer ids and transactions.
+//
+// --sasl requires SASL authentication (PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512) with the users given; --tls-cert and --tls-key make the
+// listener TLS with that PEM certificate and key: together, SASL_SSL.
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +48,9 @@ func run(args []string) error {
 	dataDir := fs.String("data-dir", "", "directory of the broker's log (required)")
 	partitions := fs.Int("partitions", 1, "partitions of created topics")
 	topics := fs.String("topics", "", "comma-separated topics to create at the first start")
+	sasl := fs.String("sasl", "", "comma-separated MECHANISM:USER:PASSWORD users; SASL is required when given")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate of a TLS listener (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM key of --tls-cert")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +76,26 @@ func run(args []string) error {
 		kfake.SyncWrites(),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(*partitions),
+	}
+	if *sasl != "" {
+		opts = append(opts, kfake.EnableSASL())
+		for _, u := range strings.Split(*sasl, ",") {
+			parts := strings.SplitN(u, ":", 3)
+			if len(parts) != 3 {
+				return fmt.Errorf("--sasl: %q is not MECHANISM:USER:PASSWORD", u)
+			}
+			opts = append(opts, kfake.Superuser(parts[0], parts[1], parts[2]))
+		}
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
+	if *tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert: %v", err)
+		}
+		opts = append(opts, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
 	}
 	var seed []string
 	for _, t := range strings.Split(*topics, ",") {

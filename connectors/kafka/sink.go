@@ -87,6 +87,7 @@ type sinkOptions struct {
 	writeMode     string // connector.Mode…
 	cols          []types.Column
 	key           []int
+	sec           *security // TLS and SASL (security.go)
 }
 
 func sinkOptionError(key, format string, args ...any) error {
@@ -120,6 +121,9 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 	}
 	o.policy = cfg.Policy
 	var err error
+	if o.sec, err = parseSecurity(cfg.Options); err != nil {
+		return nil, err
+	}
 	if o.delivery, err = connector.ParseGuarantee(cfg.Options["delivery"]); err != nil {
 		return nil, err
 	}
@@ -286,18 +290,5 @@ func sinkWrap(o *sinkOptions, err error, format string, args ...any) error {
 
 // dial connects to a broker the policy allows.
 func (o *sinkOptions) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	return policyDialer(o.policy, 10*time.Second /* kgo's default */)(ctx, network, host)
-}
-
-// policyDialer dials only the broker addresses the policy allows: the
-// bootstrap servers are checked at CREATE, the brokers the cluster's
-// metadata names here.
-func policyDialer(p *connector.Policy, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if err := p.CheckAddr("kafka", addr, 9092); err != nil {
-			return nil, err
-		}
-		d := net.Dialer{Timeout: timeout}
-		return d.DialContext(ctx, network, addr)
-	}
+	return policyDialer(o.policy, o.sec, 10*time.Second /* kgo's default */)(ctx, network, host)
 }

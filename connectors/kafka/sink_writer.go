@@ -43,7 +43,8 @@ var _ connector.Sink = (*sinkWriter)(nil)
 
 func newSinkWriter(o *sinkOptions) *sinkWriter {
 	s := &sinkWriter{o: o, enc: newSinkEncoder(o)}
-	s.transport = &kafkago.Transport{DialTimeout: 5 * time.Second, ClientID: "sluice", Dial: policyDialer(o.policy, 5*time.Second)}
+	mech, _ := o.sec.kafkaGo() // checked by sinkParse
+	s.transport = &kafkago.Transport{DialTimeout: 5 * time.Second, ClientID: "sluice", Dial: policyDialer(o.policy, o.sec, 5*time.Second), SASL: mech}
 	s.w = &kafkago.Writer{
 		Addr:  kafkago.TCP(o.brokers...),
 		Topic: o.topic,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	kafkasasl "github.com/segmentio/kafka-go/sasl"
 
 	"sluice/connectors/internal/chunkq"
 	"sluice/connectors/internal/decode"
@@ -68,6 +69,8 @@ var srcKnownOptions = map[string]bool{
 // srcConfig is a parsed source configuration.
 type srcConfig struct {
 	policy        *connector.Policy // checks every broker dialled
+	sec           *security         // TLS and SASL (security.go)
+	mech          kafkasasl.Mechanism
 	name          string
 	topic         string
 	brokers       []string
@@ -102,7 +105,7 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	for k := range cfg.Options {
 		if !srcKnownOptions[k] {
 			return nil, pgerror.New(pgcode.InvalidParameterValue, "kafka option %s: unknown option", k).
-				WithHint("kafka source options are topic, properties.bootstrap.server, scan.startup.mode, scan.startup.timestamp.millis, scan.bounded, isolation.level, on_error and max.message.bytes")
+				WithHint("kafka source options are topic, properties.bootstrap.server, scan.startup.mode, scan.startup.timestamp.millis, scan.bounded, isolation.level, on_error, max.message.bytes, properties.security.protocol, properties.sasl.* and properties.ssl.*")
 		}
 	}
 	get := func(k string) string { return strings.TrimSpace(cfg.Options[k]) }
@@ -135,6 +138,13 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 		}
 	}
 	c.policy = cfg.Policy
+	var err error
+	if c.sec, err = parseSecurity(cfg.Options); err != nil {
+		return nil, err
+	}
+	if c.mech, err = c.sec.kafkaGo(); err != nil {
+		return nil, srcOptionError("properties.sasl.mechanism", "%v", err)
+	}
 	switch m := strings.ToLower(get("scan.startup.mode")); m {
 	case "", "earliest":
 	case "latest":
@@ -170,7 +180,6 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	default:
 		return nil, srcOptionError("isolation.level", "%q is not 'read_committed' or 'read_uncommitted'", v)
 	}
-	var err error
 	if c.onError, err = msgfmt.ParseOnError("kafka", get("on_error")); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -64,6 +65,8 @@ type srcClient struct {
 	addr   net.Addr
 	tr     *kafkago.Transport
 	cancel context.CancelFunc
+	status atomic.Pointer[string] // the last request's error, nil after a success
+	sec    *security
 }
 
 func newSrcClient(c *srcConfig) *srcClient {
@@ -71,13 +74,15 @@ func newSrcClient(c *srcConfig) *srcClient {
 	return &srcClient{
 		topic: c.topic,
 		addr:  srcKafkaAddr(c),
+		sec:   c.sec,
 		tr: &kafkago.Transport{
 			DialTimeout:    2 * time.Second,
 			MetadataTTL:    srcMetadataEvery,
 			MetadataTopics: []string{c.topic},
 			ClientID:       "sluice",
 			Context:        ctx,
-			Dial:           policyDialer(c.policy, 2*time.Second),
+			Dial:           policyDialer(c.policy, c.sec, 2*time.Second),
+			SASL:           c.mech,
 		},
 		cancel: cancel,
 	}
@@ -92,7 +97,27 @@ func (c *srcClient) close() {
 func (c *srcClient) roundTrip(ctx context.Context, req protocol.Message) (protocol.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, srcRequestTimeout)
 	defer cancel()
-	return c.tr.RoundTrip(ctx, c.addr, req)
+	m, err := c.tr.RoundTrip(ctx, c.addr, req)
+	switch {
+	case err == nil:
+		c.status.Store(nil)
+	case ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// A failure the fetcher retries (a broker down, credentials or a
+		// certificate refused): SHOW SOURCES shows it until a request
+		// succeeds.
+		msg := "cannot reach the kafka cluster" + c.sec.describe() + ": " + err.Error()
+		c.status.Store(&msg)
+	}
+	return m, err
+}
+
+// Status implements connector.Statuser: the last failed request's error
+// while requests fail.
+func (r *srcReader) Status() string {
+	if p := r.client.status.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // metadata returns the leader of every partition of the topic (-1 when

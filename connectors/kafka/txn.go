@@ -119,6 +119,7 @@ func newSinkTxn(o *sinkOptions) *sinkTxn {
 		kgo.RecordPartitioner(sinkPartitioner{progress: o.progressTopic, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
 		kgo.DialTimeout(5 * time.Second),
 	}
+	s.opts = append(s.opts, o.sec.kgoOpts()...)
 	if os.Getenv("SLUICE_KGO_DEBUG") != "" { // the client's own log, for diagnosing a broker
 		s.opts = append(s.opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
 	}
