@@ -246,6 +246,42 @@ func TestSinkIntoCrash(t *testing.T) {
 		}
 	}()
 	rng := rand.New(rand.NewSource(11))
+	// Killed at the named point between a sink's table commit and the
+	// deliverer's own record of it: the epoch must not be applied again.
+	fired := 0
+	for k := 0; k < 3; k++ {
+		if err := srv.Kill(); err != nil {
+			t.Fatalf("kill before crashpoint %d: %v", k+1, err)
+		}
+		hit := 3 + rng.Intn(10)
+		srv.SetEnv(fmt.Sprintf("SLUICE_CRASHPOINT=sink-after-write:%d", hit))
+		if err := srv.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if exited, _ := srv.Exited(); exited {
+				fired++
+				_ = srv.Kill() // clears the exited process
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Logf("crashpoint sink-after-write:%d not reached in 30 s; killing", hit)
+				if err := srv.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // polling, bounded by the deadline
+		}
+		srv.SetEnv()
+		if err := srv.Restart(); err != nil {
+			t.Fatalf("restart after crashpoint %d: %v", k+1, err)
+		}
+	}
+	if fired == 0 {
+		t.Fatalf("the crashpoint sink-after-write never fired")
+	}
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(500+rng.Intn(1500)) * time.Millisecond) // a random moment mid-stream
 		if err := srv.Kill(); err != nil {
@@ -281,8 +317,8 @@ func TestSinkIntoCrash(t *testing.T) {
 	want := queryLines(t, conn, `SELECT g, count(*), sum(v) FROM src GROUP BY g`)
 	waitLines(t, conn, 60*time.Second, `SELECT g, n, s FROM tot`, want)
 	mu.Lock()
-	t.Logf("kills=%d writes acked=%d events=%d lost=%d duplicated=%d wrong=%d tot groups=%d (equal to src's aggregate)",
-		kills, acked, total, lost, duplicated, wrong, len(want))
+	t.Logf("crashpoints=%d kills=%d writes acked=%d events=%d lost=%d duplicated=%d wrong=%d tot groups=%d (equal to src's aggregate)",
+		fired, kills, acked, total, lost, duplicated, wrong, len(want))
 	mu.Unlock()
 	if lost != 0 || duplicated != 0 || wrong != 0 {
 		t.Fatalf("lost=%d duplicated=%d wrong=%d", lost, duplicated, wrong)
