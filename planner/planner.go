@@ -42,6 +42,9 @@ type Planner struct {
 	// EmitOnWindowClose plans a view's aggregation to emit each window's
 	// rows once, when the watermark closes it (PlanView).
 	EmitOnWindowClose bool
+	// SinkInto, for a sink into a table, are the target columns in the
+	// order of the sink's output (PlanSink casts to their types).
+	SinkInto []types.Column
 	// Role is the role whose privileges the relations read and written
 	// are checked for, through Access (privilege.go); "" checks nothing.
 	Role   string
@@ -137,6 +140,28 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		}
 	}
 	// Drop hidden ORDER BY columns: a view is unordered.
+	if p.SinkInto != nil {
+		// A sink into a table: its rows become the target columns' types,
+		// by the casts an INSERT would make (42804 for any other).
+		if len(q.Columns) != len(p.SinkInto) {
+			return nil, pgerror.New(pgcode.Syntax, "sink %s has %d columns but its target has %d", name, len(q.Columns), len(p.SinkInto)).
+				WithHint("List the target columns after INTO t (…), or select one expression per column of the table.")
+		}
+		b := &binder{p: p}
+		exprs := make([]spec.Expr, len(q.Columns))
+		cast := false
+		for i, c := range q.Columns {
+			var err error
+			if exprs[i], err = b.assignCast(&spec.ColRef{Idx: i, T: c.Type, Name: c.Name}, p.SinkInto[i].Type, p.SinkInto[i].Name); err != nil {
+				return nil, err
+			}
+			cast = cast || c.Type != p.SinkInto[i].Type
+			q.Columns[i] = types.Column{Name: p.SinkInto[i].Name, Type: p.SinkInto[i].Type}
+		}
+		if cast || len(p.plan.Nodes[root].Cols) != len(q.Columns) {
+			root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
+		}
+	}
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
 		exprs := make([]spec.Expr, len(q.Columns))
 		for i, c := range q.Columns {
@@ -162,6 +187,28 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 	if p.EmitOnWindowClose {
 		if err := p.markEOWC(root); err != nil {
 			return nil, err
+		}
+	}
+	if p.SinkInto != nil {
+		// A sink into a table: its rows become the target columns' types,
+		// by the casts an INSERT would make (42804 for any other).
+		if len(q.Columns) != len(p.SinkInto) {
+			return nil, pgerror.New(pgcode.Syntax, "sink %s has %d columns but its target has %d", name, len(q.Columns), len(p.SinkInto)).
+				WithHint("List the target columns after INTO t (…), or select one expression per column of the table.")
+		}
+		b := &binder{p: p}
+		exprs := make([]spec.Expr, len(q.Columns))
+		cast := false
+		for i, c := range q.Columns {
+			var err error
+			if exprs[i], err = b.assignCast(&spec.ColRef{Idx: i, T: c.Type, Name: c.Name}, p.SinkInto[i].Type, p.SinkInto[i].Name); err != nil {
+				return nil, err
+			}
+			cast = cast || c.Type != p.SinkInto[i].Type
+			q.Columns[i] = types.Column{Name: p.SinkInto[i].Name, Type: p.SinkInto[i].Type}
+		}
+		if cast || len(p.plan.Nodes[root].Cols) != len(q.Columns) {
+			root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
 		}
 	}
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {

@@ -436,6 +436,7 @@ func (e *Engine) dropOne(ent *storage.CatalogEntry) {
 		storage.DeleteCatalog(w, id)
 		w.Delete(rowIDKey(id))
 		w.Delete(seqKey(id))
+		w.Delete(intoKey(id))
 	})
 	e.dropOwned(ent)
 }

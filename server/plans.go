@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 
-	"sluice/exec/connector"
 	"sluice/exec/spec"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -48,7 +47,7 @@ func (e *Engine) restoreJob(ent *storage.CatalogEntry) error {
 		if err != nil {
 			return err
 		}
-		f, err := connector.LookupSink(n.Sink.Connector)
+		f, err := e.rt.LookupSink(n.Sink.Connector)
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,9 @@ var writeModes = map[string]bool{connector.ModeAppend: true, connector.ModeUpser
 // planSink plans x as sink id (0 to only check it), checking that role
 // may read what the sink reads ("": no check).
 func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPlan, error) {
+	if x.Into != "" {
+		return e.planSinkInto(x, id, role)
+	}
 	opts := map[string]string{}
 	for _, o := range x.With {
 		opts[strings.ToLower(o.Key)] = o.Value
@@ -55,31 +58,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 		return nil, pgerror.New(pgcode.InvalidParameterValue, "invalid write_mode %q", opts["write_mode"]).
 			WithHint("write_mode is transactional, upsert or append")
 	}
-	var stmt ast.StmtNode
-	if x.From != "" {
-		ent := e.cat.get(x.From)
-		if ent == nil {
-			return nil, pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", x.From)
-		}
-		if ent.Kind == kindSink {
-			return nil, pgerror.New(pgcode.WrongObjectType, "cannot create a sink from sink %q", x.From)
-		}
-		q, err := parser.ParseOne("SELECT * FROM " + quoteIdent(ent.Name))
-		if err != nil {
-			return nil, err
-		}
-		stmt = q.(*parser.Query).Node
-	} else {
-		stmt = x.Query
-	}
-	pl := e.newPlanner()
-	pl.Role = role
-	if x.Parsed != nil && x.From == "" {
-		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
-		pl.ColumnAliases = x.Parsed.ColumnAliases
-	}
-	pl.EmitOnWindowClose = x.EmitOnWindowClose
-	q, err := pl.PlanSink(stmt, id, x.Name)
+	q, pl, err := e.planSinkQuery(x, id, role, nil /* into */)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +122,42 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 	root.Sink = &spec.SinkSpec{SinkID: id, Name: x.Name, Connector: conn, Options: opts, Format: format, Encode: encode,
 		FormatOpts: fopts, WriteMode: sp.WriteMode, AppendOnly: appendOnly, Discard: sp.Discard}
 	return sp2, nil
+}
+
+// planSinkQuery plans the query of sink x (FROM relation or AS query) as
+// sink id; into, for a sink into a table, are the target columns its
+// output is cast to.
+func (e *Engine) planSinkQuery(x *parser.CreateSink, id uint64, role string, into []types.Column) (*planner.Query, *planner.Planner, error) {
+	var stmt ast.StmtNode
+	if x.From != "" {
+		ent := e.cat.get(x.From)
+		if ent == nil {
+			return nil, nil, pgerror.New(pgcode.UndefinedTable, "relation %q does not exist", x.From)
+		}
+		if ent.Kind == kindSink {
+			return nil, nil, pgerror.New(pgcode.WrongObjectType, "cannot create a sink from sink %q", x.From)
+		}
+		q, err := parser.ParseOne("SELECT * FROM " + quoteIdent(ent.Name))
+		if err != nil {
+			return nil, nil, err
+		}
+		stmt = q.(*parser.Query).Node
+	} else {
+		stmt = x.Query
+	}
+	pl := e.newPlanner()
+	pl.Role = role
+	if x.Parsed != nil && x.From == "" {
+		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
+		pl.ColumnAliases = x.Parsed.ColumnAliases
+	}
+	pl.EmitOnWindowClose = x.EmitOnWindowClose
+	pl.SinkInto = into
+	q, err := pl.PlanSink(stmt, id, x.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, pl, nil
 }
 
 // appendOnlyRel reports whether relation id's change stream never retracts.

@@ -51,6 +51,9 @@ type txn struct {
 	ddl []parser.Statement
 	// wrote is set once the block wrote a row (DDL may then not follow).
 	wrote bool
+	// marks are written in the commit's batch, changes or not: a sink's
+	// applied epoch beside the rows it wrote (sinkinto.go).
+	marks map[string][]byte
 }
 
 // txTable is a transaction's changes to one table.
@@ -374,7 +377,12 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 		}
 	}
 	if len(tts) == 0 {
-		return 0, nil
+		if len(tx.marks) == 0 {
+			return 0, nil
+		}
+		wb := tx.e.db.NewWriteBatch()
+		tx.addMarks(wb)
+		return 0, tx.e.db.WriteSync(wb)
 	}
 	sort.Slice(tts, func(i, j int) bool { return tts[i].tw.id < tts[j].tw.id })
 	for _, tt := range tts {
@@ -457,6 +465,7 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 			wb.Set(rowIDKey(tw.id), binary.AppendUvarint(nil, tw.rowID))
 		}
 	}
+	tx.addMarks(wb)
 	if err := e.db.WriteSync(wb); err != nil {
 		return 0, err
 	}
@@ -478,6 +487,12 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 		}
 		return nil
 	})
+}
+
+func (tx *txn) addMarks(wb *storage.WriteBatch) {
+	for k, v := range tx.marks {
+		wb.Set([]byte(k), v)
+	}
 }
 
 // ---- the session's side ----

@@ -34,6 +34,10 @@ type Runtime struct {
 	// NoStats runs actors and sources without their metrics figures (to
 	// measure what the figures cost: sluice bench --no-metrics).
 	NoStats bool
+	// Sinks are sink connectors of this runtime's owner (a sink into one
+	// of its tables), found before the registered ones; set before the
+	// first job starts.
+	Sinks map[string]connector.SinkFactory
 
 	mu struct {
 		sync.Mutex
@@ -712,8 +716,17 @@ func (r *Runtime) SinkConfig(n *spec.Node) (connector.SinkConfig, error) {
 		Policy: r.Policy}, nil
 }
 
+// LookupSink returns the factory of the sink connector name: the
+// runtime's own (Sinks), else the registered one.
+func (r *Runtime) LookupSink(name string) (connector.SinkFactory, error) {
+	if f := r.Sinks[name]; f != nil {
+		return f, nil
+	}
+	return connector.LookupSink(name)
+}
+
 func (r *Runtime) deliverer(n *spec.Node) (*sink.Deliverer, error) {
-	f, err := connector.LookupSink(n.Sink.Connector)
+	f, err := r.LookupSink(n.Sink.Connector)
 	if err != nil {
 		return nil, err
 	}

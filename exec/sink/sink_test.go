@@ -90,6 +90,21 @@ func TestWriterNetsChangesPerKey(t *testing.T) {
 	}
 }
 
+// TestWriterUpdateInsertFirst: a key whose new row arrives before the
+// retraction of its old one (two rows of the input that share the sink's
+// key, as when a sink's key is its target table's and not the view's) is
+// an update from the old row to the new, not a delete.
+func TestWriterUpdateInsertFirst(t *testing.T) {
+	db := openDB(t)
+	w := NewWriter(10, []int{0}, false)
+	_ = w.Process(0, batch([]types.Row{row(1, "new"), row(1, "old"), row(2, "n"), row(2, "n")}, []int64{1, -1, 1, -1}), nil)
+	checkpoint(t, db, w, 4)
+	want := []connector.Change{{Before: row(1, "old"), After: row(1, "new")}}
+	if got := logged(t, db, 10, 4); !reflect.DeepEqual(got, want) {
+		t.Fatalf("logged %v, want %v", got, want)
+	}
+}
+
 func TestWriterUnkeyedKeepsMultiplicity(t *testing.T) {
 	db := openDB(t)
 	w := NewWriter(8, nil, false)

@@ -90,8 +90,11 @@ func (w *Writer) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
 		case d > 0:
 			c.After = row
 		case d < 0:
-			if c.After != nil {
-				c.After = nil // retracts the row this epoch inserted
+			// A retraction of the row this epoch inserted cancels it;
+			// of another row, it retracts the older one (an update whose
+			// insert came first).
+			if c.After != nil && rowsEqual(c.After, row) {
+				c.After = nil
 			} else if c.Before == nil {
 				c.Before = row
 			}

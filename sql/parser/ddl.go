@@ -577,9 +577,16 @@ func (r *rewriter) createView(orReplace bool) Statement {
 func (r *rewriter) createSink() Statement {
 	s := &CreateSink{IfNotExists: r.ifNotExists()}
 	s.Name = r.nameChainString()
+	if r.tok().isWord("into") {
+		// RisingWave's sink into a Sluice table:
+		// INTO t [(cols)] FROM x | AS query.
+		r.i++
+		s.Into = r.nameChainString()
+		if r.tok().isPunct("(") {
+			s.IntoColumns = r.identNames()
+		}
+	}
 	switch t := r.tok(); {
-	case t.isWord("into"):
-		r.unsupported(t, "CREATE SINK ... INTO is not supported")
 	case t.isWord("from"):
 		r.i++
 		s.From = r.nameChainString()

@@ -207,6 +207,14 @@ func TestCreateSink(t *testing.T) {
 	if s.QueryText != "WITH x AS (SELECT 1) SELECT * FROM x" {
 		t.Errorf("sink with CTE: %q", s.QueryText)
 	}
+	s = parseAs[*CreateSink](t, `CREATE SINK sk INTO public.t (a, "B") FROM mv`)
+	if s.Into != "public.t" || !reflect.DeepEqual(s.IntoColumns, []string{"a", "B"}) || s.From != "mv" || len(s.With) != 0 {
+		t.Errorf("sink into from = %+v", s)
+	}
+	s = parseAs[*CreateSink](t, `CREATE SINK sk INTO t AS SELECT a, b FROM x WHERE a > 1`)
+	if s.Into != "t" || s.IntoColumns != nil || s.QueryText != "SELECT a, b FROM x WHERE a > 1" {
+		t.Errorf("sink into as = %+v", s)
+	}
 }
 
 func TestCreateFunction(t *testing.T) {

@@ -195,11 +195,15 @@ type CreateView struct {
 	Parsed  *Query
 }
 
-// CreateSink is CREATE SINK name FROM relation | AS query WITH (...)
+// CreateSink is CREATE SINK name [INTO table [(cols)]] FROM relation | AS query WITH (...)
 // [FORMAT ... ENCODE ... (...)].
 type CreateSink struct {
 	stmtText
 	Name string
+	// Into is the Sluice table of `INTO t` ("" for a sink to a connector);
+	// IntoColumns are its columns listed after it (nil: all, in order).
+	Into        string
+	IntoColumns []string
 	// From is the relation of `FROM x` ("" when AS query).
 	From string
 	// Query and QueryText are set for `AS query`.
