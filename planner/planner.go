@@ -214,7 +214,9 @@ func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
 		}
 		return true
 	case spec.Join:
-		if n.JoinKind != spec.InnerJoin {
+		// An ASOF join revises the rows it emitted when a nearer right row
+		// comes.
+		if n.JoinKind != spec.InnerJoin || n.AsOf {
 			return false
 		}
 		return AppendOnly(plan, n.Inputs[0], appendOnly) && AppendOnly(plan, n.Inputs[1], appendOnly)
@@ -476,6 +478,9 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 	if j.NaturalJoin {
 		return 0, nil, pgerror.Unsupported("NATURAL JOIN")
 	}
+	if on := asofCond(j); on != nil {
+		return p.planAsOf(node, li, ri, lsc, rsc, sc, on)
+	}
 	var conds []spec.Expr
 	var keyExprs []keyExpr
 	b := &binder{p: p}
@@ -597,7 +602,7 @@ func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, s
 // conditions it could not place.
 func (p *Planner) pushJoinConds(in int, conds []spec.Expr) []spec.Expr {
 	n := p.plan.Nodes[in]
-	if n.Kind != spec.Join || n.JoinKind != spec.InnerJoin || n.Temporal || len(conds) == 0 {
+	if n.Kind != spec.Join || n.JoinKind != spec.InnerJoin || n.Temporal || n.AsOf || len(conds) == 0 {
 		return conds
 	}
 	nl := len(p.plan.Nodes[n.Inputs[0]].Cols)

@@ -260,7 +260,11 @@ type Node struct {
 	// AS OF PROCTIME()) and a Join whose right side is one: the lookup
 	// side's changes do not revise results already emitted.
 	Temporal bool
-	Offset   int64 // TopN
+	// AsOf marks a Join as ASOF [LEFT] JOIN (JoinKind inner or left): Cond
+	// is then the one inequality between a left and a right column, and
+	// each left row joins only the nearest right row satisfying it.
+	AsOf   bool  `json:",omitempty"`
+	Offset int64 // TopN
 }
 
 // Plan is a dataflow job: nodes in topological order, the root last.
@@ -420,6 +424,13 @@ func (n *Node) describe() string {
 		return d
 	case Join:
 		s := fmt.Sprintf("HashJoin %s on left[%s] = right[%s]", n.JoinKind, groupStr(n.LeftKeys), groupStr(n.RightKeys))
+		if n.AsOf {
+			kind := "inner"
+			if n.JoinKind == LeftJoin {
+				kind = "left outer"
+			}
+			return fmt.Sprintf("AsOfJoin %s on left[%s] = right[%s] nearest %s", kind, groupStr(n.LeftKeys), groupStr(n.RightKeys), n.Cond)
+		}
 		if n.Cond != nil {
 			s += " cond " + n.Cond.String()
 		}
