@@ -16,7 +16,9 @@ import (
 
 // Planner plans one statement.
 type Planner struct {
-	Cat cat.Catalog
+	// clockOK lets a view's WHERE call now() (temporal filters).
+	clockOK bool
+	Cat     cat.Catalog
 	// Streaming: building a materialized view (sources may be read).
 	Streaming bool
 	// ParseType parses a type name (sql/parser.ParseType).
