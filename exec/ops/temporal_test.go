@@ -48,7 +48,7 @@ func TestTemporalFilterBoundaries(t *testing.T) {
 	out.wantTotal(t, bagOf("(1,100)", "(3,97)"))
 	at(106)
 	at(107, "-(3,97)") // 97 > 107 - 10 no longer holds
-	at(90)                                        // the clock went back: nothing changes
+	at(90)             // the clock went back: nothing changes
 
 	// A restart reads the rows and the time back.
 	f, err = ops.NewTemporalFilter(n, 7, cp.db, clock)
