@@ -24,6 +24,10 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)
+	// The clock is let through only in this query's own WHERE (temporal
+	// filters), not in the queries nested in it.
+	defer func(ok bool) { p.clockOK = ok }(p.clockOK)
+	p.clockOK = false
 	if s.Kind == ast.SelectStmtKindValues {
 		return p.planValues(s.Lists)
 	}
