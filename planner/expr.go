@@ -404,11 +404,11 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		name = "||"
 	case "current_timestamp", "now", "localtimestamp", "current_date", "current_time":
 		// TiDB parses these keywords as calls; keep the Postgres names.
-		if err := refuseClockInView(b.p.Streaming, name, len(n.Args)); err != nil {
+		if err := refuseClockInView(b.p.Streaming && !(b.p.clockOK && clockFuncs[name]), name, len(n.Args)); err != nil {
 			return nil, err
 		}
 	case "localtime", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "age":
-		if err := refuseClockInView(b.p.Streaming, name, len(n.Args)); err != nil {
+		if err := refuseClockInView(b.p.Streaming && !(b.p.clockOK && clockFuncs[name]), name, len(n.Args)); err != nil {
 			return nil, err
 		}
 	case "nextval", "setval", "currval", "lastval":

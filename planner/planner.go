@@ -16,7 +16,9 @@ import (
 
 // Planner plans one statement.
 type Planner struct {
-	Cat cat.Catalog
+	// clockOK lets a view's WHERE call now() (temporal filters).
+	clockOK bool
+	Cat     cat.Catalog
 	// Streaming: building a materialized view (sources may be read).
 	Streaming bool
 	// ParseType parses a type name (sql/parser.ParseType).
@@ -261,7 +263,9 @@ func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
 		}
 		return true
 	case spec.Join:
-		if n.JoinKind != spec.InnerJoin {
+		// An ASOF join revises the rows it emitted when a nearer right row
+		// comes.
+		if n.JoinKind != spec.InnerJoin || n.AsOf {
 			return false
 		}
 		return AppendOnly(plan, n.Inputs[0], appendOnly) && AppendOnly(plan, n.Inputs[1], appendOnly)
@@ -523,6 +527,9 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 	if j.NaturalJoin {
 		return 0, nil, pgerror.Unsupported("NATURAL JOIN")
 	}
+	if on := asofCond(j); on != nil {
+		return p.planAsOf(node, li, ri, lsc, rsc, sc, on)
+	}
 	var conds []spec.Expr
 	var keyExprs []keyExpr
 	b := &binder{p: p}
@@ -644,7 +651,7 @@ func (p *Planner) mergeUsing(in int, kind spec.JoinKind, lk, rk []int, nl int, s
 // conditions it could not place.
 func (p *Planner) pushJoinConds(in int, conds []spec.Expr) []spec.Expr {
 	n := p.plan.Nodes[in]
-	if n.Kind != spec.Join || n.JoinKind != spec.InnerJoin || n.Temporal || len(conds) == 0 {
+	if n.Kind != spec.Join || n.JoinKind != spec.InnerJoin || n.Temporal || n.AsOf || len(conds) == 0 {
 		return conds
 	}
 	nl := len(p.plan.Nodes[n.Inputs[0]].Cols)

@@ -24,6 +24,10 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 	}
 	p.pushCTEs(s.With)
 	defer p.popCTEs(s.With)
+	// The clock is let through only in this query's own WHERE (temporal
+	// filters), not in the queries nested in it.
+	defer func(ok bool) { p.clockOK = ok }(p.clockOK)
+	p.clockOK = false
 	if s.Kind == ast.SelectStmtKindValues {
 		return p.planValues(s.Lists)
 	}
@@ -50,7 +54,12 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		where, subConds = splitSubqueryConds(where)
 	}
 	if where != nil {
+		// A view may compare a column with now() in WHERE (temporal
+		// filters, temporal.go): the clock is let through the binder here
+		// and its uses checked below.
+		p.clockOK = p.Streaming
 		pred, err := b.bind(where, sc, nil)
+		p.clockOK = false
 		if err != nil {
 			return nil, err
 		}
@@ -60,24 +69,37 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		if pred, err = b.castTo(pred, types.TBool); err != nil {
 			return nil, err
 		}
-		key := p.keys[in]
-		if src := p.plan.Nodes[in]; !p.Streaming && src.Kind == spec.Subscribe && key != nil {
-			src.Lookup = KeyLookup(pred, key)
-		}
-		p.pushTopN(in, pred)
-		// Conditions over the inputs of inner joins (comma joins: FROM a, b
-		// WHERE a.id = b.aid) become the joins' keys and conditions.
-		top := p.plan.Nodes[in]
-		rest := p.pushJoinConds(in, conjuncts(pred))
-		for i, n := range p.plan.Nodes { // inserted filters move it up
-			if n == top {
-				in = i
+		var bounds []spec.TimeBound
+		if p.Streaming && hasClock(pred) {
+			var rest []spec.Expr
+			if bounds, rest, err = temporalBounds(pred); err != nil {
+				return nil, err
 			}
+			pred = andAll(rest)
 		}
-		if len(rest) > 0 {
-			in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: andAll(rest), Cols: sc.columns()})
+		if pred != nil {
+			key := p.keys[in]
+			if src := p.plan.Nodes[in]; !p.Streaming && src.Kind == spec.Subscribe && key != nil {
+				src.Lookup = KeyLookup(pred, key)
+			}
+			p.pushTopN(in, pred)
+			// Conditions over the inputs of inner joins (comma joins: FROM a, b
+			// WHERE a.id = b.aid) become the joins' keys and conditions.
+			top := p.plan.Nodes[in]
+			rest := p.pushJoinConds(in, conjuncts(pred))
+			for i, n := range p.plan.Nodes { // inserted filters move it up
+				if n == top {
+					in = i
+				}
+			}
+			if len(rest) > 0 {
+				in = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{in}, Pred: andAll(rest), Cols: sc.columns()})
+			}
+			p.keys[in] = key
 		}
-		p.keys[in] = key
+		if bounds != nil {
+			in = p.addTemporalFilter(in, sc.columns(), bounds)
+		}
 	}
 	if len(subConds) > 0 {
 		if in, err = p.applySubqueryConds(in, sc, subConds, nil); err != nil {

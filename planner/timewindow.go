@@ -224,6 +224,9 @@ func watermarkCols(plan *spec.Plan, i int) map[int]bool {
 			}
 		}
 	case spec.Join:
+		if n.AsOf {
+			break // the ASOF join passes no watermark on
+		}
 		l, r := input(0), input(1)
 		nl := len(plan.Nodes[n.Inputs[0]].Cols)
 		for k := range n.LeftKeys {

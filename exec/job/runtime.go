@@ -784,9 +784,15 @@ func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eva
 			op, err = ops.NewAgg(n, opID, db)
 		}
 	case spec.Join:
+		if n.AsOf {
+			op, err = ops.NewAsOfJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, db)
+			break
+		}
 		op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, db, ectx, errs)
 	case spec.Union:
 		op = ops.NewUnion(len(n.Inputs))
+	case spec.TemporalFilter:
+		op, err = ops.NewTemporalFilter(n, opID, db, nil /* wall clock */)
 	case spec.TimeWindow:
 		op = ops.NewTimeWindow(n, len(plan.Nodes[n.Inputs[0]].Cols))
 	case spec.Window:

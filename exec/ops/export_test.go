@@ -25,3 +25,7 @@ func SortKeyOrder(ks []string, lenFirst bool) []int {
 // HeldCounts returns how many spilled buckets' row counts the join holds
 // in memory.
 func (j *Join) HeldCounts() int { return len(j.s[0].cold) + len(j.s[1].cold) }
+
+// TemporalState returns how many rows temporal filter f holds and the
+// time its output is as of.
+func TemporalState(f *TemporalFilter) (rows int, cur int64) { return len(f.rows), f.cur }

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"sluice/sql/types"
 )
@@ -49,9 +50,14 @@ const (
 	// window_end to each input row (TimeWin), one row per window the row's
 	// time column falls in.
 	TimeWindow
+	// TemporalFilter is a view's filter on the clock (WHERE ts > now() -
+	// INTERVAL '1 hour'): it passes the input rows that satisfy every
+	// TimeBound at the current time, and as time passes retracts the rows
+	// that expire and emits those whose time comes.
+	TemporalFilter
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow", "TemporalFilter"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -260,7 +266,21 @@ type Node struct {
 	// AS OF PROCTIME()) and a Join whose right side is one: the lookup
 	// side's changes do not revise results already emitted.
 	Temporal bool
-	Offset   int64 // TopN
+	// AsOf marks a Join as ASOF [LEFT] JOIN (JoinKind inner or left): Cond
+	// is then the one inequality between a left and a right column, and
+	// each left row joins only the nearest right row satisfying it.
+	AsOf bool `json:",omitempty"`
+	// TimeBounds (TemporalFilter): a row passes at time now if each holds.
+	TimeBounds []TimeBound `json:",omitempty"`
+	Offset     int64       // TopN
+}
+
+// TimeBound is a condition of a TemporalFilter: input column Col Op
+// now() + Offset microseconds (Op one of >, >=, <, <=).
+type TimeBound struct {
+	Col    int
+	Op     string
+	Offset int64
 }
 
 // Plan is a dataflow job: nodes in topological order, the root last.
@@ -420,6 +440,13 @@ func (n *Node) describe() string {
 		return d
 	case Join:
 		s := fmt.Sprintf("HashJoin %s on left[%s] = right[%s]", n.JoinKind, groupStr(n.LeftKeys), groupStr(n.RightKeys))
+		if n.AsOf {
+			kind := "inner"
+			if n.JoinKind == LeftJoin {
+				kind = "left outer"
+			}
+			return fmt.Sprintf("AsOfJoin %s on left[%s] = right[%s] nearest %s", kind, groupStr(n.LeftKeys), groupStr(n.RightKeys), n.Cond)
+		}
 		if n.Cond != nil {
 			s += " cond " + n.Cond.String()
 		}
@@ -427,6 +454,18 @@ func (n *Node) describe() string {
 			s += " (lookup: right side as of processing time)"
 		}
 		return s
+	case TemporalFilter:
+		b := make([]string, len(n.TimeBounds))
+		for i, t := range n.TimeBounds {
+			b[i] = fmt.Sprintf("%s %s now()", colNames(n.Cols, []int{t.Col}), t.Op)
+			switch {
+			case t.Offset > 0:
+				b[i] += " + " + time.Duration(t.Offset*1000).String()
+			case t.Offset < 0:
+				b[i] += " - " + time.Duration(-t.Offset*1000).String()
+			}
+		}
+		return "TemporalFilter " + strings.Join(b, " AND ")
 	case Union:
 		return "Union all"
 	case Materialize:

@@ -229,6 +229,7 @@ type level struct {
 	inFrom     bool
 	expectItem bool
 	window     bool
+	asof       bool // an ASOF join's right item was read: its ON follows
 }
 
 // walkSeq copies a sequence of clauses, rewriting what it recognises, up
@@ -251,6 +252,9 @@ func (r *rewriter) walkSeq(st *level) frag {
 			continue
 		case st.expectItem:
 			out = append(out, r.fromItem(st)...)
+			if st.asof {
+				out = append(out, r.asofOn(st)...)
+			}
 		case st.window && r.framed && !r.plainFrameToken(t):
 			r.fail(pgerror.Unsupported("an expression as a window frame offset is not supported").
 				WithHint("Write the offset as a constant number or INTERVAL '…'.").
@@ -367,6 +371,10 @@ func (r *rewriter) walkWord(st *level) frag {
 			r.unsupported(t, "ON CONFLICT is not supported")
 		}
 		return kw()
+	case "asof":
+		if n := r.asofJoinLen(); n > 0 {
+			return r.asofJoin(st, n)
+		}
 	case "join", "inner", "cross", "outer":
 		if w == "join" {
 			st.expectItem = true
@@ -749,7 +757,7 @@ func (r *rewriter) fromItem(st *level) frag {
 		}
 		r.i++
 		hasAlias = true
-	} else if a.kind == tkQIdent || a.kind == tkIdent && !pgReserved[a.val] {
+	} else if a.kind == tkQIdent || a.kind == tkIdent && !pgReserved[a.val] && r.asofJoinLen() == 0 {
 		alias = a
 		r.i++
 		hasAlias = true
