@@ -147,7 +147,7 @@ func (x *setExpander) elem(e ast.ExprNode) ([][]int, error) {
 		return sets, nil
 	case "__pg_cube":
 		if len(fc.Args) > 12 {
-			return nil, errTooManySets()
+			return nil, pgerror.New(pgcode.Code("54011"), "CUBE is limited to 12 elements")
 		}
 		units := make([][]int, len(fc.Args))
 		for i, a := range fc.Args {
