@@ -302,28 +302,11 @@ func (p *Planner) planTableSource(t *ast.TableSource) (int, *scope, error) {
 		}
 		return p.planTable(src, alias)
 	case *ast.SelectStmt, *ast.SetOprStmt:
-		in, sc, err := p.planDerived(src, alias, nil)
-		if err != nil && t.Lateral {
-			err = lateralRefs(err)
-		}
-		return in, sc, err
+		return p.planDerived(src, alias, nil)
 	case *ast.Join:
 		return p.planFrom(src)
 	}
 	return 0, nil, pgerror.Unsupported("FROM item %T", t.Source)
-}
-
-// lateralRefs refuses a LATERAL subquery that names columns of the FROM
-// items before it, which the planner cannot decorrelate yet (one that
-// names none is planned as an ordinary subquery): the subquery, planned
-// alone, fails to find them.
-func lateralRefs(err error) error {
-	switch pgerror.GetCode(err) {
-	case pgcode.UndefinedColumn, pgcode.UndefinedTable:
-		return pgerror.Unsupported("LATERAL subqueries that refer to preceding FROM items are not supported (%s)", err.Error()).
-			WithHint("Join the tables and use row_number() OVER (PARTITION BY …) <= n for a Top-N per row, or a correlated scalar subquery in the select list.")
-	}
-	return err
 }
 
 func (p *Planner) planDerived(q ast.Node, alias string, colNames []ast.CIStr) (int, *scope, error) {
@@ -475,8 +458,18 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	n := len(p.plan.Nodes)
 	ri, rsc, err := p.planFrom(j.Right)
 	if err != nil {
+		// A LATERAL subquery that names the FROM items before it fails
+		// alone: it is decorrelated instead (lateral.go).
+		if ts, sel := lateralSubquery(j); ts != nil && isOuterRefErr(err) {
+			if sel == nil {
+				return 0, nil, errLateral("a set operation")
+			}
+			p.truncatePlan(n)
+			return p.planLateral(j, li, lsc, ts, sel)
+		}
 		return 0, nil, err
 	}
 	sc := &scope{cols: append(append([]scopeCol{}, lsc.cols...), rsc.cols...)}

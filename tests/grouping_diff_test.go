@@ -16,31 +16,11 @@ import (
 // (duplicate sets, nested ROLLUP and CUBE inside GROUPING SETS, the empty
 // set, GROUP BY a, ROLLUP(b, c), composite elements, GROUP BY DISTINCT,
 // GROUPING() in the select list and HAVING, DISTINCT and FILTER aggregates,
-// a self-join below) over a table changed by seeded random inserts, updates
-// and deletes (whole groups and the whole table included), applied alike to
-// Sluice and to a private database of the machine's PostgreSQL. After every
-// step each view, and its query run as a plain SELECT in Sluice, must
-// equal PostgreSQL's answer as a multiset of rows: the NULLs of rolled-up
-// columns and the NULLs in the data are both there, told apart by
-// GROUPING(). The server is killed (SIGKILL) and restarted halfway.
+// a self-join below) through runViewDiff: after every random change each
+// view, and its query as a plain SELECT, must equal PostgreSQL's answer;
+// the NULLs of rolled-up columns and the NULLs in the data are both there,
+// told apart by GROUPING().
 func TestGroupingSetsDiff(t *testing.T) {
-	EnsurePostgres(t)
-	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
-	ctx := context.Background()
-	sl := MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
-	pg := MustConnectMode(t, FreshPostgresDB(t, fmt.Sprintf("grouping20_diff_%d", os.Getpid())), pgx.QueryExecModeSimpleProtocol)
-	exec := func(conn *pgx.Conn, q string) error {
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		_, err := QueryText(c, conn, q)
-		return err
-	}
-	const ddl = "CREATE TABLE gs_t (id INT PRIMARY KEY, g INT, h TEXT, a INT, n NUMERIC)"
-	for _, conn := range []*pgx.Conn{sl, pg} {
-		if err := exec(conn, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
 	views := []string{
 		"SELECT g, h, count(*), sum(a), grouping(g, h) FROM gs_t GROUP BY ROLLUP (g, h)",
 		"SELECT g, h, count(a), min(n), max(h), grouping(h, g) AS gid FROM gs_t GROUP BY CUBE (g, h)",
@@ -56,8 +36,42 @@ func TestGroupingSetsDiff(t *testing.T) {
 		"SELECT x.g, y.h, count(*), sum(y.a) FROM gs_t x JOIN gs_t y ON x.a = y.g GROUP BY ROLLUP (x.g, y.h)",
 		"SELECT g, h, coalesce(h, 'null h') AS hn, count(*) FROM gs_t GROUP BY GROUPING SETS ((g, h), (h), ROLLUP (g))",
 	}
+	compared, mismatches := runViewDiff(t, "gs_t", views)
+	t.Logf("%d views, %d steps and a restart, %d comparisons, %d mismatches", len(views), viewDiffSteps+2, compared, mismatches)
+}
+
+// viewDiffSteps is the number of random DML steps of runViewDiff.
+const viewDiffSteps = 40
+
+// runViewDiff creates table (id INT PRIMARY KEY, g INT, h TEXT, a INT,
+// n NUMERIC) in Sluice and in a private database of the machine's
+// PostgreSQL, and views over it in Sluice (named <table>_v<i>); then, over
+// no rows, 160 rows and after each of viewDiffSteps seeded random inserts,
+// updates and deletes (whole groups and the whole table included) applied
+// to both, with a kill -9 and restart halfway, it compares each view and
+// its query as a plain SELECT in Sluice with PostgreSQL's answer as a
+// multiset of rows. Mismatches are reported as errors and counted.
+func runViewDiff(t *testing.T, table string, views []string) (compared, mismatches int) {
+	t.Helper()
+	EnsurePostgres(t)
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	sl := MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
+	pg := MustConnectMode(t, FreshPostgresDB(t, fmt.Sprintf("grouping20_%s_%d", table, os.Getpid())), pgx.QueryExecModeSimpleProtocol)
+	exec := func(conn *pgx.Conn, q string) error {
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := QueryText(c, conn, q)
+		return err
+	}
+	ddl := "CREATE TABLE " + table + " (id INT PRIMARY KEY, g INT, h TEXT, a INT, n NUMERIC)"
+	for _, conn := range []*pgx.Conn{sl, pg} {
+		if err := exec(conn, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, q := range views {
-		if err := exec(sl, fmt.Sprintf("CREATE MATERIALIZED VIEW gs_v%d AS %s", i, q)); err != nil {
+		if err := exec(sl, fmt.Sprintf("CREATE MATERIALIZED VIEW %s_v%d AS %s", table, i, q)); err != nil {
 			t.Fatalf("view %d: %s: %v", i, q, err)
 		}
 	}
@@ -85,29 +99,28 @@ func TestGroupingSetsDiff(t *testing.T) {
 			rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, %s)", nextID, val("g"), val("h"), val("a"), val("n")))
 			nextID++
 		}
-		return "INSERT INTO gs_t VALUES " + strings.Join(rows, ", ")
+		return "INSERT INTO " + table + " VALUES " + strings.Join(rows, ", ")
 	}
 	cols := []string{"g", "h", "a", "n"}
 	dml := func(step int) string {
-		if step == 20 {
-			return "DELETE FROM gs_t" // every group goes; the empty sets' rows stay
+		if step == viewDiffSteps/2 {
+			return "DELETE FROM " + table // every group goes; the empty sets' rows stay
 		}
 		switch r := rng.Intn(10); {
 		case r < 4:
 			return insert(1 + rng.Intn(10))
 		case r < 6:
 			c := cols[rng.Intn(len(cols))]
-			return fmt.Sprintf("UPDATE gs_t SET %s = %s WHERE id %% 7 = %d", c, val(c), rng.Intn(7))
+			return fmt.Sprintf("UPDATE %s SET %s = %s WHERE id %% 7 = %d", table, c, val(c), rng.Intn(7))
 		case r < 7:
-			return fmt.Sprintf("UPDATE gs_t SET g = %s WHERE g = %d", val("g"), rng.Intn(4))
+			return fmt.Sprintf("UPDATE %s SET g = %s WHERE g = %d", table, val("g"), rng.Intn(4))
 		case r < 9:
-			return fmt.Sprintf("DELETE FROM gs_t WHERE id %% 9 = %d", rng.Intn(9))
+			return fmt.Sprintf("DELETE FROM %s WHERE id %% 9 = %d", table, rng.Intn(9))
 		default:
-			return fmt.Sprintf("DELETE FROM gs_t WHERE h = %s", val("h")) // a whole group
+			return fmt.Sprintf("DELETE FROM %s WHERE h = %s", table, val("h")) // a whole group
 		}
 	}
 
-	compared, mismatches := 0, 0
 	compare := func(step string) {
 		if err := exec(sl, "FLUSH"); err != nil {
 			t.Fatalf("FLUSH: %v", err)
@@ -117,7 +130,7 @@ func TestGroupingSetsDiff(t *testing.T) {
 			if err != nil {
 				t.Fatalf("postgres: %s: %v", q, err)
 			}
-			for _, read := range []string{fmt.Sprintf("SELECT * FROM gs_v%d", i), q} {
+			for _, read := range []string{fmt.Sprintf("SELECT * FROM %s_v%d", table, i), q} {
 				compared++
 				got, err := diffRows(ctx, sl, read)
 				// A view is maintained asynchronously: poll briefly.
@@ -144,9 +157,8 @@ func TestGroupingSetsDiff(t *testing.T) {
 		}
 	}
 	compare("the initial 160 rows")
-	const steps = 40
-	for s := 0; s < steps; s++ {
-		if s == steps/2 {
+	for s := 0; s < viewDiffSteps; s++ {
+		if s == viewDiffSteps/2 {
 			sl.Close(ctx)
 			if err := srv.Kill(); err != nil {
 				t.Fatal(err)
@@ -164,5 +176,5 @@ func TestGroupingSetsDiff(t *testing.T) {
 		}
 		compare(q)
 	}
-	t.Logf("%d views, %d steps and a restart, %d comparisons, %d mismatches", len(views), steps+2, compared, mismatches)
+	return compared, mismatches
 }
