@@ -441,7 +441,9 @@ func (g *diffGen) agg(q string) string {
 
 func (g *diffGen) query() string {
 	tab := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
-	switch g.rng.Intn(8) {
+	switch g.rng.Intn(9) {
+	case 8:
+		return g.lateral(tab)
 	case 7:
 		return g.groupingSets(tab)
 	case 0: // filter and project
@@ -517,6 +519,24 @@ func (g *diffGen) groupingSets(tab string) string {
 		q += fmt.Sprintf(" HAVING count(*) > 1 OR grouping(%s) = 1", k1)
 	}
 	return q
+}
+
+// lateral is a LATERAL subquery correlated by an equality with the FROM
+// item before it, inner or LEFT JOIN … ON true, with or without a
+// per-row ORDER BY … LIMIT (a total order).
+func (g *diffGen) lateral(tab string) string {
+	other := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
+	key := g.pick("a", "b", "c")
+	join, on := g.pick("CROSS JOIN LATERAL", ", LATERAL", "LEFT JOIN LATERAL"), ""
+	if join == "LEFT JOIN LATERAL" {
+		on = " ON true"
+	}
+	limit := ""
+	if g.rng.Intn(3) > 0 {
+		limit = fmt.Sprintf(" ORDER BY y.b%s, y.id%s LIMIT %d", g.pick("", " DESC", " NULLS FIRST"), g.pick("", " DESC"), 1+g.rng.Intn(3))
+	}
+	return fmt.Sprintf("SELECT x.id, s.id AS sid, s.e FROM %s x %s (SELECT y.id, %s AS e FROM %s y WHERE y.%s = x.%s AND %s%s) s%s WHERE %s",
+		tab, join, g.scalar("y"), other, key, key, g.pred("y", 0), limit, on, g.pred("x", 1))
 }
 
 // topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH
