@@ -286,7 +286,7 @@ func (p *Planner) joinScalar(in int, sc *scope, sq *ast.SubqueryExpr) (int, spec
 		}
 		gb.Items = append(gb.Items, &ast.ByItem{Expr: &boundExpr{x: in2}})
 	}
-	agg, out, ah, _, err := p.planAgg(b, rel.idx, rel.sc, gb, aggs, filters)
+	agg, out, ah, _, err := p.planAgg(b, rel.idx, rel.sc, gb, nil /* grouping sets */, aggs, filters)
 	if err != nil {
 		return 0, nil, err
 	}

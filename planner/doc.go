@@ -8,6 +8,11 @@
 //	  TUMBLE/HOP→ TimeWindow (+ window_start, window_end; timewindow.go)
 //	  WHERE     → Filter
 //	  GROUP BY  → Project(pre) → HashAgg → Filter(HAVING)
+//	  GROUPING SETS/ROLLUP/CUBE → Project(pre) → a HashAgg per set →
+//	            Project(NULL for absent columns, set index) → Union
+//	            (groupingsets.go)
+//	  LATERAL (SELECT … WHERE u.x = t.x [ORDER BY … LIMIT n]) → Top-N
+//	            per key, HashJoin on the key (lateral.go)
 //	  SELECT    → Project
 //	  UNION ALL → Union
 //	  WHERE/HAVING/SELECT subqueries of a view → semi/anti HashJoins and

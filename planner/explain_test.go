@@ -66,6 +66,12 @@ func TestExplain(t *testing.T) {
 	datadriven.RunTest(t, "testdata/explain", explainCase)
 }
 
+// TestExplainGroupingSets runs testdata/groupingsets: GROUPING SETS,
+// ROLLUP and CUBE as a union of aggregations, and LATERAL subqueries.
+func TestExplainGroupingSets(t *testing.T) {
+	datadriven.RunTest(t, "testdata/groupingsets", explainCase)
+}
+
 // TestExplainTimeWindows runs testdata/timewindows: TUMBLE, HOP,
 // watermarks and EMIT ON WINDOW CLOSE, including the Nexmark queries built
 // on them.

@@ -358,6 +358,10 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		}
 	}
 	switch name {
+	case "grouping":
+		// The aggregation's hook binds GROUPING (groupingsets.go); here
+		// it is outside one, or over what it does not group by.
+		return nil, errGroupingArgs()
 	case "__pg_cast":
 		if len(n.Args) != 2 {
 			return nil, pgerror.New(pgcode.Syntax, "bad cast")

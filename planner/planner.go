@@ -509,8 +509,18 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	n := len(p.plan.Nodes)
 	ri, rsc, err := p.planFrom(j.Right)
 	if err != nil {
+		// A LATERAL subquery that names the FROM items before it fails
+		// alone: it is decorrelated instead (lateral.go).
+		if ts, sel := lateralSubquery(j); ts != nil && isOuterRefErr(err) {
+			if sel == nil {
+				return 0, nil, errLateral("a set operation")
+			}
+			p.truncatePlan(n)
+			return p.planLateral(j, li, lsc, ts, sel)
+		}
 		return 0, nil, err
 	}
 	sc := &scope{cols: append(append([]scopeCol{}, lsc.cols...), rsc.cols...)}

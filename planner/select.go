@@ -142,6 +142,16 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 		items = append(items, item{expr: f.Expr, name: outputName(f)})
 	}
 
+	// GROUPING SETS, ROLLUP and CUBE become a list of sets over the
+	// flattened GROUP BY items (groupingsets.go).
+	var gsets *groupingSets
+	if s.GroupBy != nil {
+		flat, gs, err := expandGroupBy(s.GroupBy)
+		if err != nil {
+			return nil, err
+		}
+		s, gsets = shallowWithGroupBy(s, flat), gs
+	}
 	// A set-returning item that GROUP BY names by its alias runs before
 	// the aggregation (srf.go).
 	if s.GroupBy != nil {
@@ -200,7 +210,7 @@ func (p *Planner) planSelect(s *ast.SelectStmt) (*Query, error) {
 	outKey := p.keys[in]
 	if len(aggs) > 0 || s.GroupBy != nil || s.Having != nil {
 		var err error
-		in, sc, h, outKey, err = p.planAgg(b, in, sc, s.GroupBy, aggs, filters)
+		in, sc, h, outKey, err = p.planAgg(b, in, sc, s.GroupBy, gsets, aggs, filters)
 		if err != nil {
 			return nil, err
 		}
@@ -484,25 +494,39 @@ func (c *aggCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // planAgg builds Project(group exprs, agg args, filters) → HashAgg and
 // returns the hook that maps aggregates and group expressions of the
-// select list onto the aggregation's output.
-func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, aggs []*ast.AggregateFuncExpr, filters []ast.ExprNode) (int, *scope, hook, []int, error) {
+// select list onto the aggregation's output. With grouping sets (gs) there
+// is one HashAgg per set and a Union of them (groupingsets.go).
+func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, gs *groupingSets, aggs []*ast.AggregateFuncExpr, filters []ast.ExprNode) (int, *scope, hook, []int, error) {
 	var pre []spec.Expr
 	var groupStr []string
 	var items []*ast.ByItem
 	if gb != nil {
 		items = gb.Items
 	}
-	for _, it := range items {
+	itemCol := make([]int, len(items))
+	for i, it := range items {
 		// GROUP BY may name an output column position; Postgres also allows
 		// output aliases, which we leave for later.
 		x, err := b.bind(it.Expr, sc, nil)
 		if err != nil {
 			return 0, nil, nil, nil, err
 		}
+		if gs != nil {
+			// The sets refer to each expression once.
+			if itemCol[i] = indexOfStr(groupStr, x.String()); itemCol[i] >= 0 {
+				continue
+			}
+			itemCol[i] = len(pre)
+		}
 		pre = append(pre, x)
 		groupStr = append(groupStr, x.String())
 	}
-	sortGroupCols(pre, groupStr)
+	var sets [][]int
+	if gs != nil {
+		sets = gs.boundSets(itemCol)
+	} else {
+		sortGroupCols(pre, groupStr)
+	}
 	ng := len(pre)
 	var calls []spec.AggCall
 	aggIndex := map[*ast.AggregateFuncExpr]int{}
@@ -591,12 +615,23 @@ func (p *Planner) planAgg(b *binder, in int, sc *scope, gb *ast.GroupByClause, a
 	for _, c := range calls {
 		out.cols = append(out.cols, scopeCol{name: aggName(c.Func), t: c.T})
 	}
-	aggNode := &spec.Node{Kind: spec.Agg, Inputs: []int{proj}, GroupBy: gidx, Aggs: calls, Cols: out.columns()}
-	if p.Streaming {
-		aggNode.InputAppendOnly = p.AppendOnlyRel != nil && AppendOnly(p.plan, proj, p.AppendOnlyRel)
+	var agg int
+	if gs != nil {
+		agg = p.planSetAggs(proj, sets, ng, calls, out)
+		gidx = nil // duplicate sets repeat rows
+	} else {
+		aggNode := &spec.Node{Kind: spec.Agg, Inputs: []int{proj}, GroupBy: gidx, Aggs: calls, Cols: out.columns()}
+		if p.Streaming {
+			aggNode.InputAppendOnly = p.AppendOnlyRel != nil && AppendOnly(p.plan, proj, p.AppendOnlyRel)
+		}
+		agg = p.plan.Add(aggNode)
 	}
-	agg := p.plan.Add(aggNode)
+	setCol := ng + len(calls)
 	h := func(e ast.ExprNode) (spec.Expr, bool, error) {
+		if fc, ok := e.(*ast.FuncCallExpr); ok && fc.FnName.L == "grouping" {
+			x, err := b.groupingCall(fc, sc, groupStr, sets, setCol)
+			return x, err == nil, err
+		}
 		switch x := e.(type) {
 		case *ast.AggregateFuncExpr:
 			i, ok := aggIndex[x]

@@ -441,7 +441,11 @@ func (g *diffGen) agg(q string) string {
 
 func (g *diffGen) query() string {
 	tab := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
-	switch g.rng.Intn(7) {
+	switch g.rng.Intn(9) {
+	case 8:
+		return g.lateral(tab)
+	case 7:
+		return g.groupingSets(tab)
 	case 0: // filter and project
 		return fmt.Sprintf("SELECT id, %s AS e1, %s AS e2 FROM %s WHERE %s", g.scalar(""), g.scalar(""), tab, g.pred("", 2))
 	case 1: // aggregate
@@ -478,6 +482,61 @@ func (g *diffGen) query() string {
 		fn := g.pick("row_number()", "rank()", "dense_rank()", "sum(b)", "count(*)", "max(d)", "lag(a)", "lead(c)", "first_value(c)")
 		return fmt.Sprintf("SELECT id, a, %s OVER (PARTITION BY %s ORDER BY id) AS w FROM %s WHERE %s", fn, part, tab, g.pred("", 1))
 	}
+}
+
+// groupingSets is an aggregation over grouping sets: ROLLUP, CUBE,
+// GROUPING SETS with a repeated set and the empty set, ROLLUP nested in
+// GROUPING SETS, a plain column crossed with ROLLUP, a composite element;
+// GROUPING() in the select list and in HAVING.
+func (g *diffGen) groupingSets(tab string) string {
+	k1 := g.pick("a", "c", "a % 2")
+	k2 := g.pick("b % 3", "c", "b IS NULL")
+	if k1 == k2 {
+		k2 = "b % 3"
+	}
+	var by string
+	switch g.rng.Intn(6) {
+	case 0:
+		by = fmt.Sprintf("ROLLUP (%s, %s)", k1, k2)
+	case 1:
+		by = fmt.Sprintf("CUBE (%s, %s)", k1, k2)
+	case 2:
+		by = fmt.Sprintf("GROUPING SETS ((%s, %s), (%s), (%s), ())", k1, k2, k1, k1)
+	case 3:
+		by = fmt.Sprintf("%s, ROLLUP (%s)", k1, k2)
+	case 4:
+		by = fmt.Sprintf("GROUPING SETS (%s, ROLLUP (%s, %s), ())", k2, k1, k2)
+	default:
+		by = fmt.Sprintf("ROLLUP ((%s, %s))", k1, k2)
+	}
+	q := fmt.Sprintf("SELECT %s AS k1, %s AS k2, grouping(%s, %s) AS gid, %s AS g1, %s AS g2 FROM %s",
+		k1, k2, k1, k2, g.agg(""), g.agg(""), tab)
+	if g.rng.Intn(2) == 0 {
+		q += " WHERE " + g.pred("", 1)
+	}
+	q += " GROUP BY " + by
+	if g.rng.Intn(3) == 0 {
+		q += fmt.Sprintf(" HAVING count(*) > 1 OR grouping(%s) = 1", k1)
+	}
+	return q
+}
+
+// lateral is a LATERAL subquery correlated by an equality with the FROM
+// item before it, inner or LEFT JOIN … ON true, with or without a
+// per-row ORDER BY … LIMIT (a total order).
+func (g *diffGen) lateral(tab string) string {
+	other := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
+	key := g.pick("a", "b", "c")
+	join, on := g.pick("CROSS JOIN LATERAL", ", LATERAL", "LEFT JOIN LATERAL"), ""
+	if join == "LEFT JOIN LATERAL" {
+		on = " ON true"
+	}
+	limit := ""
+	if g.rng.Intn(3) > 0 {
+		limit = fmt.Sprintf(" ORDER BY y.b%s, y.id%s LIMIT %d", g.pick("", " DESC", " NULLS FIRST"), g.pick("", " DESC"), 1+g.rng.Intn(3))
+	}
+	return fmt.Sprintf("SELECT x.id, s.id AS sid, s.e FROM %s x %s (SELECT y.id, %s AS e FROM %s y WHERE y.%s = x.%s AND %s%s) s%s WHERE %s",
+		tab, join, g.scalar("y"), other, key, key, g.pred("y", 0), limit, on, g.pred("x", 1))
 }
 
 // topN is a Top-N query: ORDER BY … LIMIT [OFFSET], FETCH FIRST … WITH

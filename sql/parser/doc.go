@@ -182,6 +182,14 @@
 //
 //	SELECT DISTINCT ON (e, …) items  SELECT __pg_distinct_on(e, …), items
 //	    (the planner takes the first item out)
+//	GROUP BY grouping elements (grouping.go): ROLLUP (…) __pg_rollup(…),
+//	    CUBE (…) __pg_cube(…), GROUPING SETS (…) __pg_grouping_sets(…),
+//	    () and (e, f) __pg_gset() and __pg_gset(e, f), GROUP BY DISTINCT
+//	    a first item __pg_group_distinct(); GROUPING(e, …) stays a call
+//	GROUP BY grouping elements (grouping.go): ROLLUP (…) __pg_rollup(…),
+//	    CUBE (…) __pg_cube(…), GROUPING SETS (…) __pg_grouping_sets(…),
+//	    () and (e, f) __pg_gset() and __pg_gset(e, f), GROUP BY DISTINCT
+//	    a first item __pg_group_distinct(); GROUPING(e, …) stays a call
 //
 // Not supported (0A000): SELECT INTO,
 // UPDATE ... FROM, DELETE ... USING, WITH ORDINALITY, TABLESAMPLE,

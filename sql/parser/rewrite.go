@@ -320,6 +320,9 @@ func (r *rewriter) walkWord(st *level) frag {
 		return kw()
 	case "where", "group", "having":
 		st.inFrom, st.expectItem = false, false
+		if w == "group" && next.isWord("by") {
+			return r.groupByClause()
+		}
 		return kw()
 	case "union", "intersect", "except":
 		st.inFrom, st.expectItem = false, false
@@ -440,16 +443,6 @@ func (r *rewriter) walkWord(st *level) frag {
 		}
 	case "distinct":
 		return kw()
-	case "grouping":
-		if next.isWord("sets") {
-			r.fail(pgerror.Unsupported("GROUPING SETS is not supported").WithPosition(charPos(r.src, t.pos)).
-				WithHint("write one aggregation per grouping set and combine them with UNION ALL, NULL in the columns a set does not group by"))
-		}
-	case "rollup", "cube":
-		if r.i > 0 && (r.peek(-1).isWord("by") || r.peek(-1).isPunct(",")) && next.isPunct("(") {
-			r.fail(pgerror.Unsupported("%s is not supported", strings.ToUpper(w)).WithPosition(charPos(r.src, t.pos)).
-				WithHint("write one aggregation per grouping set and combine them with UNION ALL, NULL in the columns a set does not group by"))
-		}
 	}
 	if st.window && w == "interval" && (next.kind == tkString || next.kind == tkNumber) {
 		return r.frameInterval()
