@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -337,4 +337,3 @@ func saveProfile(ctx context.Context, httpAddr string, d time.Duration, path str
 	}
 	return f.Close()
 }
-
