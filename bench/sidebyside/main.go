@@ -32,6 +32,8 @@
 //
 // --profile saves a CPU profile of sluice (its /debug/pprof endpoint) in
 // one extra, unreported Kafka run per workload, into --keep's directory.
+// --baseline OLD-SLUICE-BINARY runs every sluice system with that binary
+// too, just before the built one in each round: before/after figures.
 package main
 
 import (
@@ -70,6 +72,7 @@ func run() error {
 	workloads := flag.String("workloads", "w1,w2", "workloads to run")
 	profile := flag.Duration("profile", 0, "when set, one extra Kafka run per workload saves a CPU profile this long")
 	keep := flag.String("keep", "", "work directory to use and keep (default: a temporary one, removed)")
+	baseline := flag.String("baseline", "", "a sluice binary to compare with: each sluice system also runs with it (as <system>@base), just before the built one")
 	flag.Parse()
 	if *bids <= 0 || *rounds <= 0 {
 		return fmt.Errorf("--bids and --rounds must be positive")
@@ -116,7 +119,13 @@ func run() error {
 	fmt.Printf("input: %d bids, %.0f MB, in %.1fs; reference: W1 %d rows, W2 %d windows (%d closed while running)\n",
 		ref.bids, float64(st.Size())/1e6, time.Since(t0).Seconds(), ref.w1.rows, ref.w2.rows, ref.w2Closed.rows)
 
-	sys := strings.Split(*systems, ",")
+	var sys []string
+	for _, s := range strings.Split(*systems, ",") {
+		if *baseline != "" && strings.HasPrefix(s, "sluice-") {
+			sys = append(sys, s+"@base")
+		}
+		sys = append(sys, s)
+	}
 	var brk *broker
 	if contains(sys, "sluice-kafka") {
 		t0 = time.Now()
@@ -133,11 +142,15 @@ func run() error {
 	one := func(round int, system, workload string, prof time.Duration) (measured, error) {
 		want := map[string]results{"w1": ref.w1, "w2": ref.w2}[workload]
 		name := fmt.Sprintf("%s-%s-%d", system, workload, round)
+		bin := sluiceBin
+		if b, ok := strings.CutSuffix(system, "@base"); ok {
+			system, bin = b, *baseline
+		}
 		switch system {
 		case "floor":
 			return runFloor(ctx, self, workload, input, filepath.Join(work, name+".jsonl"), want)
 		case "sluice-kafka", "sluice-file":
-			r := &sluiceRun{bin: sluiceBin, work: work, workload: workload, input: input, want: want, name: name, profile: prof}
+			r := &sluiceRun{bin: bin, work: work, workload: workload, input: input, want: want, name: name, profile: prof}
 			if system == "sluice-kafka" {
 				r.source, r.broker = "kafka", brk.addr
 			} else {
@@ -164,7 +177,7 @@ func run() error {
 					order = append(order, k)
 				}
 				all[k] = append(all[k], m)
-				fmt.Printf("round %d %-12s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  %6.2f s  load %.1f  output ok\n",
+				fmt.Printf("round %d %-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  %6.2f s  load %.1f  output ok\n",
 					round, s, strings.ToUpper(w), m.eventsPerSec(), m.cpuPerMillion(), float64(m.PeakRSSKiB)/1024, m.Seconds, m.Load)
 			}
 		}
@@ -177,7 +190,7 @@ func run() error {
 		cpu := median(ms, measured.cpuPerMillion)
 		rss := median(ms, func(m measured) float64 { return float64(m.PeakRSSKiB) / 1024 })
 		load := median(ms, func(m measured) float64 { return m.Load })
-		line := fmt.Sprintf("%-12s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  load %.1f",
+		line := fmt.Sprintf("%-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  load %.1f",
 			k.system, strings.ToUpper(k.workload), rate, cpu, rss, load)
 		if f, ok := all[key{"floor", k.workload}]; ok && k.system != "floor" {
 			line += fmt.Sprintf("  %.2f of the floor's events/s, %.1f× its CPU",
