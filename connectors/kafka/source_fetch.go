@@ -314,6 +314,10 @@ type srcFetcher struct {
 	jobs  chan *srcJob
 	order chan *srcJob
 	block []byte // where copyBytes puts record bytes
+	// rawHint is the most records one partition's response held: the
+	// capacity of the next chunk's raw records, so that a large response
+	// does not grow them by copying (a fetch is up to tens of MB).
+	rawHint int
 }
 
 // srcJob is a chunk on its way through a decoder; done is closed when
@@ -657,7 +661,13 @@ func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *src
 	if rp.RecordSet.Records == nil {
 		return nil, false
 	}
-	c = &srcChunk{part: part, end: from, hwm: rp.HighWatermark}
+	hint := f.rawHint
+	if avail := rp.HighWatermark - from; avail >= 0 && avail < int64(hint) {
+		hint = int(avail)
+	}
+	c = &srcChunk{part: part, end: from, hwm: rp.HighWatermark, raw: make([]srcRaw, 0, hint)}
+	read := c // c is the result, nil when nothing is new
+	defer func() { f.rawHint = max(f.rawHint, len(read.raw)) }()
 	// Records at or after the last stable offset belong to transactions
 	// still open: read_committed never returns them (brokers do not send
 	// them; this guards against one that does).

@@ -30,6 +30,9 @@ import (
 // chunkChanges bounds the changes per sink log value.
 const chunkChanges = 2048
 
+// maxKeptBuf bounds the chunk buffer a Writer keeps between checkpoints.
+const maxKeptBuf = 4 << 20
+
 // Writer is the root operator of a sink's job.
 type Writer struct {
 	id      uint64
@@ -39,6 +42,7 @@ type Writer struct {
 	changes []connector.Change
 	byKey   map[string]int
 	keyBuf  []byte
+	buf     []byte // a sink log chunk being encoded
 
 	// Logged counts changes written to the sink log; Epochs the epochs
 	// that had any; Dropped the changes a discarding sink threw away.
@@ -109,8 +113,14 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	if w.discard {
 		return nil
 	}
-	var buf []byte
+	// The store copies what it is given, so one buffer serves every chunk
+	// (and every epoch), and the changes handed to Mem are the epoch's,
+	// counted before: no slice grows by copying itself.
+	buf := w.buf[:0]
 	var kept []connector.Change // the changes logged, for Mem
+	if w.Mem != nil && len(w.changes) > 0 {
+		kept = make([]connector.Change, 0, len(w.changes))
+	}
 	var size int64
 	chunk, n, total := uint32(0), 0, int64(0)
 	flush := func() {
@@ -119,7 +129,7 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		}
 		b.W.Set(LogKey(w.id, b.Epoch, chunk), buf)
 		size += int64(len(buf))
-		buf, n = nil, 0
+		buf, n = buf[:0], 0
 		chunk++
 	}
 	for _, c := range w.changes {
@@ -140,6 +150,11 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		}
 	}
 	flush()
+	if cap(buf) <= maxKeptBuf {
+		w.buf = buf[:0]
+	} else {
+		w.buf = nil // a chunk of huge rows: do not hold its buffer
+	}
 	if w.Mem != nil {
 		w.Mem.add(b.Epoch, kept, size)
 	}

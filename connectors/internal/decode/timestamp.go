@@ -3,15 +3,16 @@ package decode
 import "sluice/sql/types"
 
 // fastTimestamp parses the common form YYYY-MM-DD[ T]HH:MM:SS[.ffffff]
-// (with a trailing Z for TIMESTAMPTZ) without the general PostgreSQL
-// date/time parser. It returns ok=false for anything else, which then
-// takes the general path, so results are always those of types.ParseText.
+// with an optional zone, Z or ±HH[[:]MM] (RFC 3339 and ISO 8601 as JSON
+// producers write them), without the general PostgreSQL date/time parser.
+// As in PostgreSQL, a TIMESTAMP ignores the zone and a TIMESTAMPTZ without
+// one is in UTC (sessions run in UTC). It returns ok=false for anything
+// else, which then takes the general path, so results are always those of
+// types.ParseText.
 func fastTimestamp(s []byte, tz bool) (types.Datum, bool) {
-	if tz {
-		if len(s) == 0 || s[len(s)-1] != 'Z' {
-			return types.Null, false
-		}
-		s = s[:len(s)-1]
+	s, offset, ok := cutZone(s) // offset: seconds east of UTC
+	if !ok {
+		return types.Null, false
 	}
 	if len(s) < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' {
 		return types.Null, false
@@ -43,9 +44,51 @@ func fastTimestamp(s []byte, tz bool) (types.Datum, bool) {
 	days := daysFromCivil(year, month, day)
 	us := days*86400000000 + ((hour*60+minute)*60+sec)*1000000 + frac
 	if tz {
-		return types.NewTimestampTZ(us), true
+		return types.NewTimestampTZ(us - offset*1000000), true
 	}
 	return types.NewTimestamp(us), true
+}
+
+// cutZone splits a trailing zone off s: Z, or ±HH, ±HHMM, ±HH:MM after
+// the seconds (position 19 on). ok is false for a zone it does not know
+// (names, abbreviations, seconds in the offset, offsets past ±14:59).
+func cutZone(s []byte) (rest []byte, offset int64, ok bool) {
+	if len(s) <= 19 {
+		return s, 0, true
+	}
+	if s[len(s)-1] == 'Z' {
+		return s[:len(s)-1], 0, true
+	}
+	i := len(s) - 1
+	for i >= 19 && (s[i] >= '0' && s[i] <= '9' || s[i] == ':') {
+		i--
+	}
+	if i < 19 || (s[i] != '+' && s[i] != '-') {
+		// No zone: the tail is the fraction (checked by the caller).
+		return s, 0, i < 19 || s[i] == '.'
+	}
+	z := s[i+1:]
+	var hh, mm int64
+	var okH, okM bool
+	switch {
+	case len(z) == 2:
+		hh, okH = digits(z)
+		okM = true
+	case len(z) == 4:
+		hh, okH = digits(z[:2])
+		mm, okM = digits(z[2:])
+	case len(z) == 5 && z[2] == ':':
+		hh, okH = digits(z[:2])
+		mm, okM = digits(z[3:])
+	}
+	if !okH || !okM || hh > 14 || mm > 59 {
+		return s, 0, false
+	}
+	offset = (hh*60 + mm) * 60
+	if s[i] == '-' {
+		offset = -offset
+	}
+	return s[:i], offset, true
 }
 
 // digits parses a run of ASCII digits.

@@ -112,16 +112,27 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 		}
 		return strconv.AppendFloat(buf, d.F, 'g', -1, bits)
 	case types.Numeric:
-		s := types.FormatText(d, t)
-		if s == "NaN" || s == "Infinity" || s == "-Infinity" {
-			return String(buf, s)
+		start := len(buf)
+		buf = types.AppendText(buf, d, t)
+		if s := string(buf[start:]); s == "NaN" || s == "Infinity" || s == "-Infinity" {
+			return String(buf[:start], s)
 		}
-		return append(buf, s...)
+		return buf
 	case types.JSONB:
 		return append(buf, d.S...)
 	case types.Bytea:
 		buf = append(buf, '"')
 		buf = base64.StdEncoding.AppendEncode(buf, []byte(d.S))
+		return append(buf, '"')
+	}
+	switch d.K {
+	case types.KString:
+		return String(buf, d.S)
+	case types.KDate, types.KTime, types.KTimestamp, types.KTimestampTZ, types.KInterval:
+		// Their text is ASCII digits, letters, spaces and "-+:.": nothing
+		// to escape, so it goes into buf directly, without a string.
+		buf = append(buf, '"')
+		buf = types.AppendText(buf, d, t)
 		return append(buf, '"')
 	}
 	return String(buf, types.FormatText(d, t))
