@@ -46,7 +46,7 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 	}
 	// Plan once outside the pause to report errors without stopping the
 	// world; the owner needs SELECT on what the view reads.
-	pre := e.viewPlanner(x)
+	pre := e.viewPlanner(ctx, x)
 	pre.Role = roleOf(ctx)
 	if _, err := pre.PlanView(x.Query, 0, x.Name); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 		if err != nil {
 			return err
 		}
-		pl := e.viewPlanner(x)
+		pl := e.viewPlanner(ctx, x)
 		q, err := pl.PlanView(x.Query, ent.ID, x.Name)
 		if err != nil {
 			return err

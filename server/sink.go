@@ -33,7 +33,7 @@ var writeModes = map[string]bool{connector.ModeAppend: true, connector.ModeUpser
 
 // planSink plans x as sink id (0 to only check it), checking that role
 // may read what the sink reads ("": no check).
-func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPlan, error) {
+func (e *Engine) planSink(x *parser.CreateSink, id uint64, role, zone string) (*sinkPlan, error) {
 	opts := map[string]string{}
 	for _, o := range x.With {
 		opts[strings.ToLower(o.Key)] = o.Value
@@ -74,6 +74,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 	}
 	pl := e.newPlanner()
 	pl.Role = role
+	pl.TimeZone = zone
 	if x.Parsed != nil && x.From == "" {
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
 		pl.ColumnAliases = x.Parsed.ColumnAliases
@@ -205,7 +206,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
-	if _, err := e.planSink(x, 0, roleOf(ctx)); err != nil {
+	if _, err := e.planSink(x, 0, roleOf(ctx), zoneOf(ctx)); err != nil {
 		return err
 	}
 	return e.ddl(ctx, func() error {
@@ -213,7 +214,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 			return err
 		}
 		id := e.cat.allocID()
-		sp, err := e.planSink(x, id, "")
+		sp, err := e.planSink(x, id, "", zoneOf(ctx))
 		if err != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 	var sp *sinkPlan
 	if st, err := parser.ParseOne(ent.SQL); err == nil {
 		if x, ok := st.(*parser.CreateSink); ok {
-			sp, _ = e.planSink(x, ent.ID, "")
+			sp, _ = e.planSink(x, ent.ID, "", "" /* UTC: only the guarantee is shown */)
 		}
 	}
 	if sp == nil {
