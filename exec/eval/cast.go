@@ -212,7 +212,7 @@ func baseCast(from, to types.T, ctx *Context) (func(types.Datum) (types.Datum, e
 		tz := ff == types.TimestampTZ
 		return func(d types.Datum) (types.Datum, error) {
 			if d.I == math.MinInt64 || d.I == math.MaxInt64 {
-				return types.Cast(d, from, plainTo)
+				return types.Null, nil // PostgreSQL: an infinite timestamp has no time of day
 			}
 			if tz {
 				d.I = types.ToLocal(ctx.loc(), d.I)

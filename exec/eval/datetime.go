@@ -484,6 +484,7 @@ var unitNames = map[string]unit{
 	"epoch": uEpoch, "dow": uDow, "isodow": uIsodow, "doy": uDoy, "isoyear": uIsoyear,
 	"julian": uJulian, "j": uJulian,
 	"timezone": uTimezone, "timezone_h": uTimezoneHour, "timezone_m": uTimezoneMinute,
+	"timezone_hour": uTimezoneHour, "timezone_minute": uTimezoneMinute,
 }
 
 func parseUnit(s string, t types.T) (unit, error) {
@@ -557,6 +558,7 @@ type extractResult struct {
 	scale int32
 	f     float64
 	null  bool
+	inf   int // ±1: ±Infinity (a monotonic unit of an infinite timestamp)
 }
 
 func intResult(i int64) extractResult { return extractResult{coef: i, f: float64(i)} }
@@ -630,6 +632,15 @@ func dateFields(u unit, y, m, d int) (int64, bool) {
 // (off: the zone's offset east in seconds, us being the wall clock).
 func extractTimestamp(u unit, us int64, tz bool, off int64) (extractResult, bool) {
 	if !tsFinite(us) {
+		switch u {
+		case uEpoch, uYear, uDecade, uCentury, uMillennium, uJulian, uIsoyear:
+			// PostgreSQL's NonFiniteTimestampTzPart: units that grow
+			// with time are ±Infinity, the others NULL.
+			if us < 0 {
+				return extractResult{inf: -1}, true
+			}
+			return extractResult{inf: 1}, true
+		}
 		return extractResult{null: true}, true
 	}
 	tm := ts2tm(us)
@@ -800,6 +811,12 @@ func buildExtract(b *bctx) (Fn, error) {
 		}
 		if r.null {
 			return types.Null, nil
+		}
+		if r.inf != 0 {
+			if numeric {
+				return types.DecInf(r.inf < 0), nil
+			}
+			return types.NewFloat(math.Inf(r.inf)), nil
 		}
 		if !numeric {
 			return types.NewFloat(r.f), nil
