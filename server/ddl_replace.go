@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -88,6 +89,12 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 			if err := sameColumns(ent, cols, dependents[0]); err != nil {
 				return err
 			}
+		}
+		if old.TimeZone != q.Plan.TimeZone {
+			// The kept operators' state was computed in the old zone.
+			return pgerror.Unsupported("cannot replace materialized view %q created in TimeZone %s from a session in TimeZone %s",
+				x.Name, cmp.Or(old.TimeZone, "UTC"), cmp.Or(q.Plan.TimeZone, "UTC")).
+				WithHint("SET TIME ZONE '%s' first, or drop and re-create the view.", cmp.Or(old.TimeZone, "UTC"))
 		}
 		m := spec.MatchPlans(old, q.Plan, job.CanReplay)
 		stored, err := spec.Encode(q.Plan)

@@ -63,7 +63,7 @@ func TestTimeZoneDifferential(t *testing.T) {
 		"SELECT i, ts, ts::text, ts::timestamp, ts::date, ts::time FROM " + ts + " ORDER BY i",
 		"SELECT i, date_trunc('hour', ts), date_trunc('day', ts), date_trunc('week', ts), date_trunc('month', ts), date_trunc('year', ts), date_trunc('minute', ts) FROM " + ts + " ORDER BY i",
 		"SELECT i, extract(hour FROM ts), extract(day FROM ts), extract(dow FROM ts), extract(epoch FROM ts), extract(timezone FROM ts), extract(timezone_hour FROM ts), extract(timezone_minute FROM ts), date_part('doy', ts) FROM " + ts + " ORDER BY i",
-		"SELECT i, to_char(ts, 'YYYY-MM-DD HH24:MI:SS.US OF TZH:TZM'), to_char(ts, 'FMHH12:MI am Dy') FROM " + ts + " ORDER BY i",
+		"SELECT i, to_char(ts, 'YYYY-MM-DD HH24:MI:SS.US OF TZH:TZM'), to_char(ts, 'FMHH12:MI am Dy TZ tz') FROM " + ts + " ORDER BY i",
 		"SELECT i, ts + interval '1 day', ts + interval '1 month', ts - interval '1 day 2 hours', ts + interval '24 hours', ts - interval '1 year' FROM " + ts + " ORDER BY i",
 		"SELECT i, ts AT TIME ZONE 'America/New_York', ts AT TIME ZONE '+05:30', ts AT TIME ZONE 'UTC', timezone('Asia/Kolkata', ts), ts AT TIME ZONE 'EST', ts AT TIME ZONE INTERVAL '-03:30' FROM " + ts + " ORDER BY i",
 		"SELECT i, (ts AT TIME ZONE 'UTC') AT TIME ZONE 'Europe/Berlin', ts::timestamp::timestamptz, ts::date::timestamptz, date_trunc('day', ts, 'Asia/Kathmandu') FROM " + ts + " ORDER BY i",
@@ -284,6 +284,12 @@ func TestTimeZoneView(t *testing.T) {
 	exec(w, "SET TIME ZONE 'Asia/Tokyo'")
 	exec(w, "INSERT INTO types20_tz_t VALUES (3, '2026-07-01 07:00:00')") // 07:00 JST = 22:00 UTC on 06-30
 	exec(w, "FLUSH")
+	// Replacing the view from another zone would keep state computed in
+	// the old one: refused.
+	_, err := w.Exec(ctx, "CREATE OR REPLACE MATERIALIZED VIEW types20_tz_v AS SELECT id, ts::text AS s, date_trunc('day', ts) AS d, extract(hour FROM ts) AS h, ts::timestamp AS l FROM types20_tz_t")
+	if err == nil || !strings.Contains(err.Error(), "0A000") || !strings.Contains(err.Error(), "Europe/Berlin") {
+		t.Fatalf("CREATE OR REPLACE from Asia/Tokyo: %v, want 0A000 naming Europe/Berlin", err)
+	}
 	w.Close(ctx)
 	check(3)
 }

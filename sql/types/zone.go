@@ -32,8 +32,8 @@ func ParseZone(s string) (*time.Location, string, bool) {
 	if strings.EqualFold(s, "utc") || strings.EqualFold(s, "z") || strings.EqualFold(s, "zulu") {
 		return time.UTC, "UTC", true
 	}
-	if off, ok := posixOffset(s); ok {
-		return time.FixedZone(s, int(off)), s, true
+	if abbr, off, ok := posixOffset(s); ok {
+		return time.FixedZone(abbr, int(off)), s, true
 	}
 	if loc, name, ok := loadZoneFold(s); ok {
 		return loc, name, true
@@ -72,26 +72,30 @@ func FixedZoneISO(secsEast int64) (*time.Location, string) {
 // posixOffset parses a POSIX zone without daylight rules: an optional
 // abbreviation (3+ letters, or <…>) then [+-]hh[:mm[:ss]] (the sign is
 // required without an abbreviation). It returns seconds east of
-// Greenwich, POSIX's sign inverted.
-func posixOffset(s string) (int64, bool) {
+// Greenwich, POSIX's sign inverted, and the abbreviation (what to_char's
+// TZ prints: empty without one, as in PostgreSQL).
+func posixOffset(s string) (string, int64, bool) {
 	i := 0
+	abbr := ""
 	switch {
 	case s[0] == '<':
 		j := strings.IndexByte(s, '>')
 		if j < 2 {
-			return 0, false
+			return "", 0, false
 		}
 		i = j + 1
+		abbr = s[1:j]
 	case isAlpha(s[0]):
 		for i < len(s) && isAlpha(s[i]) {
 			i++
 		}
 		if i < 3 {
-			return 0, false
+			return "", 0, false
 		}
+		abbr = s[:i]
 	}
 	if i == len(s) {
-		return 0, false
+		return "", 0, false
 	}
 	neg := false
 	switch s[i] {
@@ -102,21 +106,21 @@ func posixOffset(s string) (int64, bool) {
 		i++
 	default:
 		if i == 0 {
-			return 0, false
+			return "", 0, false
 		}
 	}
 	parts := strings.Split(s[i:], ":")
 	if len(parts) > 3 {
-		return 0, false
+		return "", 0, false
 	}
 	var secs int64
 	for k, p := range parts {
 		if p == "" || len(p) > 2 && k > 0 || len(p) > 3 {
-			return 0, false
+			return "", 0, false
 		}
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil || v < 0 || (k > 0 && v > 59) {
-			return 0, false
+			return "", 0, false
 		}
 		secs = secs*60 + v
 	}
@@ -124,12 +128,12 @@ func posixOffset(s string) (int64, bool) {
 		secs *= 60
 	}
 	if secs > 24*3600 {
-		return 0, false
+		return "", 0, false
 	}
 	if neg {
-		return secs, true // POSIX: "-" is east
+		return abbr, secs, true // POSIX: "-" is east
 	}
-	return -secs, true
+	return abbr, -secs, true
 }
 
 // zoneNames maps lower-cased IANA names to their spelling, read once
