@@ -183,7 +183,7 @@ func bindFraction(b *binder, e ast.ExprNode, sc *scope, call *spec.AggCall) erro
 	}
 	c, ok := x.(*spec.Const)
 	if !ok {
-		if c, ok, err = foldValuesExpr(x); err != nil {
+		if c, ok, err = foldValuesExpr(x, b.p.loc()); err != nil {
 			return err
 		}
 	}

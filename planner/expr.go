@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -477,6 +478,14 @@ func (b *binder) castTo(x spec.Expr, t types.T) (spec.Expr, error) {
 		from := c.T
 		if from.Fam == types.Unknown {
 			from = types.TText
+		}
+		if loc := b.p.loc(); (from.Fam == types.TimestampTZ) != (t.Fam == types.TimestampTZ) && loc != nil && loc != time.UTC {
+			// Read or printed in the session's zone: exec/eval knows how.
+			f, _, err := foldValuesExpr(&spec.Cast{E: &spec.Const{D: c.D, T: from}, T: t}, loc)
+			if err != nil {
+				return nil, err
+			}
+			return f, nil
 		}
 		d, err := types.Cast(c.D, from, t)
 		if err != nil {

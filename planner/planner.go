@@ -3,6 +3,7 @@ package planner
 import (
 	"sluice/sql/acl"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -81,6 +82,19 @@ type Planner struct {
 	// Overriding is INSERT's OVERRIDING SYSTEM|USER VALUE ("system",
 	// "user" or "").
 	Overriding string
+	// TimeZone is the session's TimeZone setting ("" or "UTC": UTC): it
+	// is recorded in the plan (spec.Plan.TimeZone) and constants are
+	// folded in it.
+	TimeZone string
+}
+
+// loc returns the zone of TimeZone (nil: UTC).
+func (p *Planner) loc() *time.Location {
+	if p.TimeZone == "" {
+		return nil
+	}
+	loc, _, _ := types.ParseZone(p.TimeZone)
+	return loc
 }
 
 // Query is a planned SELECT or view body.
@@ -114,6 +128,9 @@ func (p *Planner) setParamType(n int, t types.T) {
 // PlanQuery plans a SELECT or set operation.
 func (p *Planner) PlanQuery(stmt ast.StmtNode) (*Query, error) {
 	p.plan = &spec.Plan{}
+	if !strings.EqualFold(p.TimeZone, "UTC") {
+		p.plan.TimeZone = p.TimeZone
+	}
 	p.keys = map[int][]int{}
 	stmt = rewriteBatchAggs(stmt)
 	q, err := p.planResultSet(stmt)

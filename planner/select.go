@@ -773,7 +773,7 @@ func (p *Planner) planValues(lists []*ast.RowExpr) (*Query, error) {
 			}
 			c, ok := x.(*spec.Const)
 			if !ok {
-				if c, ok, err = foldValuesExpr(x); err != nil {
+				if c, ok, err = foldValuesExpr(x, p.loc()); err != nil {
 					return nil, err
 				} else if !ok {
 					return nil, pgerror.Unsupported("non-constant VALUES")

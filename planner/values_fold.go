@@ -2,6 +2,7 @@ package planner
 
 import (
 	"sync"
+	"time"
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"
@@ -31,7 +32,7 @@ var volatileFuncs = sync.OnceValue(func() map[string]bool {
 // / 3.0::float8, 1.0 / 3), so that each column takes the common type of its
 // rows as PostgreSQL's VALUES does. ok is false when x cannot be folded; an
 // evaluation error (1/0) is the statement's error, as in PostgreSQL.
-func foldValuesExpr(x spec.Expr) (c *spec.Const, ok bool, err error) {
+func foldValuesExpr(x spec.Expr, loc *time.Location) (c *spec.Const, ok bool, err error) {
 	foldable := true
 	spec.Walk(x, func(e spec.Expr) bool {
 		switch f := e.(type) {
@@ -48,7 +49,7 @@ func foldValuesExpr(x spec.Expr) (c *spec.Const, ok bool, err error) {
 	if !foldable {
 		return nil, false, nil
 	}
-	fn, err := eval.Compile(x, nil /* context: nothing volatile */)
+	fn, err := eval.Compile(x, &eval.Context{Loc: loc} /* nothing volatile; the session's zone */)
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -47,6 +48,9 @@ type copyOpts struct {
 	// pending force lists, resolved once the copied columns are known
 	fqList, fnnList, fnList []string
 	fqStar                  bool
+	// loc is the session's TimeZone: timestamptz text is read and
+	// written in it (nil: UTC).
+	loc *time.Location
 }
 
 func conflicting() error {
@@ -372,6 +376,7 @@ func (s *session) copyStmt(ctx context.Context, x *parser.Copy, w pgwire.ResultW
 	if err != nil {
 		return err
 	}
+	opts.loc = s.loc
 	cp, ok := w.(pgwire.Copier)
 	if !ok {
 		return pgerror.Unsupported("COPY is not supported here: the client connection cannot carry COPY data")

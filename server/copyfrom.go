@@ -691,7 +691,7 @@ func (d *copyDecoder) rowOf() (types.Row, error) {
 		} else {
 			str = string(f.val)
 		}
-		v, err := types.ParseText(str, d.cols[i].Type)
+		v, err := types.ParseTextIn(str, d.cols[i].Type, d.opts.loc)
 		if err != nil {
 			return nil, withWhere(err, d.where(i, f.val, false))
 		}

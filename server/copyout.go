@@ -95,7 +95,7 @@ func (e *copyEncoder) row(r types.Row) ([]byte, error) {
 			b = append(b, e.opts.null...)
 			continue
 		}
-		e.tmp = types.AppendText(e.tmp[:0], d, c.Type)
+		e.tmp = types.AppendTextIn(e.tmp[:0], d, c.Type, e.opts.loc)
 		if csv {
 			b = e.appendCSV(b, string(e.tmp), e.opts.forceQuote != nil && e.opts.forceQuote[i], len(e.cols) == 1)
 		} else {

@@ -244,7 +244,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 	}
 	// Plan once outside the pause to report errors without stopping the
 	// world; the owner needs SELECT on what the view reads.
-	pre := e.viewPlanner(x)
+	pre := e.viewPlanner(ctx, x)
 	pre.Role = roleOf(ctx)
 	if _, err := pre.PlanView(x.Query, 0, x.Name); err != nil {
 		return err
@@ -254,7 +254,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 			return err
 		}
 		id := e.cat.allocID()
-		pl := e.viewPlanner(x)
+		pl := e.viewPlanner(ctx, x)
 		q, err := pl.PlanView(x.Query, id, x.Name)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -46,7 +47,7 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 	}
 	// Plan once outside the pause to report errors without stopping the
 	// world; the owner needs SELECT on what the view reads.
-	pre := e.viewPlanner(x)
+	pre := e.viewPlanner(ctx, x)
 	pre.Role = roleOf(ctx)
 	if _, err := pre.PlanView(x.Query, 0, x.Name); err != nil {
 		return err
@@ -63,7 +64,7 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 		if err != nil {
 			return err
 		}
-		pl := e.viewPlanner(x)
+		pl := e.viewPlanner(ctx, x)
 		q, err := pl.PlanView(x.Query, ent.ID, x.Name)
 		if err != nil {
 			return err
@@ -88,6 +89,12 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 			if err := sameColumns(ent, cols, dependents[0]); err != nil {
 				return err
 			}
+		}
+		if old.TimeZone != q.Plan.TimeZone {
+			// The kept operators' state was computed in the old zone.
+			return pgerror.Unsupported("cannot replace materialized view %q created in TimeZone %s from a session in TimeZone %s",
+				x.Name, cmp.Or(old.TimeZone, "UTC"), cmp.Or(q.Plan.TimeZone, "UTC")).
+				WithHint("SET TIME ZONE '%s' first, or drop and re-create the view.", cmp.Or(old.TimeZone, "UTC"))
 		}
 		m := spec.MatchPlans(old, q.Plan, job.CanReplay)
 		stored, err := spec.Encode(q.Plan)

@@ -262,9 +262,11 @@ func (e *Engine) newPlanner() *planner.Planner {
 }
 
 // viewPlanner returns a planner for the query of CREATE MATERIALIZED VIEW x:
-// its table functions (TUMBLE, HOP) and EMIT ON WINDOW CLOSE.
-func (e *Engine) viewPlanner(x *parser.CreateMaterializedView) *planner.Planner {
+// its table functions (TUMBLE, HOP), EMIT ON WINDOW CLOSE and the
+// session's TimeZone.
+func (e *Engine) viewPlanner(ctx context.Context, x *parser.CreateMaterializedView) *planner.Planner {
 	p := e.newPlanner()
+	p.TimeZone = zoneOf(ctx) // the view keeps its creator's TimeZone
 	if x.Parsed != nil {
 		p.TableFuncs, p.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
 		p.ColumnAliases = x.Parsed.ColumnAliases

@@ -18,6 +18,7 @@ func (s *session) plannerWith(ptypes []types.T) *planner.Planner {
 	p.Cat = s.catalogView()
 	p.Role = s.role()
 	p.Params = append([]types.T(nil), ptypes...)
+	p.TimeZone = s.settings["timezone"]
 	return p
 }
 

@@ -233,6 +233,9 @@ func (e *Engine) connect(p pgwire.StartupInfo) (pgwire.Session, error) {
 	s.settings["authentication_timeout"] = cmp.Or(ac.AuthTimeout, "1min")
 	s.settings["ssl"] = onOffSetting(ac.TLS)
 	s.changed = map[string]string{"is_superuser": onOffSetting(r.Super)}
+	if err := s.startupTimeZone(p.Params); err != nil { // timezone.go
+		return nil, err
+	}
 	if err := s.initLimits(); err != nil { // limits.go: timeouts and statement_mem from the startup packet
 		return nil, err
 	}

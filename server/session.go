@@ -34,6 +34,8 @@ type session struct {
 	cursors map[string]*cursor
 	// seq is the session's currval/lastval state (sequence.go).
 	seq seqSession
+	// loc is the TimeZone setting (timezone.go); nil is UTC.
+	loc *time.Location
 }
 
 func newSession(e *Engine, info pgwire.StartupInfo) *session {
@@ -220,7 +222,7 @@ func (s *session) Execute(ctx context.Context, pp pgwire.Prepared, params []type
 }
 
 func (s *session) evalCtx(params []types.Datum) *eval.Context {
-	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}, Priv: sessionPrivs{s}, MemLimit: s.statementMem()}
+	c := &eval.Context{Now: time.Now().UnixMicro(), Params: params, User: s.info.User, Database: s.info.Database, Seq: sessionSeqs{s}, Priv: sessionPrivs{s}, MemLimit: s.statementMem(), Loc: s.loc}
 	if s.tx != nil {
 		c.ReadRel = s.tx.readRel
 	}
@@ -241,6 +243,7 @@ func (s *session) run(ctx context.Context, st parser.Statement, params []types.D
 		return errAborted
 	}
 	ctx = withRole(ctx, s.role())
+	ctx = withZone(ctx, s.settings["timezone"])
 	if err := s.qualifyAndAuthorize(st); err != nil {
 		if s.tx != nil {
 			s.tx.failed = true
@@ -417,11 +420,11 @@ func (s *session) set(x *parser.Set, w pgwire.ResultWriter) error {
 		name = "timezone"
 	}
 	if name == "timezone" {
-		up := strings.ToUpper(strings.Trim(val, "'"))
-		if up != "UTC" && up != "GMT" && up != "Z" && up != "ETC/UTC" && up != "DEFAULT" && up != "LOCAL" && up != "+00" && up != "0" {
-			return pgerror.Unsupported("time zone %q: Sluice sessions run in UTC", val).WithHint("SET TIME ZONE 'UTC'")
+		v, err := s.setTimeZone(val, x.Default)
+		if err != nil {
+			return err
 		}
-		val = "UTC"
+		val = v
 	}
 	if ok, err := s.setLimit(name, val, x.Default); ok {
 		if err != nil {

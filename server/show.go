@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 
 	"sluice/planner/cat"
@@ -176,7 +177,7 @@ func (s *session) explain(x *parser.Explain, w pgwire.ResultWriter) error {
 	var text string
 	switch st := x.Stmt.(type) {
 	case *parser.CreateMaterializedView:
-		q, err := s.e.viewPlanner(st).PlanView(st.Query, 0, st.Name)
+		q, err := s.e.viewPlanner(withZone(context.Background(), s.settings["timezone"]), st).PlanView(st.Query, 0, st.Name)
 		if err != nil {
 			return err
 		}

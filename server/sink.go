@@ -33,9 +33,9 @@ var writeModes = map[string]bool{connector.ModeAppend: true, connector.ModeUpser
 
 // planSink plans x as sink id (0 to only check it), checking that role
 // may read what the sink reads ("": no check).
-func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPlan, error) {
+func (e *Engine) planSink(x *parser.CreateSink, id uint64, role, zone string) (*sinkPlan, error) {
 	if x.Into != "" {
-		return e.planSinkInto(x, id, role)
+		return e.planSinkInto(x, id, role, zone)
 	}
 	opts := map[string]string{}
 	for _, o := range x.With {
@@ -58,7 +58,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 		return nil, pgerror.New(pgcode.InvalidParameterValue, "invalid write_mode %q", opts["write_mode"]).
 			WithHint("write_mode is transactional, upsert or append")
 	}
-	q, pl, err := e.planSinkQuery(x, id, role, nil /* into */)
+	q, pl, err := e.planSinkQuery(x, id, role, zone, nil /* into */)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (e *Engine) planSink(x *parser.CreateSink, id uint64, role string) (*sinkPl
 // planSinkQuery plans the query of sink x (FROM relation or AS query) as
 // sink id; into, for a sink into a table, are the target columns its
 // output is cast to.
-func (e *Engine) planSinkQuery(x *parser.CreateSink, id uint64, role string, into []types.Column) (*planner.Query, *planner.Planner, error) {
+func (e *Engine) planSinkQuery(x *parser.CreateSink, id uint64, role, zone string, into []types.Column) (*planner.Query, *planner.Planner, error) {
 	var stmt ast.StmtNode
 	if x.From != "" {
 		ent := e.cat.get(x.From)
@@ -147,6 +147,7 @@ func (e *Engine) planSinkQuery(x *parser.CreateSink, id uint64, role string, int
 	}
 	pl := e.newPlanner()
 	pl.Role = role
+	pl.TimeZone = zone
 	if x.Parsed != nil && x.From == "" {
 		pl.TableFuncs, pl.Nulls = x.Parsed.TableFuncs, x.Parsed.Nulls
 		pl.ColumnAliases = x.Parsed.ColumnAliases
@@ -220,7 +221,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
-	if _, err := e.planSink(x, 0, roleOf(ctx)); err != nil {
+	if _, err := e.planSink(x, 0, roleOf(ctx), zoneOf(ctx)); err != nil {
 		return err
 	}
 	return e.ddl(ctx, func() error {
@@ -228,7 +229,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 			return err
 		}
 		id := e.cat.allocID()
-		sp, err := e.planSink(x, id, "")
+		sp, err := e.planSink(x, id, "", zoneOf(ctx))
 		if err != nil {
 			return err
 		}
@@ -266,7 +267,7 @@ func (e *Engine) showSinkRow(ent *storage.CatalogEntry, showErr bool) types.Row 
 	var sp *sinkPlan
 	if st, err := parser.ParseOne(ent.SQL); err == nil {
 		if x, ok := st.(*parser.CreateSink); ok {
-			sp, _ = e.planSink(x, ent.ID, "")
+			sp, _ = e.planSink(x, ent.ID, "", "" /* UTC: only the guarantee is shown */)
 		}
 	}
 	if sp == nil {

@@ -49,7 +49,7 @@ const (
 func intoKey(sink uint64) []byte { return storage.Key(storage.SpaceMeta, sink, []byte("into")) }
 
 // planSinkInto plans CREATE SINK x INTO t.
-func (e *Engine) planSinkInto(x *parser.CreateSink, id uint64, role string) (*sinkPlan, error) {
+func (e *Engine) planSinkInto(x *parser.CreateSink, id uint64, role, zone string) (*sinkPlan, error) {
 	opts := map[string]string{}
 	for _, o := range x.With {
 		k := strings.ToLower(o.Key)
@@ -125,7 +125,7 @@ func (e *Engine) planSinkInto(x *parser.CreateSink, id uint64, role string) (*si
 				WithHint("List the column and give it a value: a sink's row is written again after a restart, so it cannot draw from a sequence.")
 		}
 	}
-	q, pl, err := e.planSinkQuery(x, id, role, into)
+	q, pl, err := e.planSinkQuery(x, id, role, zone, into)
 	if err != nil {
 		return nil, err
 	}

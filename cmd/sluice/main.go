@@ -17,6 +17,9 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+	// Embedded IANA time zone data (about 450 KB) for a machine without
+	// /usr/share/zoneinfo: SET TIME ZONE and stored views name zones.
+	_ "time/tzdata"
 
 	// Connectors register themselves by name.
 	_ "sluice/connectors/blackhole"

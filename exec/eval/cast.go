@@ -26,7 +26,7 @@ const usPerDay = 86400 * 1000000
 // a string longer than a varchar(n) column is an error (22001) unless the
 // excess is all spaces.
 func AssignCast(d types.Datum, from, to types.T) (types.Datum, error) {
-	f, err := datumCast(from, to, castAssign)
+	f, err := datumCast(from, to, castAssign, nil /* UTC */)
 	if err != nil || f == nil || d.K == types.KNull {
 		return d, err
 	}
@@ -34,11 +34,11 @@ func AssignCast(d types.Datum, from, to types.T) (types.Datum, error) {
 }
 
 // castArg wraps a in a conversion to type to.
-func castArg(a arg, to types.T, mode castMode) (arg, error) {
+func castArg(a arg, to types.T, mode castMode, ctx *Context) (arg, error) {
 	if a.t == to {
 		return a, nil
 	}
-	f, err := datumCast(a.t, to, mode)
+	f, err := datumCast(a.t, to, mode, ctx)
 	if err != nil {
 		return arg{}, err
 	}
@@ -90,11 +90,11 @@ func castArg(a arg, to types.T, mode castMode) (arg, error) {
 
 // datumCast returns the conversion of a non-NULL value from type from to
 // type to, or nil when the value needs none.
-func datumCast(from, to types.T, mode castMode) (func(types.Datum) (types.Datum, error), error) {
+func datumCast(from, to types.T, mode castMode, ctx *Context) (func(types.Datum) (types.Datum, error), error) {
 	if from == to {
 		return nil, nil
 	}
-	base, err := baseCast(from, to)
+	base, err := baseCast(from, to, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func datumCast(from, to types.T, mode castMode) (func(types.Datum) (types.Datum,
 }
 
 // baseCast converts between families, ignoring the target's modifiers.
-func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) {
+func baseCast(from, to types.T, ctx *Context) (func(types.Datum) (types.Datum, error), error) {
 	ff, tf := from.Fam, to.Fam
 	plainTo := typeOf(tf)
 	switch {
@@ -131,7 +131,7 @@ func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) 
 			if d.K != types.KString {
 				return types.Cast(d, from, plainTo)
 			}
-			return types.ParseText(d.S, plainTo)
+			return types.ParseTextIn(d.S, plainTo, ctx.loc())
 		}, nil
 	case isIntFam(ff) && isIntFam(tf):
 		switch tf {
@@ -182,23 +182,40 @@ func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) 
 		}
 		return func(d types.Datum) (types.Datum, error) {
 			us, err := dateToTimestamp(d.I)
+			if err == nil && k == types.KTimestampTZ {
+				us, err = localToInstant(ctx.loc(), us)
+			}
 			return types.Datum{K: k, I: us}, err
 		}, nil
 	case ff == types.Timestamp && tf == types.TimestampTZ:
-		return func(d types.Datum) (types.Datum, error) { d.K = types.KTimestampTZ; return d, nil }, nil
+		return func(d types.Datum) (types.Datum, error) {
+			us, err := localToInstant(ctx.loc(), d.I)
+			return types.Datum{K: types.KTimestampTZ, I: us}, err
+		}, nil
 	case ff == types.TimestampTZ && tf == types.Timestamp:
-		return func(d types.Datum) (types.Datum, error) { d.K = types.KTimestamp; return d, nil }, nil
+		return func(d types.Datum) (types.Datum, error) {
+			us, err := instantToLocal(ctx.loc(), d.I)
+			return types.Datum{K: types.KTimestamp, I: us}, err
+		}, nil
 	case (ff == types.Timestamp || ff == types.TimestampTZ) && tf == types.Date:
+		tz := ff == types.TimestampTZ
 		return func(d types.Datum) (types.Datum, error) {
 			if d.I == math.MinInt64 || d.I == math.MaxInt64 {
 				return types.Cast(d, from, plainTo)
 			}
+			if tz {
+				d.I = types.ToLocal(ctx.loc(), d.I)
+			}
 			return types.NewDate(floorDiv(d.I, usPerDay)), nil
 		}, nil
 	case (ff == types.Timestamp || ff == types.TimestampTZ) && tf == types.Time:
+		tz := ff == types.TimestampTZ
 		return func(d types.Datum) (types.Datum, error) {
 			if d.I == math.MinInt64 || d.I == math.MaxInt64 {
-				return types.Cast(d, from, plainTo)
+				return types.Null, nil // PostgreSQL: an infinite timestamp has no time of day
+			}
+			if tz {
+				d.I = types.ToLocal(ctx.loc(), d.I)
 			}
 			return types.NewTime(floorMod(d.I, usPerDay)), nil
 		}, nil
@@ -217,7 +234,11 @@ func baseCast(from, to types.T) (func(types.Datum) (types.Datum, error), error) 
 			return types.NewString("false"), nil
 		}, nil
 	case category(tf) == 'S' && ff != types.TextArray && ff != types.Bytea && ff != types.JSONB:
-		return func(d types.Datum) (types.Datum, error) { return types.NewString(types.FormatText(d, from)), nil }, nil
+		return func(d types.Datum) (types.Datum, error) {
+			return types.NewString(types.FormatTextIn(d, from, ctx.loc())), nil
+		}, nil
+	case category(ff) == 'S' && tf == types.TimestampTZ:
+		return func(d types.Datum) (types.Datum, error) { return types.ParseTextIn(d.S, plainTo, ctx.loc()) }, nil
 	}
 	return func(d types.Datum) (types.Datum, error) { return types.Cast(d, from, plainTo) }, nil
 }

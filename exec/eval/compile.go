@@ -8,6 +8,7 @@ import (
 	"sluice/sql/types"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Fn evaluates a compiled expression over one input row. An Fn holds no
@@ -46,6 +47,18 @@ type Context struct {
 	// MemLimit is the statement's memory budget in bytes (statement_mem;
 	// <= 0: none), from which the batch runner makes the Guard.
 	MemLimit int64
+	// Loc is the time zone (the session's TimeZone, or the one a view
+	// was created in) of timestamptz text, casts and calendar functions;
+	// nil is UTC.
+	Loc *time.Location
+}
+
+// loc returns the context's time zone (nil: UTC).
+func (c *Context) loc() *time.Location {
+	if c == nil {
+		return nil
+	}
+	return c.Loc
 }
 
 // arg is a compiled sub-expression: its Fn and, when its builder made
@@ -176,7 +189,7 @@ func (c *compiler) compile(e spec.Expr) (arg, error) {
 		if err != nil {
 			return arg{}, err
 		}
-		return castArg(a, x.T, castExplicit)
+		return castArg(a, x.T, castExplicit, c.ctx)
 	case *spec.Case:
 		return c.compileCase(x)
 	case *spec.Func:
@@ -257,7 +270,7 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 		if name == "__pg_assign_cast" {
 			mode = castAssign
 		}
-		return castArg(args[0], f.T, mode)
+		return castArg(args[0], f.T, mode, c.ctx)
 	case "__pg_record", "__pg_record_field", "__pg_tuple":
 		return compileRecord(name, f, args)
 	}
@@ -271,7 +284,7 @@ func (c *compiler) compileFunc(f *spec.Func) (arg, error) {
 	}
 	for i := range args {
 		if r.casts[i] != args[i].t {
-			a, err := castArg(args[i], r.casts[i], castImplicit)
+			a, err := castArg(args[i], r.casts[i], castImplicit, c.ctx)
 			if err != nil {
 				return arg{}, err
 			}
@@ -366,19 +379,19 @@ func (c *compiler) compileCase(x *spec.Case) (arg, error) {
 	}
 	for i := range thens {
 		var err error
-		if thens[i], err = castArg(thens[i], rt, castImplicit); err != nil {
+		if thens[i], err = castArg(thens[i], rt, castImplicit, c.ctx); err != nil {
 			return arg{}, err
 		}
 	}
 	var err error
-	if els, err = castArg(els, rt, castImplicit); err != nil {
+	if els, err = castArg(els, rt, castImplicit, c.ctx); err != nil {
 		return arg{}, err
 	}
 	// Conditions: with an operand, each WHEN value is compared with "=".
 	tests := make([]func(types.Row, types.Datum) (bool, error), len(conds))
 	for i, cond := range conds {
 		if hasOperand {
-			t, err := equalityTest(operand.t, cond)
+			t, err := equalityTest(operand.t, cond, c.ctx)
 			if err != nil {
 				return arg{}, err
 			}
@@ -458,16 +471,16 @@ func kindOf(f types.Family) types.Kind {
 
 // equalityTest returns a test of "operand = cond(row)" for a CASE with an
 // operand, where the operand value is computed once per row by the caller.
-func equalityTest(opType types.T, cond arg) (func(types.Row, types.Datum) (bool, error), error) {
+func equalityTest(opType types.T, cond arg, ctx *Context) (func(types.Row, types.Datum) (bool, error), error) {
 	r, err := resolve("=", []types.T{opType, cond.t})
 	if err != nil {
 		return nil, err
 	}
-	castL, err := datumCast(opType, r.casts[0], castImplicit)
+	castL, err := datumCast(opType, r.casts[0], castImplicit, ctx)
 	if err != nil {
 		return nil, err
 	}
-	castR, err := datumCast(cond.t, r.casts[1], castImplicit)
+	castR, err := datumCast(cond.t, r.casts[1], castImplicit, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -587,8 +600,8 @@ func constTextIndex(operand arg, conds []arg) func(types.Row) (int, error) {
 		if err != nil {
 			return nil
 		}
-		castL, errL := datumCast(operand.t, r.casts[0], castImplicit)
-		castR, errR := datumCast(c.t, r.casts[1], castImplicit)
+		castL, errL := datumCast(operand.t, r.casts[0], castImplicit, nil)
+		castR, errR := datumCast(c.t, r.casts[1], castImplicit, nil)
 		if errL != nil || errR != nil || castL != nil || castR != nil {
 			return nil
 		}

@@ -369,6 +369,13 @@ func dateTimeOps() {
 func buildTsInterval(ts, iv int, sign int64) builder {
 	return func(b *bctx) (Fn, error) {
 		isDate := b.args[ts].t.Fam == types.Date
+		ctx := b.ctx
+		plus := tsPlusInterval
+		if b.args[ts].t.Fam == types.TimestampTZ {
+			plus = func(t int64, months, days int32, us int64) (int64, error) {
+				return tzPlusInterval(ctx.loc(), t, months, days, us)
+			}
+		}
 		x := b.args[ts].ints()
 		toTS := func(v int64) (int64, error) {
 			if isDate {
@@ -399,7 +406,7 @@ func buildTsInterval(ts, iv int, sign int64) builder {
 					}
 					return r, false, nil
 				}
-				r, err := tsPlusInterval(v, months, days, us)
+				r, err := plus(v, months, days, us)
 				return r, false, err
 			}
 			return nil, nil
@@ -422,7 +429,7 @@ func buildTsInterval(ts, iv int, sign int64) builder {
 					return 0, false, err
 				}
 			}
-			r, err := tsPlusInterval(v, d.M, d.X, d.I)
+			r, err := plus(v, d.M, d.X, d.I)
 			return r, false, err
 		}
 		return nil, nil
@@ -477,6 +484,7 @@ var unitNames = map[string]unit{
 	"epoch": uEpoch, "dow": uDow, "isodow": uIsodow, "doy": uDoy, "isoyear": uIsoyear,
 	"julian": uJulian, "j": uJulian,
 	"timezone": uTimezone, "timezone_h": uTimezoneHour, "timezone_m": uTimezoneMinute,
+	"timezone_hour": uTimezoneHour, "timezone_minute": uTimezoneMinute,
 }
 
 func parseUnit(s string, t types.T) (unit, error) {
@@ -550,6 +558,7 @@ type extractResult struct {
 	scale int32
 	f     float64
 	null  bool
+	inf   int // ±1: ±Infinity (a monotonic unit of an infinite timestamp)
 }
 
 func intResult(i int64) extractResult { return extractResult{coef: i, f: float64(i)} }
@@ -619,9 +628,19 @@ func dateFields(u unit, y, m, d int) (int64, bool) {
 	return 0, false
 }
 
-// extractTimestamp is timestamp_part_common; tz adds the timezone units.
-func extractTimestamp(u unit, us int64, tz bool) (extractResult, bool) {
+// extractTimestamp is timestamp_part_common; tz adds the timezone units
+// (off: the zone's offset east in seconds, us being the wall clock).
+func extractTimestamp(u unit, us int64, tz bool, off int64) (extractResult, bool) {
 	if !tsFinite(us) {
+		switch u {
+		case uEpoch, uYear, uDecade, uCentury, uMillennium, uJulian, uIsoyear:
+			// PostgreSQL's NonFiniteTimestampTzPart: units that grow
+			// with time are ±Infinity, the others NULL.
+			if us < 0 {
+				return extractResult{inf: -1}, true
+			}
+			return extractResult{inf: 1}, true
+		}
 		return extractResult{null: true}, true
 	}
 	tm := ts2tm(us)
@@ -638,16 +657,23 @@ func extractTimestamp(u unit, us int64, tz bool) (extractResult, bool) {
 	case uHour:
 		return intResult(int64(tm.hour)), true
 	case uEpoch:
+		us -= off * usPerSec
 		return extractResult{coef: us, scale: 6, f: float64(us) / 1000000.0}, true
 	case uJulian:
 		jd := int64(date2j(tm.year, tm.mon, tm.mday))
 		f := float64(jd) + ((float64((tm.hour*60+tm.min)*60)+float64(tm.sec))+float64(tm.fsec)/1000000.0)/86400.0
 		return extractResult{coef: jd, scale: 0, f: f}, true
 	case uTimezone, uTimezoneHour, uTimezoneMinute:
-		if tz {
-			return intResult(0), true
+		if !tz {
+			return extractResult{}, false
 		}
-		return extractResult{}, false
+		switch u {
+		case uTimezoneHour:
+			return intResult(off / 3600), true
+		case uTimezoneMinute:
+			return intResult(off / 60 % 60), true
+		}
+		return intResult(off), true
 	}
 	if v, ok := dateFields(u, tm.year, tm.mon, tm.mday); ok {
 		return intResult(v), true
@@ -750,6 +776,7 @@ func extractInterval(u unit, iv types.Datum) (extractResult, bool) {
 func buildExtract(b *bctx) (Fn, error) {
 	numeric := b.name == "__pg_extract"
 	st := b.args[1].t
+	ctx := b.ctx
 	fieldFn, src := b.fn(0), b.fn(1)
 	compute := func(field string, d types.Datum) (types.Datum, error) {
 		u, err := parseUnit(field, st)
@@ -765,8 +792,16 @@ func buildExtract(b *bctx) (Fn, error) {
 			r, ok = extractTime(u, d.I)
 		case types.Interval:
 			r, ok = extractInterval(u, d)
+		case types.TimestampTZ:
+			// The calendar fields of the wall clock in the zone; the
+			// epoch of the instant.
+			off := types.ZoneOffset(ctx.loc(), d.I)
+			if tsFinite(d.I) {
+				d.I += off * usPerSec
+			}
+			r, ok = extractTimestamp(u, d.I, true, off)
 		default:
-			r, ok = extractTimestamp(u, d.I, st.Fam == types.TimestampTZ)
+			r, ok = extractTimestamp(u, d.I, false, 0)
 		}
 		if !ok {
 			return types.Null, errUnitUnsupported(field, st)
@@ -776,6 +811,12 @@ func buildExtract(b *bctx) (Fn, error) {
 		}
 		if r.null {
 			return types.Null, nil
+		}
+		if r.inf != 0 {
+			if numeric {
+				return types.DecInf(r.inf < 0), nil
+			}
+			return types.NewFloat(math.Inf(r.inf)), nil
 		}
 		if !numeric {
 			return types.NewFloat(r.f), nil
@@ -930,6 +971,7 @@ func truncInterval(u unit, iv types.Datum, field string) (types.Datum, error) {
 
 func buildDateTrunc(b *bctx) (Fn, error) {
 	st := b.args[1].t
+	ctx := b.ctx
 	compute := func(field string, d types.Datum) (types.Datum, error) {
 		u, err := parseTruncUnit(field, st)
 		if err != nil {
@@ -937,6 +979,10 @@ func buildDateTrunc(b *bctx) (Fn, error) {
 		}
 		if st.Fam == types.Interval {
 			return truncInterval(u, d, field)
+		}
+		if st.Fam == types.TimestampTZ {
+			r, err := truncTimestampTZ(ctx.loc(), u, d.I, field, st)
+			return types.Datum{K: d.K, I: r}, err
 		}
 		r, err := truncTimestamp(u, d.I, field, st)
 		return types.Datum{K: d.K, I: r}, err
@@ -1116,7 +1162,7 @@ func init() {
 	}
 	// date_part(text, date) is date_part(text, date::timestamp).
 	reg("date_part", fams(TX, D), types.TFloat8, func(b *bctx) (Fn, error) {
-		a, err := castArg(b.args[1], types.TTimestamp, castImplicit)
+		a, err := castArg(b.args[1], types.TTimestamp, castImplicit, b.ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -1127,11 +1173,16 @@ func init() {
 	reg("date_trunc", fams(TX, TZ), types.TTimestampTZ, buildDateTrunc)
 	reg("date_trunc", fams(TX, IV), types.TInterval, buildDateTrunc)
 
+	// now(), and the local date and time of day of the session's zone.
 	now := func(kind types.Kind, f func(int64) int64) builder {
 		return func(b *bctx) (Fn, error) {
 			ctx := b.ctx
 			return func(types.Row) (types.Datum, error) {
-				return types.Datum{K: kind, I: f(ctx.Now)}, nil
+				v := ctx.Now
+				if kind != types.KTimestampTZ {
+					v = types.ToLocal(ctx.loc(), v)
+				}
+				return types.Datum{K: kind, I: f(v)}, nil
 			}, nil
 		}
 	}
@@ -1185,11 +1236,24 @@ func init() {
 	reg("make_timestamptz", fams(I4, I4, I4, I4, I4, F8), types.TTimestampTZ, makeTS(types.KTimestampTZ))
 	ageFn := build2(func(a, c types.Datum) (types.Datum, error) { return age(a.I, c.I) })
 	reg("age", fams(TS, TS), types.TInterval, ageFn)
-	reg("age", fams(TZ, TZ), types.TInterval, ageFn)
+	// age of timestamptz values counts on the wall clock of the zone.
+	reg("age", fams(TZ, TZ), types.TInterval, func(b *bctx) (Fn, error) {
+		ctx := b.ctx
+		return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
+			loc := ctx.loc()
+			return age(types.ToLocal(loc, a.I), types.ToLocal(loc, c.I))
+		}), nil
+	})
 	age1 := func(b *bctx) (Fn, error) {
 		ctx := b.ctx
+		tz := b.args[0].t.Fam == types.TimestampTZ
 		return strict1(b.fn(0), func(a types.Datum) (types.Datum, error) {
-			return age(floorDiv(ctx.Now, usPerDay)*usPerDay, a.I)
+			loc := ctx.loc()
+			v := a.I
+			if tz {
+				v = types.ToLocal(loc, v)
+			}
+			return age(floorDiv(types.ToLocal(loc, ctx.Now), usPerDay)*usPerDay, v)
 		}), nil
 	}
 	reg("age", fams(TS), types.TInterval, age1).volatile = true

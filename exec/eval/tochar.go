@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"sluice/sql/pgcode"
@@ -875,6 +876,7 @@ type dchTM struct {
 	yday, wday int
 	tz         string // zone abbreviation, "" for timestamp without time zone
 	hasTZ      bool
+	gmtoff     int64 // the zone's offset east, seconds
 	interval   bool
 }
 
@@ -971,17 +973,20 @@ func dchToChar(nodes []dchNode, t dchTM) (string, error) {
 			if t.interval {
 				return "", errIntervalF()
 			}
-			s = "+00"
+			s = offSign(t.gmtoff) + padInt(absI(t.gmtoff)/3600, 2)
 		case dOF:
 			if t.interval {
 				return "", errIntervalF()
 			}
-			s = "+" + padInt(0, w(2))
+			s = offSign(t.gmtoff) + padInt(absI(t.gmtoff)/3600, w(2))
+			if m := absI(t.gmtoff) % 3600 / 60; m != 0 {
+				s += ":" + padInt(m, 2)
+			}
 		case dTZM:
 			if t.interval {
 				return "", errIntervalF()
 			}
-			s = "00"
+			s = padInt(absI(t.gmtoff)%3600/60, 2)
 		case dMONTH, dMON:
 			if t.interval {
 				return "", errIntervalF()
@@ -1111,16 +1116,30 @@ func padRight(s string, n int) string {
 	return s
 }
 
-// timestampToChar formats a timestamp (microseconds) with a parsed pattern.
-func timestampToChar(us int64, tz bool, nodes []dchNode) (types.Datum, error) {
+// offSign is the sign of a zone offset as to_char prints it.
+func offSign(off int64) string {
+	if off < 0 {
+		return "-"
+	}
+	return "+"
+}
+
+// timestampToChar formats a timestamp (microseconds) with a parsed
+// pattern; a timestamptz (tz) on the wall clock of zone loc.
+func timestampToChar(us int64, tz bool, loc *time.Location, nodes []dchNode) (types.Datum, error) {
 	if !tsFinite(us) {
 		return types.Null, nil
 	}
+	var off int64
+	if tz {
+		off = types.ZoneOffset(loc, us)
+		us += off * usPerSec
+	}
 	tm := ts2tm(us)
 	jd := date2j(tm.year, tm.mon, tm.mday)
-	t := dchTM{ptm: tm, yday: jd - date2j(tm.year, 1, 1) + 1, wday: j2day(jd), hasTZ: tz}
+	t := dchTM{ptm: tm, yday: jd - date2j(tm.year, 1, 1) + 1, wday: j2day(jd), hasTZ: tz, gmtoff: off}
 	if tz {
-		t.tz = "UTC"
+		t.tz = types.ZoneAbbrev(loc, us-off*usPerSec)
 	}
 	s, err := dchToChar(nodes, t)
 	if err != nil {
@@ -1133,14 +1152,15 @@ func timestampToChar(us int64, tz bool, nodes []dchNode) (types.Datum, error) {
 // constant pattern once.
 func buildTimestampToChar(b *bctx) (Fn, error) {
 	tz := b.args[0].t.Fam == types.TimestampTZ
+	ctx := b.ctx
 	if fd, ok := b.konst(1); ok && fd.K != types.KNull {
 		nodes := parseDCHFormat(fd.S)
 		return strict1(b.fn(0), func(a types.Datum) (types.Datum, error) {
-			return timestampToChar(a.I, tz, nodes)
+			return timestampToChar(a.I, tz, ctx.loc(), nodes)
 		}), nil
 	}
 	return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
-		return timestampToChar(a.I, tz, parseDCHFormat(c.S))
+		return timestampToChar(a.I, tz, ctx.loc(), parseDCHFormat(c.S))
 	}), nil
 }
 

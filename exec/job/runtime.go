@@ -408,6 +408,16 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	delete(r.mu.catchup, id)
 	r.mu.Unlock()
 	ectx := &eval.Context{}
+	if plan.TimeZone != "" {
+		// The zone the view was created in: its results never depend on
+		// the session reading them.
+		loc, _, ok := types.ParseZone(plan.TimeZone)
+		if !ok {
+			cancel()
+			return nil, pgerror.Newf(pgcode.InvalidParameterValue, "job %q: time zone %q of its plan is not known to this build", name, plan.TimeZone)
+		}
+		ectx.Loc = loc
+	}
 	outs := make([]*flow.Output, len(plan.Nodes))
 	var actors []*flow.Actor
 	var readers []*flow.ReaderSource

@@ -72,7 +72,7 @@ func Decode(b []byte) (*Plan, error) {
 			"stored plan uses what this build does not know (%v): it was written by a newer build", err).
 			WithHint("Run the build that created it, or drop and re-create the object.")
 	}
-	p := &Plan{Nodes: make([]*Node, len(sp.Nodes))}
+	p := &Plan{Nodes: make([]*Node, len(sp.Nodes)), TimeZone: sp.TimeZone}
 	for i, jn := range sp.Nodes {
 		n, err := jn.node()
 		if err != nil {
@@ -105,8 +105,9 @@ func (p *Plan) AssignStateIDs() {
 }
 
 type storedPlan struct {
-	Version int         `json:"version"`
-	Nodes   []*jsonNode `json:"nodes"`
+	Version  int         `json:"version"`
+	TimeZone string      `json:"timezone,omitempty"`
+	Nodes    []*jsonNode `json:"nodes"`
 }
 
 // nodeFields is Node without its methods; jsonNode overrides the fields
@@ -142,7 +143,7 @@ type jsonExpr struct {
 }
 
 func encode(p *Plan) ([]byte, error) {
-	sp := storedPlan{Version: PlanFormat, Nodes: make([]*jsonNode, len(p.Nodes))}
+	sp := storedPlan{Version: PlanFormat, TimeZone: p.TimeZone, Nodes: make([]*jsonNode, len(p.Nodes))}
 	for i, n := range p.Nodes {
 		jn := &jsonNode{nodeFields: nodeFields(*n)}
 		jn.nodeFields.Lookup, jn.nodeFields.Rows, jn.nodeFields.Pred, jn.nodeFields.Exprs = nil, nil, nil, nil

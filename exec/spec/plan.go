@@ -286,6 +286,12 @@ type TimeBound struct {
 // Plan is a dataflow job: nodes in topological order, the root last.
 type Plan struct {
 	Nodes []*Node
+	// TimeZone is the zone (a name types.ParseZone reads; "" is UTC) in
+	// which the plan's timestamptz casts, date_trunc, extract and to_char
+	// are evaluated: the TimeZone of the session that planned it. A
+	// materialized view keeps the zone it was created in, so that its
+	// result never depends on who reads it.
+	TimeZone string
 }
 
 // Root returns the index of the root node.

@@ -65,6 +65,7 @@ type conn struct {
 
 	sess           Session
 	txs            interface{ TxStatus() byte } // sess, if it reports transaction status
+	zoned          Zoned                        // sess, if it has a TimeZone
 	stmts          map[string]*statement
 	portals        map[string]*portal
 	ignoreTillSync bool // an extended-protocol message failed: skip to Sync
@@ -427,6 +428,7 @@ func (c *conn) writeDataRow(r types.Row, cols []types.Column, fmts []int16) erro
 	}
 	b := append(c.wbuf[:0], 'D', 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(r)))
+	loc := c.zone()
 	for i, d := range r {
 		if d.IsNull() {
 			b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1
@@ -444,7 +446,7 @@ func (c *conn) writeDataRow(r types.Row, cols []types.Column, fmts []int16) erro
 				return err
 			}
 		} else {
-			b = append(b, formatText(d, t)...)
+			b = appendText(b, d, t, loc)
 		}
 		if len(b)-at-4 > math.MaxInt32 {
 			return pgerror.New(pgcode.ProgramLimitExceeded, "value too large to send")
@@ -593,6 +595,7 @@ func (c *conn) startup() bool {
 	}
 	c.sess = sess
 	c.txs, _ = sess.(interface{ TxStatus() byte })
+	c.zoned, _ = sess.(Zoned)
 	c.srv.register(c)
 
 	reported := map[string]string{

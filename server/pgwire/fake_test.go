@@ -286,12 +286,12 @@ func (it fakeItem) eval(params []types.Datum, ptypes []types.T) (types.Datum, er
 		if d.IsNull() || ptypes[it.param-1] == it.typ {
 			return d, nil
 		}
-		return parseText(formatText(d, ptypes[it.param-1]), it.typ)
+		return types.ParseText(types.FormatText(d, ptypes[it.param-1]), it.typ)
 	}
 	if it.null {
 		return types.Null, nil
 	}
-	return parseText(it.lit, it.typ)
+	return types.ParseText(it.lit, it.typ)
 }
 
 var fakeTypes = map[string]types.T{

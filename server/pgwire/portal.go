@@ -217,7 +217,7 @@ func (c *conn) bind(name, stmtName string, paramFmts []int16, raw [][]byte, resu
 			if err := checkText(s); err != nil {
 				return err
 			}
-			d, err := parseText(s, t)
+			d, err := parseText(s, t, c.zone())
 			if err != nil {
 				if pgerror.GetCode(err).IsInternal() {
 					return pgerror.Wrap(err, pgcode.InvalidTextRepresentation, "invalid input for parameter $%d", i+1)

@@ -620,8 +620,16 @@ func parseDate(s string) (Datum, error) {
 
 // parseTimestamp parses PostgreSQL timestamp (tz false) or timestamptz
 // input. Zones are ignored for timestamp and converted to UTC for
-// timestamptz (no zone means UTC).
-func parseTimestamp(s string, tz bool) (Datum, error) {
+// timestamptz (no zone means UTC; parseTimestampIn reads it in a zone).
+func parseTimestamp(s string, tz bool) (Datum, error) { return parseTimestampZone(s, tz, nil) }
+
+// parseTimestampIn parses timestamptz input, reading a time that names no
+// zone in zone loc.
+func parseTimestampIn(s string, loc *time.Location) (Datum, error) {
+	return parseTimestampZone(s, true, loc)
+}
+
+func parseTimestampZone(s string, tz bool, loc *time.Location) (Datum, error) {
 	typ := "timestamp"
 	mk := NewTimestamp
 	if tz {
@@ -652,19 +660,14 @@ func parseTimestamp(s string, tz bool) (Datum, error) {
 	}
 	us := days*usPerDay + f.usec
 	if tz {
-		off := f.tzOff
-		if f.tzLoc != nil {
-			y := f.year
-			if y < -100000 {
-				y = -100000
-			}
-			u := f.usec
-			lt := time.Date(int(y), time.Month(f.month), f.day, int(u/usPerHour), int(u/usPerMin%60),
-				int(u/usPerSec%60), int(u%usPerSec)*1000, f.tzLoc)
-			_, o := lt.Zone()
-			off = int64(o)
+		switch {
+		case f.tzLoc != nil:
+			us = FromLocal(f.tzLoc, us)
+		case f.hasTZ:
+			us -= f.tzOff * usPerSec
+		default:
+			us = FromLocal(loc, us)
 		}
-		us -= off * usPerSec
 	}
 	if us < minTsUs || us > maxTsUs {
 		return outOfRange()
