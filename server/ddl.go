@@ -146,6 +146,14 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource, text 
 	for _, o := range x.With {
 		opts[o.Key] = o.Value
 	}
+	// ENCODE … (options) go to the connector with the others, which
+	// refuses those it does not know (they used to be dropped).
+	for _, o := range x.FormatOptions {
+		if _, dup := opts[o.Key]; dup {
+			return pgerror.New(pgcode.DuplicateObject, "option %s given twice", o.Key)
+		}
+		opts[o.Key] = o.Value
+	}
 	conn := strings.ToLower(opts["connector"])
 	if conn == "" {
 		return pgerror.New(pgcode.InvalidParameterValue, "CREATE SOURCE needs WITH (connector = '…')")

@@ -20,6 +20,7 @@ import (
 
 	"sluice/connectors/internal/chunkq"
 	"sluice/connectors/internal/decode"
+	"sluice/connectors/internal/schemareg"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -64,12 +65,14 @@ var srcKnownOptions = map[string]bool{
 	"max.message.bytes":             true,
 	"format":                        true,
 	"encode":                        true,
+	"schema.registry":               true, // ENCODE AVRO (schema.registry = '…')
 }
 
 // srcConfig is a parsed source configuration.
 type srcConfig struct {
 	policy        *connector.Policy // checks every broker dialled
 	sec           *security         // TLS and SASL (security.go)
+	registry      *schemareg.Client // ENCODE AVRO's schemas
 	mech          kafkasasl.Mechanism
 	name          string
 	topic         string
@@ -206,6 +209,20 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 			WithHint("use ENCODE JSON or CSV")
 	}
 	c.enc = enc
+	if reg := get("schema.registry"); enc == decode.AVRO {
+		if reg == "" {
+			return nil, srcOptionError("schema.registry", "is required with ENCODE AVRO (e.g. 'http://127.0.0.1:8081')")
+		}
+		if c.format != srcPlain {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE AVRO with FORMAT UPSERT or DEBEZIUM is not supported").
+				WithHint("use FORMAT PLAIN ENCODE AVRO")
+		}
+		if c.registry, err = schemareg.New(reg, cfg.Policy); err != nil {
+			return nil, err
+		}
+	} else if reg != "" {
+		return nil, srcOptionError("schema.registry", "needs ENCODE AVRO")
+	}
 	if c.format == srcDebezium && enc != decode.JSON {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON")
 	}
@@ -250,6 +267,21 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 
 // Validate implements connector.SourceFactory.
 func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
+	if len(cfg.Columns) == 0 && strings.EqualFold(strings.TrimSpace(cfg.Options["encode"]), "AVRO") {
+		// The columns are the fields of the topic's latest value schema
+		// (subject <topic>-value, the registry's TopicNameStrategy).
+		reg, err := schemareg.New(cfg.Options["schema.registry"], cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		s, _, err := reg.Latest(strings.TrimSpace(cfg.Options["topic"]) + "-value")
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Columns, err = schemareg.Columns(s); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := srcParse(cfg); err != nil {
 		return nil, err
 	}

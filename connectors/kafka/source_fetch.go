@@ -339,6 +339,9 @@ type srcDecoder struct {
 
 func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 	d := &srcDecoder{cfg: cfg, dec: decode.New(cfg.cols, cfg.enc, cfg.skip)}
+	if cfg.registry != nil {
+		d.dec.SetAvro(cfg.registry)
+	}
 	if cfg.format == srcUpsert {
 		skip := make([]bool, len(cfg.cols))
 		for i := range skip {

@@ -19,11 +19,17 @@ type Encoding uint8
 const (
 	JSON Encoding = iota
 	CSV
+	// AVRO is Avro records in the Confluent wire format (avro.go); the
+	// decoder needs an AvroSource (SetAvro).
+	AVRO
 )
 
 func (e Encoding) String() string {
-	if e == CSV {
+	switch e {
+	case CSV:
 		return "CSV"
+	case AVRO:
+		return "AVRO"
 	}
 	return "JSON"
 }
@@ -35,6 +41,8 @@ func ParseEncoding(s string) (Encoding, bool) {
 		return JSON, true
 	case "CSV":
 		return CSV, true
+	case "AVRO":
+		return AVRO, true
 	}
 	return 0, false
 }
@@ -51,7 +59,8 @@ type Decoder struct {
 	names []string // column names, for matching keys
 	ascii []bool   // name is ASCII (fast case folding)
 	enc   Encoding
-	ncsv  int // number of CSV fields: the columns not skipped
+	avro  AvroSource // AVRO's schemas
+	ncsv  int        // number of CSV fields: the columns not skipped
 
 	// next is the column after the last one matched: JSON objects usually
 	// list their keys in the declared order, so the search starts there.
@@ -132,6 +141,9 @@ func New(cols []types.Column, enc Encoding, skip []bool) *Decoder {
 	return d
 }
 
+// SetAvro gives an AVRO decoder the source of its schemas.
+func (d *Decoder) SetAvro(a AvroSource) { d.avro = a }
+
 // Columns returns the columns the decoder fills.
 func (d *Decoder) Columns() []types.Column { return d.cols }
 
@@ -144,8 +156,11 @@ func (d *Decoder) Decode(msg []byte, row types.Row) error {
 	}
 	d.reset()
 	defer d.finish()
-	if d.enc == CSV {
+	switch d.enc {
+	case CSV:
 		return d.decodeCSV(msg, row)
+	case AVRO:
+		return d.decodeAvro(msg, row)
 	}
 	d.start(msg)
 	d.ws()

@@ -1,0 +1,114 @@
+package decode
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hamba/avro/v2"
+
+	"sluice/sql/types"
+)
+
+// AvroSource unframes and decodes an Avro message (schemareg.Client does,
+// with the Confluent wire format and a schema registry).
+type AvroSource interface {
+	Decode(msg []byte) (avro.Schema, any, error)
+}
+
+// decodeAvro decodes an Avro record into row: each column takes the field
+// of its name (the exact name, else one that matches case-insensitively);
+// a field the writer's schema lacks is NULL, one the columns lack is
+// ignored, so records of every compatible version of the schema decode.
+func (d *Decoder) decodeAvro(msg []byte, row types.Row) error {
+	if len(msg) == 0 {
+		return errEmpty
+	}
+	if d.avro == nil {
+		return fmt.Errorf("ENCODE AVRO needs a schema registry")
+	}
+	_, v, err := d.avro.Decode(msg)
+	if err != nil {
+		return err
+	}
+	rec, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("the Avro value is a %T, not a record", v)
+	}
+	for col := range d.cols {
+		if d.skip[col] {
+			continue
+		}
+		val, ok := rec[d.names[col]]
+		if !ok {
+			for k, fv := range rec {
+				if strings.EqualFold(k, d.names[col]) {
+					val, ok = fv, true
+					break
+				}
+			}
+		}
+		if !ok || val == nil {
+			row[col] = types.Datum{}
+			continue
+		}
+		if err := d.avroValue(col, val, &row[col]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// avroValue converts a decoded Avro value to column col's type.
+func (d *Decoder) avroValue(col int, v any, dst *types.Datum) error {
+	t := d.cols[col].Type
+	var s string
+	switch x := v.(type) {
+	case string:
+		return d.text(col, []byte(x), true, dst)
+	case []byte:
+		if t.Fam == types.Bytea {
+			*dst = types.NewBytes(x)
+			return nil
+		}
+		s = string(x)
+	case bool:
+		s = strconv.FormatBool(x)
+	case int:
+		s = strconv.Itoa(x)
+	case int32:
+		s = strconv.FormatInt(int64(x), 10)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float32:
+		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		s = x.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+		if t.Fam == types.Timestamp || t.Fam == types.Date {
+			s = x.UTC().Format("2006-01-02 15:04:05.999999")
+		}
+	case time.Duration:
+		s = fmt.Sprintf("%d microseconds", x.Microseconds())
+	case *big.Rat:
+		scale := 18
+		if t.Fam == types.Numeric && t.Scale >= 0 {
+			scale = int(t.Scale)
+		}
+		s = x.FloatString(scale)
+		if t.Scale < 0 && strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+	default: // records, maps, arrays: JSON
+		b, err := json.Marshal(x)
+		if err != nil {
+			return d.colErr(col, "cannot convert the Avro value: %v", err)
+		}
+		s = string(b)
+	}
+	return d.text(col, []byte(s), false, dst)
+}

@@ -1,0 +1,219 @@
+package tests
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testRegistry is a schema registry speaking the Confluent REST protocol
+// (the subset a reader needs, and registration) on 127.0.0.1.
+type testRegistry struct {
+	mu       sync.Mutex
+	schemas  []string            // id-1 -> schema text
+	subjects map[string][]uint32 // subject -> ids of its versions
+	gets     map[string]int      // path -> GETs served
+}
+
+func startRegistry(t *testing.T) (*testRegistry, string) {
+	r := &testRegistry{subjects: map[string][]uint32{}, gets: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(srv.Close)
+	return r, srv.URL
+}
+
+func (r *testRegistry) register(subject, schema string) uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.schemas = append(r.schemas, schema)
+	id := uint32(len(r.schemas))
+	r.subjects[subject] = append(r.subjects[subject], id)
+	return id
+}
+
+func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	r.gets[req.URL.Path]++
+	notFound := func(code int, msg string) {
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(map[string]any{"error_code": code, "message": msg})
+	}
+	switch p := req.URL.Path; {
+	case strings.HasPrefix(p, "/schemas/ids/"):
+		id, err := strconv.Atoi(strings.TrimPrefix(p, "/schemas/ids/"))
+		if err != nil || id < 1 || id > len(r.schemas) {
+			notFound(40403, "Schema not found")
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"schema": r.schemas[id-1]})
+	case strings.HasPrefix(p, "/subjects/") && strings.HasSuffix(p, "/versions/latest"):
+		subject := strings.TrimSuffix(strings.TrimPrefix(p, "/subjects/"), "/versions/latest")
+		ids := r.subjects[subject]
+		if len(ids) == 0 {
+			notFound(40401, "Subject '"+subject+"' not found.")
+			return
+		}
+		id := ids[len(ids)-1]
+		json.NewEncoder(w).Encode(map[string]any{"subject": subject, "version": len(ids), "id": id, "schema": r.schemas[id-1]})
+	default:
+		notFound(404, "not found")
+	}
+}
+
+const avroBidV1 = `{"type":"record","name":"Bid","fields":[
+ {"name":"auction","type":"long"},
+ {"name":"bidder","type":"int"},
+ {"name":"price","type":"double"},
+ {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+ {"name":"channel","type":{"type":"enum","name":"Channel","symbols":["web","app"]}},
+ {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"note","type":["null","string"],"default":null},
+ {"name":"ok","type":"boolean"}]}`
+
+// v2 adds a field with a default: a compatible evolution.
+const avroBidV2 = `{"type":"record","name":"Bid","fields":[
+ {"name":"auction","type":"long"},
+ {"name":"bidder","type":"int"},
+ {"name":"price","type":"double"},
+ {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+ {"name":"channel","type":{"type":"enum","name":"Channel","symbols":["web","app"]}},
+ {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"note","type":["null","string"],"default":null},
+ {"name":"ok","type":"boolean"},
+ {"name":"qty","type":"int","default":1}]}`
+
+// TestKafkaAvro reads Confluent-framed Avro records through a schema
+// registry: the source's columns derived from the topic's latest value
+// schema when none are declared, every record decoded with its own
+// writer's schema (fetched once per id), a compatible new version
+// mid-stream, declared columns matched by name, bad records and bad
+// options.
+func TestKafkaAvro(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "bids", "bad")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	produce := func(topic, schema string, id uint32, rec map[string]any) {
+		t.Helper()
+		s := avro.MustParse(schema)
+		data, err := avro.Marshal(s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: confluentFrame(id, data)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	bid := func(i int, note any) map[string]any {
+		return map[string]any{"auction": int64(1000 + i), "bidder": int32(i), "price": float64(i) + 0.5,
+			"amount": mustRat(t, fmt.Sprintf("%d.25", i*10)), "channel": []string{"web", "app"}[i%2],
+			"ts": ts.Add(time.Duration(i) * time.Second), "note": note, "ok": i%2 == 0}
+	}
+	v1 := reg.register("bids-value", avroBidV1)
+	produce("bids", avroBidV1, v1, bid(1, nil))
+	produce("bids", avroBidV1, v1, bid(2, "second"))
+
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	ExecAll(t, conn,
+		`CREATE SOURCE bids WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '`+b.Addr+`')
+		   FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW bids_all AS SELECT * FROM bids`,
+		`CREATE SOURCE bids_qty (auction BIGINT, qty INT, note TEXT) WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '`+b.Addr+`')
+		   FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW bids_q AS SELECT auction, qty, note FROM bids_qty`,
+	)
+	waitForLines(t, conn, `SELECT column_name || ' ' || data_type FROM information_schema.columns WHERE table_name = 'bids' ORDER BY ordinal_position`, []string{
+		// (waitForLines compares sorted lines)
+		"amount numeric", "auction bigint", "bidder integer", "channel text", "note text", "ok boolean",
+		"price double precision", "ts timestamp with time zone"})
+	v2 := reg.register("bids-value", avroBidV2)
+	r3 := bid(3, "third")
+	r3["qty"] = int32(7)
+	produce("bids", avroBidV2, v2, r3)
+	produce("bids", avroBidV1, v1, bid(4, nil)) // an old producer still writing v1
+	want := []string{
+		"1001 1 1.5 10.25 app 2026-12-06 10:00:01+00 NULL f",
+		"1002 2 2.5 20.25 web 2026-12-06 10:00:02+00 second t",
+		"1003 3 3.5 30.25 app 2026-12-06 10:00:03+00 third f",
+		"1004 4 4.5 40.25 web 2026-12-06 10:00:04+00 NULL t",
+	}
+	waitForLines(t, conn, `SELECT auction, bidder, price, amount, channel, ts, coalesce(note, 'NULL'), ok FROM bids_all ORDER BY auction`, want)
+	// Declared columns take the fields of their names; a field the
+	// writer's schema lacks (qty before v2) is NULL.
+	waitForLines(t, conn, `SELECT auction, coalesce(qty::text, 'NULL'), coalesce(note, 'NULL') FROM bids_q ORDER BY auction`,
+		[]string{"1001 NULL NULL", "1002 NULL second", "1003 7 third", "1004 NULL NULL"})
+	reg.mu.Lock()
+	for _, id := range []uint32{v1, v2} {
+		if n := reg.gets[fmt.Sprintf("/schemas/ids/%d", id)]; n > 2 { // once per source reader, cached after
+			t.Errorf("schema %d fetched %d times", id, n)
+		}
+	}
+	reg.mu.Unlock()
+
+	// Not Avro, an unknown schema id: dead letters, the good record kept.
+	produce("bad", avroBidV1, v1, bid(5, nil))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bad", Value: []byte(`{"auction": 6}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bad", Value: confluentFrame(99, []byte{2})}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ExecAll(t, conn,
+		`CREATE SOURCE bad (auction BIGINT) WITH (connector = 'kafka', topic = 'bad', properties.bootstrap.server = '`+b.Addr+`', on_error = 'dead_letter')
+		   FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW bad_v AS SELECT auction FROM bad`)
+	waitForLines(t, conn, `SELECT auction FROM bad_v`, []string{"1005"})
+	waitForLines(t, conn, `SELECT "offset" FROM sluice_dead_letters WHERE source = 'bad' ORDER BY 1`, []string{"1", "2"})
+
+	for _, bad := range []struct{ sql, code string }{
+		{`CREATE SOURCE x (a INT) WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE AVRO`, "22023"},
+		{`CREATE SOURCE x WITH (connector = 'kafka', topic = 'nosuch', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "08000"},
+		{`CREATE SOURCE x WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE AVRO (schema.registry = 'http://127.0.0.1:1')`, "08000"},
+		{`CREATE SOURCE x (a INT) WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE JSON (schema.registry = '` + regURL + `')`, "22023"},
+		{`CREATE SOURCE x (a INT, PRIMARY KEY (a)) WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '` + b.Addr + `') FORMAT UPSERT ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SOURCE x (a INT) WITH (connector = 'kafka', topic = 'bids', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `', message = 'x')`, "22023"},
+	} {
+		_, err := conn.Exec(ctx, bad.sql)
+		if code := pgCode(err); code != bad.code {
+			t.Errorf("%s: %v (code %s), want %s", bad.sql, err, code, bad.code)
+		}
+	}
+}
+
+func mustRat(t *testing.T, s string) any {
+	t.Helper()
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		t.Fatalf("bad decimal %s", s)
+	}
+	return r
+}
+
+// confluentFrame frames Avro data with its schema id: the Confluent wire
+// format.
+func confluentFrame(id uint32, data []byte) []byte {
+	out := make([]byte, 5, 5+len(data))
+	binary.BigEndian.PutUint32(out[1:], id)
+	return append(out, data...)
+}
