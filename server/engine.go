@@ -121,6 +121,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.coord = flow.NewCoordinator(db, cfg.CheckpointInterval, cfg.Logf)
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
 	e.rt.NoStats = cfg.NoMetrics
+	e.rt.OnCancelled = cancelledCatalog
 	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()

@@ -429,14 +429,28 @@ func (c *Coordinator) resume() {
 // Resume restarts the sources after Pause and waits until the next epoch
 // (holding the graph change's writes) is committed.
 func (c *Coordinator) Resume(ctx context.Context) error {
+	e, err := c.ResumeNoWait()
+	if err != nil {
+		return err
+	}
+	return c.wait(ctx, e)
+}
+
+// ResumeNoWait restarts the sources after Pause and returns the epoch it
+// injected, which holds the graph change's writes (a job being created
+// commits it only after its backfill): Wait for it.
+func (c *Coordinator) ResumeNoWait() (uint64, error) {
 	c.resume()
 	e := c.inject(false, true)
 	c.ddl.Unlock()
 	if e == 0 {
-		return fmt.Errorf("checkpointing stopped")
+		return 0, fmt.Errorf("checkpointing stopped")
 	}
-	return c.wait(ctx, e)
+	return e, nil
 }
+
+// Wait blocks until epoch e is committed (or ctx ends).
+func (c *Coordinator) Wait(ctx context.Context, e uint64) error { return c.wait(ctx, e) }
 
 // Committed returns the last committed epoch.
 func (c *Coordinator) Committed() uint64 {

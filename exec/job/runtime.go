@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"sluice/exec/connector"
 	"sluice/exec/eval"
@@ -34,6 +35,10 @@ type Runtime struct {
 	// NoStats runs actors and sources without their metrics figures (to
 	// measure what the figures cost: sluice bench --no-metrics).
 	NoStats bool
+	// OnCancelled, if set, adds to w (the epoch that was to create job
+	// id) the removal of the job's catalog entry: its creation was
+	// cancelled (progress.go).
+	OnCancelled func(id uint64, w *storage.EpochWriter)
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +109,10 @@ type Job struct {
 	then *storage.Snapshot
 	// rebuild: the job never completed an epoch and is built from scratch.
 	rebuild bool
+	// bf is its creation (progress.go); committed the last epoch
+	// committed with its state.
+	bf        backfillState
+	committed atomic.Uint64
 	// stateful holds the actors of the job's operators built by newOp,
 	// by StateID: a view changed in place reuses the kept ones' operators
 	// with the state they hold (replace.go).
@@ -158,6 +167,7 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, j := range r.mu.jobs {
+			j.committed.Store(j.absorbed)
 			if j.Deliverer != nil {
 				j.Deliverer.Notify()
 			}
@@ -398,6 +408,10 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	if backfill {
 		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(epochKey(id), encodeU64(0)) })
+		if rp == nil {
+			j.bf.creating = true
+			j.bf.ctx, j.bf.cancel = context.WithCancel(ctx)
+		}
 	}
 	r.mu.Lock()
 	j.then = r.mu.catchup[id]
