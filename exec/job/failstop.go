@@ -153,6 +153,7 @@ func (r *Runtime) beforeCommit(e uint64, w *storage.EpochWriter) error {
 		}
 	}
 	for id, j := range r.mu.jobs {
+		r.coord.SetCommitStage(e, "absorbing the state of job "+j.Name)
 		s := j.shares.take(e)
 		if failed[id] {
 			if s != nil {
@@ -451,7 +452,10 @@ func changesSince(db *storage.DB, then *storage.Snapshot, rel uint64) func(func(
 // that a resumed job runs. An entry block:<kind>:<rows>[:<job>] instead
 // blocks that operator for good (until its job stops) once it has seen
 // that many rows, holding every later barrier: the stuck-barrier report's
-// test. For tests.
+// test. Kinds beyond the plan's operators: source (a job's source
+// reader, after a read), backfill (a job's backfill, per row: progress.go)
+// and commit (the store write of the epochs, one per epoch; no job). For
+// tests.
 type failpoint struct {
 	block     bool
 	kind, job string

@@ -163,6 +163,7 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.tableDone = map[uint64]uint64{}
 	r.mu.catchup = map[uint64]*storage.Snapshot{}
 	coord.BeforeCommit(r.beforeCommit)
+	coord.CommitFailpoint = theFailpoint.hook("commit", "")
 	coord.OnCommit(func(uint64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -367,6 +368,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
 	act.SetPassed(r.coord.Injected())
+	ts.SetPassed(r.coord.Injected())
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
 	return ts, nil
@@ -488,6 +490,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			}
 			rs.OnError = j.fail
 			rs.Share = j.shares.share
+			rs.Failpoint = theFailpoint.hook("source", name)
 			if r.NoStats {
 				rs.Stats = nil
 			}
@@ -600,6 +603,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	r.mu.jobs[id] = j
 	r.mu.Unlock()
 	injected := r.coord.Injected()
+	for _, rs := range readers {
+		rs.SetPassed(injected)
+	}
 	for _, a := range actors {
 		a.SetPassed(injected)
 		r.spawn(j, ctx, a.Name, a.Run)
