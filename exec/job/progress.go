@@ -171,9 +171,14 @@ func (j *Job) trackBackfill(snap *storage.Snapshot, rel uint64, f func(func(type
 	}
 }
 
-// String describes a backfill's progress: "1200 of 4000 rows (30%)".
+// String describes a backfill's progress: "1200 of 4000 rows (30%)";
+// once every row is read, the job still processes them and commits its
+// first epoch: "4000 of 4000 rows (100%), committing".
 func (p *Progress) String() string {
 	read, total := p.Read.Load(), p.Total.Load()
+	if read >= total && total > 0 {
+		return fmt.Sprintf("%d of %d rows (100%%), committing", read, total)
+	}
 	pct := 100.0
 	if total > 0 {
 		pct = float64(read) * 100 / float64(total)
