@@ -205,11 +205,11 @@ func (e *Engine) creatingErr(rels []uint64) error {
 		if j == nil {
 			continue
 		}
-		creating, p, epoch := e.rt.Creating(j)
+		creating, p, _ := e.rt.Creating(j)
 		switch {
 		case e.rt.Cancelled(j):
 			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "the creation of %s was cancelled", j.Name)
-		case creating || epoch > e.coord.Committed():
+		case creating:
 			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s is still being created (backfill: %s)", j.Name, p).
 				WithHint("SHOW JOBS shows its progress.")
 		}

@@ -139,7 +139,9 @@ func TestStuckBarrierSource(t *testing.T) {
 		ExtraArgs: []string{"--http", httpAddr, "--stuck-barrier", "1s"},
 		Env:       []string{"SLUICE_FAILPOINT=block:source:0:jobs20_gen"}})
 	conn := srv.Connect(t)
-	ExecAll(t, conn,
+	// In the background: the source may block before it emits the barrier
+	// of the epoch that creates the view.
+	ExecAll(t, conn, `SET background_ddl = true`,
 		`CREATE SOURCE jobs20_g (id BIGINT) WITH (connector = 'datagen', fields.id.kind = 'sequence', fields.id.start = '1',
 			datagen.rows.per.second = '100')`,
 		`CREATE MATERIALIZED VIEW jobs20_gen AS SELECT id FROM jobs20_g`)

@@ -50,12 +50,14 @@ func errCancelled(name string) error {
 		WithDetail("the creation of %s was cancelled", name)
 }
 
-// Creating reports whether job j is still being created, its backfill
-// progress and, once known, the epoch that creates it.
+// Creating reports whether job j is still being created (its first
+// epoch has not committed: it may be decided but still being written),
+// its backfill progress and, once known, the epoch that creates it.
 func (r *Runtime) Creating(j *Job) (creating bool, p *Progress, epoch uint64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return j.bf.creating, &j.bf.progress, j.bf.epoch
+	creating, epoch = j.bf.creating, j.bf.epoch
+	r.mu.Unlock()
+	return creating || epoch > r.coord.Committed(), &j.bf.progress, epoch
 }
 
 // CommittedEpoch is the last epoch committed with job j's state (for a
