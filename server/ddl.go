@@ -246,7 +246,7 @@ func (e *Engine) createSource(ctx context.Context, x *parser.CreateSource, text 
 	})
 }
 
-func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedView) error {
+func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedView, opts createOpts) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
@@ -257,11 +257,12 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 	if _, err := pre.PlanView(x.Query, 0, x.Name); err != nil {
 		return err
 	}
-	return e.ddl(ctx, func() error {
+	var id uint64
+	epoch, err := e.ddlNoWait(ctx, func() error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
-		id := e.cat.allocID()
+		id = e.cat.allocID()
 		pl := e.viewPlanner(ctx, x)
 		q, err := pl.PlanView(x.Query, id, x.Name)
 		if err != nil {
@@ -283,6 +284,17 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		e.persist(ent)
 		return nil
 	})
+	if err != nil || e.rt.Job(id) == nil { // IF NOT EXISTS of one created meanwhile
+		if err == nil && epoch != 0 {
+			err = e.coord.Wait(context.WithoutCancel(ctx), epoch)
+		}
+		return err
+	}
+	e.rt.SetCreationEpoch(id, epoch)
+	if opts.background {
+		return nil
+	}
+	return e.awaitCreation(ctx, id, x.Name, epoch, opts.notice)
 }
 
 func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {

@@ -43,7 +43,7 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 		return err
 	}
 	if ent == nil {
-		return e.createMView(ctx, x)
+		return e.createMView(ctx, x, createOpts{})
 	}
 	// Plan once outside the pause to report errors without stopping the
 	// world; the owner needs SELECT on what the view reads.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -122,19 +123,18 @@ func Open(cfg Config) (*Engine, error) {
 	e.rt = job.NewRuntime(ctx, db, e.coord, cfg.Logf)
 	e.rt.NoStats = cfg.NoMetrics
 	e.rt.Sinks = map[string]connector.SinkFactory{intoConnector: intoFactory{e}}
+	e.rt.OnCancelled = cancelledCatalog
 	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()
 		db.Close()
 		return nil, err
 	}
-	for _, ent := range entries {
-		if err := e.restore(ent); err != nil {
-			cancel()
-			e.rt.Wait()
-			db.Close()
-			return nil, fmt.Errorf("restoring %s %q: %w", ent.Kind, ent.Name, err)
-		}
+	if err := e.restoreAll(entries); err != nil {
+		cancel()
+		e.rt.Wait()
+		db.Close()
+		return nil, err
 	}
 	connector.Crashpoint("recovery")
 	e.rt.Start()
@@ -212,6 +212,57 @@ func (e *Engine) replayTables(ctx context.Context) error {
 	wg.Wait()
 	if err == nil {
 		e.cfg.Logf("replay: the logged writes of %d tables committed in %s", len(reps), time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// restoreHook, if set, is called before each object is started (tests).
+var restoreHook func(*storage.CatalogEntry)
+
+// restoreAll starts the catalog's objects at startup. Their operators
+// read their state whole (windows, joins, aggregations, materializations):
+// with much state that takes a while, so the keys read so far and the
+// object being started are logged every replayLogEvery, and the total at
+// the end.
+func (e *Engine) restoreAll(entries []*storage.CatalogEntry) error {
+	start, base := time.Now(), e.db.Scanned()
+	var cur atomic.Pointer[storage.CatalogEntry]
+	var idx atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(replayLogEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if ent := cur.Load(); ent != nil {
+					e.cfg.Logf("load: starting %s %s (%d of %d objects): %d state keys read, %s", ent.Kind, ent.Name, idx.Load()+1, len(entries),
+						e.db.Scanned()-base, time.Since(start).Round(time.Second))
+				}
+			}
+		}
+	}()
+	var err error
+	for i, ent := range entries {
+		idx.Store(int64(i))
+		cur.Store(ent)
+		if restoreHook != nil {
+			restoreHook(ent)
+		}
+		if err = e.restore(ent); err != nil {
+			err = fmt.Errorf("restoring %s %q: %w", ent.Kind, ent.Name, err)
+			break
+		}
+	}
+	close(done)
+	wg.Wait()
+	if err == nil && len(entries) > 0 {
+		e.cfg.Logf("load: %d objects started in %s, %d state keys read", len(entries), time.Since(start).Round(time.Millisecond), e.db.Scanned()-base)
 	}
 	return err
 }

@@ -73,6 +73,9 @@ func (s *session) runQuery(ctx context.Context, q *parser.Query, params []types.
 		if err := checkParams(p, params); err != nil {
 			return err
 		}
+		if err := s.e.creatingErr(readRels(pq.Plan)); err != nil {
+			return err
+		}
 		if err := s.awaitReads(ctx); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sluice/server/pgwire"
+	"sluice/storage"
 )
 
 // TestReplayLogsProgress: writes acknowledged after the last checkpoint
@@ -81,4 +82,89 @@ func TestReplayLogsProgress(t *testing.T) {
 	if !announced || !done {
 		t.Fatalf("replay log lines missing (announced %v, committed %v):\n%s", announced, done, strings.Join(lines, "\n"))
 	}
+}
+
+// TestRestoreLogsProgress: starting the jobs at start-up, which read their
+// operators' state whole, logs the object being started and the state keys
+// read so far every replayLogEvery, and the total at the end.
+func TestRestoreLogsProgress(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(Config{DataDir: dir, CheckpointInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.Connect(context.Background(), pgwire.StartupInfo{User: "sluice", Database: "sluice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]string, 3000)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("(%d, %d)", i, i%10)
+	}
+	for _, q := range []string{"CREATE TABLE r (k int PRIMARY KEY, g int)", "INSERT INTO r VALUES " + strings.Join(vals, ", "),
+		"CREATE MATERIALIZED VIEW per_g AS SELECT g, count(*) AS n FROM r GROUP BY g", "CREATE MATERIALIZED VIEW copy AS SELECT k, g FROM r", "FLUSH"} {
+		if _, err := query(s, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	old := replayLogEvery
+	replayLogEvery = time.Millisecond
+	defer func() { replayLogEvery = old }()
+	var mu sync.Mutex
+	var lines []string
+	logged := func(prefix string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		return ""
+	}
+	// Hold the start of the last view until its progress line is logged.
+	const progress = "load: starting materialized view copy (3 of 3 objects): "
+	restoreHook = func(ent *storage.CatalogEntry) {
+		if ent.Name != "copy" {
+			return
+		}
+		for deadline := time.Now().Add(10 * time.Second); logged(progress) == "" && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // polling, bounded by the deadline
+		}
+	}
+	defer func() { restoreHook = nil }()
+	e, err = Open(Config{DataDir: dir, CheckpointInterval: time.Hour, Logf: func(f string, a ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, done := logged(progress), logged("load: 3 objects started in ")
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	if p == "" || done == "" {
+		t.Fatalf("load lines missing:\n%s", all)
+	}
+	// Before copy: r's and per_g's materializations (3000 and 10 rows)
+	// and per_g's aggregation state (10 groups); then copy's 3000 rows.
+	var before, total int64
+	if _, err := fmt.Sscanf(strings.TrimPrefix(p, progress), "%d state keys read", &before); err != nil {
+		t.Fatalf("%q: %v", p, err)
+	}
+	if _, err := fmt.Sscanf(done[strings.LastIndex(done, ", ")+2:], "%d state keys read", &total); err != nil {
+		t.Fatalf("%q: %v", done, err)
+	}
+	if before != 3020 || total != 6020 {
+		t.Fatalf("keys read: %d before copy, %d in all:\n%s", before, total, all)
+	}
+	t.Logf("%s\n%s", p, done)
 }

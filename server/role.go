@@ -263,6 +263,13 @@ func checkSet(name, val string) error {
 	if serverSettings[name] {
 		return pgerror.New(pgcode.CantChangeRuntimeParam, "parameter %q cannot be changed", name)
 	}
+	if name == "background_ddl" {
+		switch strings.ToLower(strings.Trim(val, "'\" ")) {
+		case "", "default", "on", "off", "true", "false", "1", "0", "yes", "no":
+		default:
+			return pgerror.New(pgcode.InvalidParameterValue, "parameter %q requires a Boolean value", name)
+		}
+	}
 	if name == "password_encryption" {
 		v := strings.ToLower(strings.Trim(val, "'\""))
 		if v != "" && v != "default" && v != "md5" && v != "scram-sha-256" {

@@ -80,6 +80,9 @@ var defaultSettings = map[string]string{
 	// acknowledged only once it is visible to every read.
 	"implicit_flush":    "off",
 	"rw_implicit_flush": "off",
+	// background_ddl (RisingWave's): CREATE MATERIALIZED VIEW returns once
+	// its job is started; SHOW JOBS follows its backfill (jobs.go).
+	"background_ddl": "false",
 }
 
 // TxStatus reports the transaction status for ReadyForQuery.
@@ -294,7 +297,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 			}
 			return w.Complete("CREATE MATERIALIZED VIEW")
 		}
-		if err := s.e.createMView(ctx, x); err != nil {
+		bg := settingOn(s.settings["background_ddl"])
+		if err := s.e.createMView(ctx, x, createOpts{background: bg, notice: noticeNow(w)}); err != nil {
 			return err
 		}
 		return w.Complete("CREATE MATERIALIZED VIEW")
@@ -326,6 +330,8 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		return s.subscribe(ctx, x, w)
 	case *parser.AlterRetention:
 		return s.alterRetention(ctx, x, w)
+	case *parser.CancelJobs:
+		return s.cancelJobs(ctx, x, w)
 	case *parser.Flush:
 		if err := s.e.coord.Flush(ctx); err != nil {
 			return err

@@ -38,6 +38,8 @@ func (s *session) utilityColumns(st parser.Statement) []types.Column {
 			return textCols("name", "setting", "description")
 		case "SECRETS":
 			return textCols("Name")
+		case "JOBS":
+			return showJobsCols()
 		}
 		return textCols(strings.ToLower(x.What))
 	case *parser.ShowCreate:
@@ -46,6 +48,8 @@ func (s *session) utilityColumns(st parser.Statement) []types.Column {
 		return textCols("Name", "Type", "Is Hidden", "Description")
 	case *parser.Explain:
 		return textCols("QUERY PLAN")
+	case *parser.CancelJobs:
+		return []types.Column{{Name: "Id", Type: types.TInt8}}
 	}
 	return nil
 }
@@ -128,6 +132,9 @@ func (s *session) show(x *parser.Show, w pgwire.ResultWriter) error {
 	}
 	if what == "SECRETS" {
 		return s.showSecrets(w)
+	}
+	if what == "JOBS" {
+		return s.showJobs(w)
 	}
 	if what == "ALL" {
 		var rows []types.Row

@@ -16,23 +16,14 @@ func init() {
 		cols: []types.Column{
 			{Name: "id", Type: types.TInt8}, {Name: "name", Type: types.TText}, {Name: "kind", Type: types.TText},
 			{Name: "status", Type: types.TText}, {Name: "error", Type: types.TText},
+			{Name: "progress", Type: types.TText}, {Name: "committed_epoch", Type: types.TInt8},
 		},
 		rows: func(*sysEnv) []types.Row { return nil }, // computed by erows
 		erows: func(e *Engine) ([]types.Row, error) {
 			var rows []types.Row
-			for _, j := range e.rt.Jobs() {
-				kind := "materialized view"
-				switch {
-				case j.Table != nil:
-					kind = "table"
-				case j.Sink != nil:
-					kind = "sink"
-				}
-				status, msg := "running", types.Null
-				if err := j.Failure(); err != nil {
-					status, msg = "failed", types.NewString(err.Error())
-				}
-				rows = append(rows, types.Row{types.NewInt(int64(j.ID)), types.NewString(j.Name), types.NewString(kind), types.NewString(status), msg})
+			for _, ji := range e.jobInfos() { // jobs.go
+				rows = append(rows, types.Row{types.NewInt(int64(ji.id)), types.NewString(ji.name), types.NewString(ji.kind),
+					types.NewString(ji.status), ji.err, types.NewString(ji.progress), types.NewInt(int64(ji.committed))})
 			}
 			return rows, nil
 		}})

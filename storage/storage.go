@@ -62,6 +62,7 @@ type DB struct {
 	// next one starts with that room, up to maxEpochPrealloc, instead of
 	// regrowing (and copying) its buffer many times.
 	lastEpochBytes atomic.Int64
+	scanned        atomic.Int64 // Scanned
 	cache          StateCache
 	space          *spaceGuard
 
@@ -319,7 +320,32 @@ func (db *DB) Get(key []byte) ([]byte, error) { return db.getRaw(key) }
 // Scan calls f for every key with the given prefix in the latest state, in
 // key order. The slices are valid only during the call.
 func (db *DB) Scan(prefix []byte, f func(k, v []byte) error) error {
-	return scan(db.pdb, prefix, f)
+	return db.ScanRange(prefix, PrefixEnd(prefix), f)
+}
+
+// Scanned is how many keys DB.Scan and DB.ScanRange have read since the
+// store was opened (operators read their state whole when a job starts:
+// the start-up reports its progress by it). It moves every
+// scannedFlushEvery keys of a scan and at its end.
+func (db *DB) Scanned() int64 { return db.scanned.Load() }
+
+// scannedFlushEvery is how many keys a scan reads between updates of
+// DB.scanned (one atomic add per key would tax every scan).
+const scannedFlushEvery = 4096
+
+// countingScan wraps f to count the keys it sees into db.scanned; flush
+// adds what is left.
+func (db *DB) countingScan(f func(k, v []byte) error) (func(k, v []byte) error, func()) {
+	var n int64
+	return func(k, v []byte) error {
+			if n++; n == scannedFlushEvery {
+				db.scanned.Add(n)
+				n = 0
+			}
+			return f(k, v)
+		}, func() {
+			db.scanned.Add(n)
+		}
 }
 
 type reader interface {
@@ -462,7 +488,9 @@ func (w *WriteBatch) DeleteRange(start, end []byte) { w.b.DeleteRange(start, end
 
 // ScanRange calls f for every key in [lo, hi) in the latest state.
 func (db *DB) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
-	return scanRange(db.pdb, lo, hi, f)
+	cf, flush := db.countingScan(f)
+	defer flush()
+	return scanRange(db.pdb, lo, hi, cf)
 }
 
 // Existing calls found(i) for every keys[i] present in the latest state;

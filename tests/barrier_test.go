@@ -29,6 +29,9 @@ type barrierDoc struct {
 		WaitingMs int64       `json:"waiting_ms"`
 		Holding   []barrierOp `json:"holding"`
 		Behind    []barrierOp `json:"behind"`
+		Remaining int         `json:"collectors_remaining"`
+		Commit    string      `json:"commit"`
+		CommitMs  int64       `json:"commit_ms"`
 	} `json:"in_flight"`
 }
 
@@ -111,4 +114,71 @@ func TestStuckBarrierReport(t *testing.T) {
 		t.Fatalf("text report:\n%s", text)
 	}
 	t.Logf("%s", text)
+}
+
+// stuckLine waits for the stuck-barrier log line and returns it.
+func stuckLine(t *testing.T, srv *Server) string {
+	t.Helper()
+	const line = "stuck barrier: epoch "
+	waitFor(t, 20*time.Second, func() bool { return strings.Contains(srv.Logs(), line) }, "the stuck-barrier log line")
+	for _, l := range strings.Split(srv.Logs(), "\n") {
+		if strings.Contains(l, line) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestStuckBarrierSource: a source whose connector stops in its read (a
+// failpoint blocks the datagen reader of job jobs20_gen after its first
+// read) holds the epoch; the report names that job's source, reading, in
+// the failpoint, and its goroutines.
+func TestStuckBarrierSource(t *testing.T) {
+	httpAddr := FreeAddr(t)
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+		ExtraArgs: []string{"--http", httpAddr, "--stuck-barrier", "1s"},
+		Env:       []string{"SLUICE_FAILPOINT=block:source:0:jobs20_gen"}})
+	conn := srv.Connect(t)
+	// In the background: the source may block before it emits the barrier
+	// of the epoch that creates the view.
+	ExecAll(t, conn, `SET background_ddl = true`,
+		`CREATE SOURCE jobs20_g (id BIGINT) WITH (connector = 'datagen', fields.id.kind = 'sequence', fields.id.start = '1',
+			datagen.rows.per.second = '100')`,
+		`CREATE MATERIALIZED VIEW jobs20_gen AS SELECT id FROM jobs20_g`)
+	logged := stuckLine(t, srv)
+	if !strings.Contains(logged, "held by job jobs20_gen operator jobs20_g (Source, reading in sluice/exec/job.failpoints.hook") ||
+		strings.Count(logged, "job ") != 1 {
+		t.Fatalf("log line: %s", logged)
+	}
+	_, d := getBarrier(t, httpAddr, "")
+	if d.InFlight == nil || len(d.InFlight.Holding) != 1 || d.InFlight.Remaining == 0 {
+		t.Fatalf("/debug/barrier: %+v", d.InFlight)
+	}
+	h := d.InFlight.Holding[0]
+	if h.Job != "jobs20_gen" || h.Operator != "jobs20_g" || h.Kind != "Source" || h.Phase != "reading" ||
+		!strings.Contains(h.Goroutines, `"operator":"jobs20_g"`) || !strings.Contains(h.Goroutines, "failpoints.hook") {
+		t.Fatalf("holding %+v", h)
+	}
+}
+
+// TestStuckBarrierSlowCommit: when every operator has passed the barrier
+// but the epoch's write to the store does not end (a failpoint blocks the
+// 30th commit), the report says what the commit is doing.
+func TestStuckBarrierSlowCommit(t *testing.T) {
+	httpAddr := FreeAddr(t)
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+		ExtraArgs: []string{"--http", httpAddr, "--stuck-barrier", "1s"},
+		Env:       []string{"SLUICE_FAILPOINT=block:commit:30"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY)`)
+	logged := stuckLine(t, srv)
+	if !strings.Contains(logged, "every operator has passed it; the commit is slow: writing ") ||
+		!strings.Contains(logged, " bytes to the store (for ") {
+		t.Fatalf("log line: %s", logged)
+	}
+	_, d := getBarrier(t, httpAddr, "")
+	if d.InFlight == nil || d.InFlight.Remaining != 0 || !strings.HasPrefix(d.InFlight.Commit, "writing ") ||
+		!strings.HasSuffix(d.InFlight.Commit, " bytes to the store") || d.InFlight.CommitMs <= 0 || d.InFlight.CommitMs > d.InFlight.WaitingMs || len(d.InFlight.Holding) != 0 {
+		t.Fatalf("/debug/barrier: %+v", d.InFlight)
+	}
 }

@@ -62,6 +62,7 @@ const (
 	PhaseCheckpoint              // in the operator's Checkpoint
 	PhaseSending                 // blocked sending downstream (backpressure)
 	PhaseDone                    // Run has returned
+	PhaseReading                 // a source in its connector's Read
 )
 
 // PhaseName names phase p.
@@ -77,6 +78,8 @@ func PhaseName(p int32) string {
 		return "sending"
 	case PhaseDone:
 		return "done"
+	case PhaseReading:
+		return "reading"
 	}
 	return "unknown"
 }

@@ -41,6 +41,27 @@ type Coordinator struct {
 	commitCh chan uint64
 	done     chan struct{}
 	history  checkpointHistory // stats.go
+
+	// stage is what the committer is doing with the epoch it commits
+	// (SetCommitStage), for the stuck-barrier report.
+	stage struct {
+		sync.Mutex
+		epoch uint64
+		what  string
+		since time.Time
+	}
+	// CommitFailpoint, if set, is called once per epoch (rows 1) just
+	// before its write to the store (tests: a call that blocks makes a
+	// slow commit). Set before Run.
+	CommitFailpoint func(ctx context.Context, rows int) error
+}
+
+// SetCommitStage records what the commit of the epoch being committed is
+// doing now ("" when done); BeforeCommit hooks call it.
+func (c *Coordinator) SetCommitStage(e uint64, what string) {
+	c.stage.Lock()
+	c.stage.epoch, c.stage.what, c.stage.since = e, what, time.Now()
+	c.stage.Unlock()
 }
 
 type epochState struct {
@@ -239,6 +260,7 @@ func (c *Coordinator) committer(ctx context.Context) {
 			// only their changes since the failed barrier.
 			var err error
 			if !failed {
+				c.SetCommitStage(e, "running its pre-commit hooks")
 				for _, f := range pre {
 					if err = f(e, st.w); err != nil {
 						break
@@ -248,9 +270,16 @@ func (c *Coordinator) committer(ctx context.Context) {
 			if !failed && err == nil {
 				connector.Crashpoint("checkpoint-before-commit")
 				bytes = int64(st.w.Len())
-				err = c.db.CommitCtx(ctx, st.w, e)
+				c.SetCommitStage(e, fmt.Sprintf("writing %d bytes to the store", bytes))
+				if c.CommitFailpoint != nil {
+					err = c.CommitFailpoint(ctx, 1)
+				}
+				if err == nil {
+					err = c.db.CommitCtx(ctx, st.w, e)
+				}
 				connector.Crashpoint("checkpoint-after-commit")
 			}
+			c.SetCommitStage(0, "")
 			c.mu.Lock()
 			delete(c.mu.inflight, e)
 			if err != nil {
@@ -429,14 +458,28 @@ func (c *Coordinator) resume() {
 // Resume restarts the sources after Pause and waits until the next epoch
 // (holding the graph change's writes) is committed.
 func (c *Coordinator) Resume(ctx context.Context) error {
+	e, err := c.ResumeNoWait()
+	if err != nil {
+		return err
+	}
+	return c.wait(ctx, e)
+}
+
+// ResumeNoWait restarts the sources after Pause and returns the epoch it
+// injected, which holds the graph change's writes (a job being created
+// commits it only after its backfill): Wait for it.
+func (c *Coordinator) ResumeNoWait() (uint64, error) {
 	c.resume()
 	e := c.inject(false, true)
 	c.ddl.Unlock()
 	if e == 0 {
-		return fmt.Errorf("checkpointing stopped")
+		return 0, fmt.Errorf("checkpointing stopped")
 	}
-	return c.wait(ctx, e)
+	return e, nil
 }
+
+// Wait blocks until epoch e is committed (or ctx ends).
+func (c *Coordinator) Wait(ctx context.Context, e uint64) error { return c.wait(ctx, e) }
 
 // Committed returns the last committed epoch.
 func (c *Coordinator) Committed() uint64 {
@@ -452,6 +495,10 @@ type InFlight struct {
 	// Remaining is how many collectors have not reported the epoch; 0
 	// means every operator has passed it and the commit itself is slow.
 	Remaining int
+	// Commit, when the epoch is being committed, is what its commit is
+	// doing (SetCommitStage) and since when.
+	Commit      string
+	CommitSince time.Time
 }
 
 // Oldest returns the oldest epoch in flight; ok is false when every
@@ -464,6 +511,11 @@ func (c *Coordinator) Oldest() (f InFlight, ok bool) {
 			f, ok = InFlight{Epoch: e, Started: st.started, Remaining: st.remaining}, true
 		}
 	}
+	c.stage.Lock()
+	if ok && c.stage.epoch == f.Epoch {
+		f.Commit, f.CommitSince = c.stage.what, c.stage.since
+	}
+	c.stage.Unlock()
 	return f, ok
 }
 

@@ -33,10 +33,28 @@ type sourceBase struct {
 	// Stats receives the source's figures (stats.go); set it to nil
 	// before Run for none.
 	Stats *SourceStats
+
+	// passed is the last epoch whose barrier the source has emitted;
+	// phase what its goroutine is doing (Phase*): the stuck-barrier
+	// report reads both.
+	passed atomic.Uint64
+	phase  atomic.Int32
+}
+
+// SetPassed records that every epoch up to e is behind the source (set
+// before Run, to the last epoch injected when it joins the graph).
+func (s *sourceBase) SetPassed(e uint64) { s.passed.Store(e) }
+
+// Progress names the source actor, the last epoch whose barrier it
+// emitted and what it is doing (Phase*), for the stuck-barrier report.
+func (s *sourceBase) Progress() (name string, passed uint64, phase int32) {
+	return s.Name, s.passed.Load(), s.phase.Load()
 }
 
 // sendData sends a batch downstream, counting it and the time blocked.
 func (s *sourceBase) sendData(ctx context.Context, m Msg) error {
+	prev := s.phase.Swap(PhaseSending)
+	defer s.phase.Store(prev)
 	if s.Stats == nil {
 		return s.Out.Send(ctx, m)
 	}
@@ -92,6 +110,7 @@ func (s *sourceBase) emitBarrier(ctx context.Context, b *Barrier, pos []byte, se
 		}
 	}
 	s.coord.Collect(b.Epoch)
+	s.passed.Store(b.Epoch)
 	if b.Pause {
 		select {
 		case <-s.resume:
@@ -123,6 +142,9 @@ type ReaderSource struct {
 	// Late counts the rows dropped because their event time was behind
 	// the source's watermark when they were read.
 	Late atomic.Int64
+	// Failpoint, if set, is called with the row count of each read (tests:
+	// a call that blocks holds the source's barriers).
+	Failpoint func(ctx context.Context, rows int) error
 	// Halt stops reading (the barriers still pass): set when the job
 	// failed, so that nothing is read that its discarded epochs lose.
 	Halt atomic.Bool
@@ -366,7 +388,14 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		}
 		r.notifyCommitted()
 		b := types.NewBatch(1024)
+		r.phase.Store(PhaseReading)
 		n, err := r.src.Read(ctx, b, 1024)
+		if err == nil && n > 0 && r.Failpoint != nil {
+			if ferr := r.Failpoint(ctx, n); ferr != nil {
+				return nil // only a stopping job ends a blocked failpoint
+			}
+		}
+		r.phase.Store(PhaseReceiving)
 		ended := false
 		if errors.Is(err, io.EOF) {
 			r.eof = true

@@ -38,6 +38,17 @@ type BarrierReport struct {
 	// for input or for room downstream.
 	Holding []OperatorReport `json:"holding"`
 	Behind  []OperatorReport `json:"behind"`
+	// Commit, when every collector has reported the epoch, is what its
+	// commit is doing ("writing 1234 bytes to the store", "absorbing the
+	// state of job v") and CommitMs for how long.
+	Commit   string `json:"commit,omitempty"`
+	CommitMs int64  `json:"commit_ms,omitempty"`
+}
+
+// sourceProgress is what the source actors (flow.ReaderSource,
+// flow.TableSource) tell the report.
+type sourceProgress interface {
+	Progress() (name string, passed uint64, phase int32)
 }
 
 // OperatorReport is one operator of a BarrierReport.
@@ -65,7 +76,31 @@ func (r *Runtime) Barriers(minAge time.Duration) (rep BarrierReport, ok bool) {
 	}
 	rep = BarrierReport{Epoch: f.Epoch, WaitingMs: time.Since(f.Started).Milliseconds(), Collectors: f.Remaining,
 		Holding: []OperatorReport{}, Behind: []OperatorReport{}}
+	if f.Remaining == 0 {
+		// Every operator passed it: the commit is slow. The jobs are not
+		// walked: absorbing their state holds the runtime's lock.
+		if f.Commit != "" {
+			rep.Commit, rep.CommitMs = f.Commit, time.Since(f.CommitSince).Milliseconds()
+		}
+		return rep, true
+	}
 	for _, j := range r.Jobs() {
+		for _, s := range j.sources {
+			sp, ok := s.(sourceProgress)
+			if !ok {
+				continue
+			}
+			name, passed, ph := sp.Progress()
+			if ph == flow.PhaseDone || passed >= f.Epoch {
+				continue
+			}
+			o := OperatorReport{Job: j.Name, JobID: j.ID, Operator: operatorName(j, name), Kind: "Source", Phase: flow.PhaseName(ph), Passed: passed}
+			if ph == flow.PhaseReading || ph == flow.PhaseProcessing {
+				rep.Holding = append(rep.Holding, o)
+			} else {
+				rep.Behind = append(rep.Behind, o)
+			}
+		}
 		for _, a := range j.Actors {
 			ph := a.Phase()
 			if ph == flow.PhaseDone || a.Passed() >= f.Epoch {
@@ -121,6 +156,9 @@ func (b BarrierReport) String() string {
 			}
 			fmt.Fprintf(&sb, "; %d operator%s behind them", len(b.Behind), plural)
 		}
+	case b.Collectors == 0 && b.Commit != "":
+		fmt.Fprintf(&sb, ": every operator has passed it; the commit is slow: %s (for %s)", b.Commit,
+			(time.Duration(b.CommitMs) * time.Millisecond).Round(100*time.Millisecond))
 	case b.Collectors == 0:
 		sb.WriteString(": every operator has passed it; the commit is slow")
 	default:

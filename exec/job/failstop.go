@@ -153,10 +153,12 @@ func (r *Runtime) beforeCommit(e uint64, w *storage.EpochWriter) error {
 		}
 	}
 	for id, j := range r.mu.jobs {
+		r.coord.SetCommitStage(e, "absorbing the state of job "+j.Name)
 		s := j.shares.take(e)
 		if failed[id] {
 			if s != nil {
 				s.Discard()
+				r.endCreation(j, e, w)
 			}
 			j.failure.Lock()
 			first := !j.failure.halted
@@ -165,7 +167,7 @@ func (r *Runtime) beforeCommit(e uint64, w *storage.EpochWriter) error {
 				j.failure.haltedAt = j.absorbed
 			}
 			j.failure.Unlock()
-			if first {
+			if first && !j.bf.cancelled {
 				r.logf("%s: failed; its state and source positions stay at epoch %d until it is resumed: %v", j.Name, j.absorbed, j.Failure())
 				if len(j.viewSubs) > 0 {
 					// The committed epoch is the last one the job completed
@@ -189,6 +191,7 @@ func (r *Runtime) beforeCommit(e uint64, w *storage.EpochWriter) error {
 		if err := w.Absorb(s); err != nil {
 			return err
 		}
+		r.endCreation(j, e, w)
 		j.absorbed = e
 		w.Set(epochKey(j.ID), encodeU64(e))
 		for _, ts := range j.tableSubs {
@@ -237,7 +240,7 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, opID uint64
 	if ts == nil {
 		j.viewSubs = append(j.viewSubs, rel)
 		if backfill {
-			s.Backfill = backfillFrom(snap, rel)
+			s.Backfill = j.trackBackfill(snap, rel, backfillFrom(snap, rel))
 			return nil
 		}
 		r.mu.Lock()
@@ -252,7 +255,7 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, opID uint64
 	j.tableSubs = append(j.tableSubs, tableSub{rel: rel, key: key})
 	now := ts.Sent()
 	if backfill {
-		s.Backfill = backfillFrom(snap, rel)
+		s.Backfill = j.trackBackfill(snap, rel, backfillFrom(snap, rel))
 		j.subPos[rel] = now
 		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(key, encodeU64(now)) })
 		return nil
@@ -449,7 +452,10 @@ func changesSince(db *storage.DB, then *storage.Snapshot, rel uint64) func(func(
 // that a resumed job runs. An entry block:<kind>:<rows>[:<job>] instead
 // blocks that operator for good (until its job stops) once it has seen
 // that many rows, holding every later barrier: the stuck-barrier report's
-// test. For tests.
+// test. Kinds beyond the plan's operators: source (a job's source
+// reader, after a read), backfill (a job's backfill, per row: progress.go)
+// and commit (the store write of the epochs, one per epoch; no job). For
+// tests.
 type failpoint struct {
 	block     bool
 	kind, job string

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"sluice/exec/connector"
 	"sluice/exec/eval"
@@ -38,6 +39,10 @@ type Runtime struct {
 	// of its tables), found before the registered ones; set before the
 	// first job starts.
 	Sinks map[string]connector.SinkFactory
+	// OnCancelled, if set, adds to w (the epoch that was to create job
+	// id) the removal of the job's catalog entry: its creation was
+	// cancelled (progress.go).
+	OnCancelled func(id uint64, w *storage.EpochWriter)
 
 	mu struct {
 		sync.Mutex
@@ -108,6 +113,10 @@ type Job struct {
 	then *storage.Snapshot
 	// rebuild: the job never completed an epoch and is built from scratch.
 	rebuild bool
+	// bf is its creation (progress.go); committed the last epoch
+	// committed with its state.
+	bf        backfillState
+	committed atomic.Uint64
 	// stateful holds the actors of the job's operators built by newOp,
 	// by StateID: a view changed in place reuses the kept ones' operators
 	// with the state they hold (replace.go).
@@ -158,10 +167,12 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 	r.mu.tableDone = map[uint64]uint64{}
 	r.mu.catchup = map[uint64]*storage.Snapshot{}
 	coord.BeforeCommit(r.beforeCommit)
+	coord.CommitFailpoint = theFailpoint.hook("commit", "")
 	coord.OnCommit(func(uint64) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, j := range r.mu.jobs {
+			j.committed.Store(j.absorbed)
 			if j.Deliverer != nil {
 				j.Deliverer.Notify()
 			}
@@ -361,6 +372,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	r.mu.tableDone[id] = ts.Sent()
 	r.mu.Unlock()
 	act.SetPassed(r.coord.Injected())
+	ts.SetPassed(r.coord.Injected())
 	r.spawn(j, ctx, name+"/source", ts.Run)
 	r.spawn(j, ctx, name+"/materialize", act.Run)
 	return ts, nil
@@ -402,6 +414,10 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	if backfill {
 		r.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(epochKey(id), encodeU64(0)) })
+		if rp == nil {
+			j.bf.creating = true
+			j.bf.ctx, j.bf.cancel = context.WithCancel(ctx)
+		}
 	}
 	r.mu.Lock()
 	j.then = r.mu.catchup[id]
@@ -488,6 +504,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			}
 			rs.OnError = j.fail
 			rs.Share = j.shares.share
+			rs.Failpoint = theFailpoint.hook("source", name)
 			if r.NoStats {
 				rs.Stats = nil
 			}
@@ -600,6 +617,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	r.mu.jobs[id] = j
 	r.mu.Unlock()
 	injected := r.coord.Injected()
+	for _, rs := range readers {
+		rs.SetPassed(injected)
+	}
 	for _, a := range actors {
 		a.SetPassed(injected)
 		r.spawn(j, ctx, a.Name, a.Run)

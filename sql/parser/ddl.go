@@ -927,6 +927,10 @@ func (r *rewriter) show() Statement {
 		r.i++
 		r.showTail()
 		return &Show{What: strings.ToUpper(t.val)}
+	case t.isWord("jobs"):
+		r.i++
+		r.expectEOF()
+		return &Show{What: "JOBS"}
 	case t.isWord("materialized") && r.peek(1).isWord("views"):
 		r.i += 2
 		r.showTail()

@@ -180,6 +180,10 @@ func (r *rewriter) statement() Statement {
 		r.i++
 		r.expectEOF()
 		return &Flush{}
+	case "cancel":
+		if w := r.peek(1); w.isWord("job") || w.isWord("jobs") {
+			return r.cancelJobs()
+		}
 	case "backup":
 		r.i++
 		if !r.tok().isWord("to") {
@@ -272,6 +276,30 @@ func (r *rewriter) statement() Statement {
 	}
 	r.syntaxErr(t)
 	return nil
+}
+
+// cancelJobs parses CANCEL JOB | JOBS id [, …].
+func (r *rewriter) cancelJobs() Statement {
+	r.i += 2
+	c := &CancelJobs{}
+	for {
+		t := r.tok()
+		if t.kind != tkNumber {
+			r.syntaxErr(t)
+		}
+		id, err := strconv.ParseUint(t.val, 10, 64)
+		if err != nil {
+			r.syntaxErr(t)
+		}
+		c.IDs = append(c.IDs, id)
+		r.i++
+		if !r.tok().isPunct(",") {
+			break
+		}
+		r.i++
+	}
+	r.expectEOF()
+	return c
 }
 
 func (r *rewriter) expectEOF() {

@@ -294,6 +294,13 @@ type Explain struct {
 // Flush is FLUSH.
 type Flush struct{ stmtText }
 
+// CancelJobs is CANCEL JOB | JOBS id [, …] (RisingWave's): cancel the
+// creation of jobs still being created.
+type CancelJobs struct {
+	stmtText
+	IDs []uint64
+}
+
 // Backup is BACKUP TO 'dir': a consistent copy of the data directory.
 type Backup struct {
 	stmtText
