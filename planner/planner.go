@@ -159,28 +159,6 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		}
 	}
 	// Drop hidden ORDER BY columns: a view is unordered.
-	if p.SinkInto != nil {
-		// A sink into a table: its rows become the target columns' types,
-		// by the casts an INSERT would make (42804 for any other).
-		if len(q.Columns) != len(p.SinkInto) {
-			return nil, pgerror.New(pgcode.Syntax, "sink %s has %d columns but its target has %d", name, len(q.Columns), len(p.SinkInto)).
-				WithHint("List the target columns after INTO t (…), or select one expression per column of the table.")
-		}
-		b := &binder{p: p}
-		exprs := make([]spec.Expr, len(q.Columns))
-		cast := false
-		for i, c := range q.Columns {
-			var err error
-			if exprs[i], err = b.assignCast(&spec.ColRef{Idx: i, T: c.Type, Name: c.Name}, p.SinkInto[i].Type, p.SinkInto[i].Name); err != nil {
-				return nil, err
-			}
-			cast = cast || c.Type != p.SinkInto[i].Type
-			q.Columns[i] = types.Column{Name: p.SinkInto[i].Name, Type: p.SinkInto[i].Type}
-		}
-		if cast || len(p.plan.Nodes[root].Cols) != len(q.Columns) {
-			root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
-		}
-	}
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {
 		exprs := make([]spec.Expr, len(q.Columns))
 		for i, c := range q.Columns {
@@ -192,6 +170,31 @@ func (p *Planner) PlanView(stmt ast.StmtNode, id uint64, name string) (*Query, e
 	optimizeStreaming(p.plan)
 	q.Order, q.Limit, q.Offset = nil, -1, 0
 	return q, nil
+}
+
+// castToTarget casts the rows of a sink into a table (p.SinkInto) to the
+// target columns' types, by the casts an INSERT would make (42804 for any
+// other), and returns the new root.
+func (p *Planner) castToTarget(q *Query, root int, name string) (int, error) {
+	if len(q.Columns) != len(p.SinkInto) {
+		return 0, pgerror.New(pgcode.Syntax, "sink %s has %d columns but its target has %d", name, len(q.Columns), len(p.SinkInto)).
+			WithHint("List the target columns after INTO t (…), or select one expression per column of the table.")
+	}
+	b := &binder{p: p}
+	exprs := make([]spec.Expr, len(q.Columns))
+	cast := false
+	for i, c := range q.Columns {
+		var err error
+		if exprs[i], err = b.assignCast(&spec.ColRef{Idx: i, T: c.Type, Name: c.Name}, p.SinkInto[i].Type, p.SinkInto[i].Name); err != nil {
+			return 0, err
+		}
+		cast = cast || c.Type != p.SinkInto[i].Type
+		q.Columns[i] = types.Column{Name: p.SinkInto[i].Name, Type: p.SinkInto[i].Type}
+	}
+	if cast || len(p.plan.Nodes[root].Cols) != len(q.Columns) {
+		root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
+	}
+	return root, nil
 }
 
 // PlanSink plans the body of sink id: the query, then a Sink root. The
@@ -209,25 +212,8 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 		}
 	}
 	if p.SinkInto != nil {
-		// A sink into a table: its rows become the target columns' types,
-		// by the casts an INSERT would make (42804 for any other).
-		if len(q.Columns) != len(p.SinkInto) {
-			return nil, pgerror.New(pgcode.Syntax, "sink %s has %d columns but its target has %d", name, len(q.Columns), len(p.SinkInto)).
-				WithHint("List the target columns after INTO t (…), or select one expression per column of the table.")
-		}
-		b := &binder{p: p}
-		exprs := make([]spec.Expr, len(q.Columns))
-		cast := false
-		for i, c := range q.Columns {
-			var err error
-			if exprs[i], err = b.assignCast(&spec.ColRef{Idx: i, T: c.Type, Name: c.Name}, p.SinkInto[i].Type, p.SinkInto[i].Name); err != nil {
-				return nil, err
-			}
-			cast = cast || c.Type != p.SinkInto[i].Type
-			q.Columns[i] = types.Column{Name: p.SinkInto[i].Name, Type: p.SinkInto[i].Type}
-		}
-		if cast || len(p.plan.Nodes[root].Cols) != len(q.Columns) {
-			root = p.plan.Add(&spec.Node{Kind: spec.Project, Inputs: []int{root}, Exprs: exprs, Cols: q.Columns})
+		if root, err = p.castToTarget(q, root, name); err != nil {
+			return nil, err
 		}
 	}
 	if len(p.plan.Nodes[root].Cols) != len(q.Columns) {

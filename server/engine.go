@@ -187,33 +187,44 @@ func (e *Engine) replayTables(ctx context.Context) error {
 		e.cfg.Logf("replay: table %s: %d logged writes after its checkpoint", r.name, r.n)
 	}
 	start := time.Now()
+	stop := everyTick(replayLogEvery, func() {
+		for _, r := range reps {
+			sent := min(r.src.Sent()-r.from, r.n)
+			e.cfg.Logf("replay: table %s: %d of %d logged writes sent (%.0f%%), %s",
+				r.name, sent, r.n, 100*float64(sent)/float64(r.n), time.Since(start).Round(time.Second))
+		}
+	})
+	err := e.coord.Flush(ctx)
+	stop()
+	if err == nil {
+		e.cfg.Logf("replay: the logged writes of %d tables committed in %s", len(reps), time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// everyTick calls f every d on a goroutine of its own until the returned
+// stop is called; stop returns once that goroutine has ended.
+func everyTick(d time.Duration, f func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(replayLogEvery)
+		tick := time.NewTicker(d)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-tick.C:
-				for _, r := range reps {
-					sent := min(r.src.Sent()-r.from, r.n)
-					e.cfg.Logf("replay: table %s: %d of %d logged writes sent (%.0f%%), %s",
-						r.name, sent, r.n, 100*float64(sent)/float64(r.n), time.Since(start).Round(time.Second))
-				}
+				f()
 			}
 		}
 	}()
-	err := e.coord.Flush(ctx)
-	close(done)
-	wg.Wait()
-	if err == nil {
-		e.cfg.Logf("replay: the logged writes of %d tables committed in %s", len(reps), time.Since(start).Round(time.Millisecond))
+	return func() {
+		close(done)
+		wg.Wait()
 	}
-	return err
 }
 
 // restoreHook, if set, is called before each object is started (tests).
@@ -228,25 +239,12 @@ func (e *Engine) restoreAll(entries []*storage.CatalogEntry) error {
 	start, base := time.Now(), e.db.Scanned()
 	var cur atomic.Pointer[storage.CatalogEntry]
 	var idx atomic.Int64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(replayLogEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				if ent := cur.Load(); ent != nil {
-					e.cfg.Logf("load: starting %s %s (%d of %d objects): %d state keys read, %s", ent.Kind, ent.Name, idx.Load()+1, len(entries),
-						e.db.Scanned()-base, time.Since(start).Round(time.Second))
-				}
-			}
+	stop := everyTick(replayLogEvery, func() {
+		if ent := cur.Load(); ent != nil {
+			e.cfg.Logf("load: starting %s %s (%d of %d objects): %d state keys read, %s", ent.Kind, ent.Name, idx.Load()+1, len(entries),
+				e.db.Scanned()-base, time.Since(start).Round(time.Second))
 		}
-	}()
+	})
 	var err error
 	for i, ent := range entries {
 		idx.Store(int64(i))
@@ -259,8 +257,7 @@ func (e *Engine) restoreAll(entries []*storage.CatalogEntry) error {
 			break
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	if err == nil && len(entries) > 0 {
 		e.cfg.Logf("load: %d objects started in %s, %d state keys read", len(entries), time.Since(start).Round(time.Millisecond), e.db.Scanned()-base)
 	}
