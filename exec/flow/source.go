@@ -422,7 +422,12 @@ func (r *ReaderSource) position() []byte {
 	return r.seek.Position()
 }
 
-// TableChunk is one acknowledged DML statement's changes with its log sequence.
+// TableChunk is one acknowledged DML statement's changes with its log
+// sequence. A nil Batch is read from the table's log when the source sends
+// it: a bulk statement's chunks wait in the queue as sequence numbers, not
+// rows, and are decoded one at a time as the dataflow takes them (its
+// channels are bounded), so that memory does not grow with the
+// statement.
 type TableChunk struct {
 	Seq   uint64
 	Batch *types.Batch
@@ -438,6 +443,8 @@ type TableChunk struct {
 // tables all fall on the same side.
 type TableSource struct {
 	sourceBase
+	db      *storage.DB
+	decode  func([]byte) (*types.Batch, error)
 	tableID uint64
 	queue   chan TableChunk
 	backlog []TableChunk
@@ -476,8 +483,8 @@ func (t *TableSource) TableID() uint64 { return t.tableID }
 // NewTableSource creates the change source of table tableID and loads the
 // log entries after its checkpointed position.
 func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uint64, decode func([]byte) (*types.Batch, error)) (*TableSource, error) {
-	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096),
-		cutOf: map[uint64]uint64{}}
+	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), db: db, decode: decode, tableID: tableID,
+		queue: make(chan TableChunk, 4096), cutOf: map[uint64]uint64{}}
 	t.cuts = make(chan uint64, cap(t.barriers))
 	t.Stats.Bytes.Store(-1)
 	pos, err := db.Get(t.posKey)
@@ -493,11 +500,12 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 		if seq <= t.pos {
 			return nil
 		}
-		b, err := decode(v)
-		if err != nil {
+		// Checked here, decoded again when sent: a large replay is not
+		// held in memory.
+		if _, err := decode(v); err != nil {
 			return err
 		}
-		t.backlog = append(t.backlog, TableChunk{Seq: seq, Batch: b})
+		t.backlog = append(t.backlog, TableChunk{Seq: seq})
 		return nil
 	})
 	t.lastSeq = t.pos
@@ -604,6 +612,21 @@ func (t *TableSource) Run(ctx context.Context) error {
 }
 
 func (t *TableSource) send(ctx context.Context, c TableChunk) error {
+	if c.Batch == nil {
+		v, err := t.db.Get(storage.Key(storage.SpaceLog, t.tableID, encodeSeq(c.Seq)))
+		if err == nil && v == nil {
+			err = pgerror.Newf(pgcode.Internal, "table %d: log entry %d is missing", t.tableID, c.Seq)
+		}
+		if err == nil {
+			c.Batch, err = t.decode(v)
+		}
+		if err != nil {
+			if t.OnError != nil {
+				t.OnError(err)
+			}
+			return err
+		}
+	}
 	t.pos = c.Seq
 	t.sent.Store(c.Seq)
 	return t.sendData(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
