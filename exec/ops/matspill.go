@@ -35,7 +35,7 @@ import (
 
 // MatSpillBytes is the estimated size of an epoch's changes past which a
 // Materialize spills them to a run file.
-var MatSpillBytes int64 = 16 << 20
+var MatSpillBytes int64 = 8 << 20
 
 // dirtyKeyBytes is the estimated cost of one changed key besides its row
 // (the map entry, the matChange and the key's string).
