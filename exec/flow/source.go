@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -611,8 +612,14 @@ func (t *TableSource) Run(ctx context.Context) error {
 	}
 }
 
+// lazySendRows is the most rows of a chunk read from the log that one
+// message carries: a bulk chunk of 4,096 rows goes in four, so that a
+// channel's 16 messages hold a quarter of the rows they would.
+const lazySendRows = 1024
+
 func (t *TableSource) send(ctx context.Context, c TableChunk) error {
-	if c.Batch == nil {
+	lazy := c.Batch == nil
+	if lazy {
 		v, err := t.db.Get(storage.Key(storage.SpaceLog, t.tableID, encodeSeq(c.Seq)))
 		if err == nil && v == nil {
 			err = pgerror.Newf(pgcode.Internal, "table %d: log entry %d is missing", t.tableID, c.Seq)
@@ -629,7 +636,20 @@ func (t *TableSource) send(ctx context.Context, c TableChunk) error {
 	}
 	t.pos = c.Seq
 	t.sent.Store(c.Seq)
-	return t.sendData(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
+	b := c.Batch
+	if !lazy || b.Len() <= lazySendRows {
+		return t.sendData(ctx, Msg{Kind: MsgData, Batch: b, Pos: c.Seq})
+	}
+	// Each part has its own slices: a consumed part's rows can go.
+	for i := 0; i < b.Len(); i += lazySendRows {
+		j := min(i+lazySendRows, b.Len())
+		part := &types.Batch{Rows: slices.Clone(b.Rows[i:j]), Diffs: slices.Clone(b.Diffs[i:j])}
+		clear(b.Rows[i:j])
+		if err := t.sendData(ctx, Msg{Kind: MsgData, Batch: part, Pos: c.Seq}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LogRange returns the keys of table id's log entries up to sequence upto.
