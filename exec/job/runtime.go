@@ -503,7 +503,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
 			if m != nil {
-				m.Done = ctx.Done()
+				m.Done, m.View = ctx.Done(), true
 			}
 			op, err = m, err2
 			j.Mat = m

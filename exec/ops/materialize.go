@@ -52,6 +52,8 @@ type Materialize struct {
 	spilledEpoch uint64
 	// Done, when closed, ends a wait for a commit (the job stopped).
 	Done <-chan struct{}
+	// View: a view's materialization (spills past ViewSpillBytes).
+	View bool
 }
 
 // matChange is one key's change in an epoch: its net multiplicity change

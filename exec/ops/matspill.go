@@ -34,8 +34,15 @@ import (
 // the store removes when it opens.
 
 // MatSpillBytes is the estimated size of an epoch's changes past which a
-// Materialize spills them to a run file.
+// table's Materialize spills them to a run file (its epochs are whole
+// statements: a bulk load's is its every row).
 var MatSpillBytes int64 = 8 << 20
+
+// ViewSpillBytes is MatSpillBytes for a view's Materialize: a view's
+// epochs are its query's changes over one checkpoint interval, often tens
+// of megabytes (an aggregation's changed groups), and spilling such an
+// epoch costs its next checkpoint a wait for the commit.
+var ViewSpillBytes int64 = 64 << 20
 
 // dirtyKeyBytes is the estimated cost of one changed key besides its row
 // (the map entry, the matChange and the key's string).
@@ -58,7 +65,11 @@ func (m *Materialize) noteDirty(k []byte, isNew bool, r types.Row) {
 // maybeSpill writes the epoch's changes to a run once they are too large
 // to hold.
 func (m *Materialize) maybeSpill() error {
-	if m.db == nil || m.replacing || m.dirtyBytes < MatSpillBytes {
+	limit := MatSpillBytes
+	if m.View {
+		limit = ViewSpillBytes
+	}
+	if m.db == nil || m.replacing || m.dirtyBytes < limit {
 		return nil
 	}
 	return m.spillDirty()
