@@ -15,7 +15,6 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/flow"
-	"sluice/exec/job"
 	"sluice/planner"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -32,13 +31,17 @@ import (
 // sstables (checking the keys against each other and the committed rows
 // as bulkCommit does, with the same first error), the log entries become
 // one more sstable, and storage ingests them all at once, durably. Then
-// the chunks, decoded again from the scratch log, enter the dataflow in
-// one epoch. A crash before the ingestion leaves only scratch files,
-// which storage removes when it opens.
+// the chunks enter the dataflow in one epoch, as log sequence numbers
+// that the table's source reads back one at a time. A crash before the
+// ingestion leaves only scratch files, which storage removes when it
+// opens.
 
 // spillRunBytes is the key and row bytes of one sorted run (a variable:
-// tests make many small runs).
-var spillRunBytes = 16 << 20
+// tests make many small runs). A run in the making is most of a COPY's
+// live heap, and the collector lets the heap grow to four times that
+// (cmd/sluice tuneGC): 8 MiB runs took a million-row COPY's peak RSS
+// below 256 MiB, where 16 MiB ones left it near 300.
+var spillRunBytes = 8 << 20
 
 // spillFileBytes is the size of one ingested sstable of rows.
 const spillFileBytes = 64 << 20
@@ -468,15 +471,16 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 	// Durable from here on: the source gets the rows even if the client
 	// has gone away.
 	pctx := context.WithoutCancel(ctx)
+	// The chunks go as sequence numbers: the source reads each from the
+	// log when the dataflow takes it (flow.TableChunk).
 	epoch, err := e.coord.Atomic(func() error {
-		return sp.readLog(func(entry []byte) error {
-			bt, err := job.DecodeLogBatch(entry)
-			if err != nil {
+		for range sp.chunks {
+			tw.seq++
+			if err := tw.src.Push(pctx, flow.TableChunk{Seq: tw.seq}); err != nil {
 				return err
 			}
-			tw.seq++
-			return tw.src.Push(pctx, flow.TableChunk{Seq: tw.seq, Batch: bt})
-		})
+		}
+		return nil
 	})
 	return epoch, nil, err
 }

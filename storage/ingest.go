@@ -239,13 +239,19 @@ func orderRuns(runs []*Run) []*Run {
 	return byFirst
 }
 
-// commitIngest writes the epoch (batch b, then runs) as one sstable and
-// ingests it: all of it becomes visible, and durable, at once.
-func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
+// commitIngest writes the epoch (batch b, then runs, then sorted files)
+// as sstables and ingests them: all of it becomes visible, and durable, at
+// once.
+func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, files []*SortedFile, e uint64) error {
 	pts, dels, err := db.batchEntries(b)
 	if err != nil {
 		return err
 	}
+	fm, err := db.openFiles(files)
+	if err != nil {
+		return err
+	}
+	defer fm.close()
 	runs = orderRuns(runs)
 	// The epoch is split into files of ingestFileBytes, each of them
 	// spanning only its keys, as a flush splits a memtable: one file over
@@ -269,7 +275,7 @@ func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
 		sw = nil
 		return err
 	}
-	write := func(x entry) error {
+	writeOne := func(x entry) error {
 		if sw == nil {
 			if err := open(); err != nil {
 				return err
@@ -288,6 +294,17 @@ func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
 			err = closeFile()
 		}
 		return err
+	}
+	// write adds the files' writes in key order: those before x, then
+	// x's own after the batch's and the runs'.
+	write := func(x entry) error {
+		if err := fm.before(x.key, writeOne); err != nil {
+			return err
+		}
+		if err := fm.fold(&x); err != nil {
+			return err
+		}
+		return writeOne(x)
 	}
 	err = func() error {
 		ri, rp := 0, 0 // the next run write: runs[ri], record rp
@@ -326,6 +343,9 @@ func (db *DB) commitIngest(b *pebble.Batch, runs []*Run, e uint64) error {
 			if err := write(x); err != nil {
 				return err
 			}
+		}
+		if err := fm.before(nil, writeOne); err != nil {
+			return err
 		}
 		for _, d := range dels {
 			if sw == nil {

@@ -413,12 +413,13 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
 	w.mu.Lock()
-	b, runs, reclaim := w.b, w.runs, w.reclaim
+	b, runs, files, reclaim := w.b, w.runs, w.files, w.reclaim
 	w.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("epoch %d committed twice", e)
 	}
-	n := 0
+	defer removeFiles(files)
+	n := filesBytes(files)
 	for _, r := range runs {
 		n += r.bytes()
 	}
@@ -426,13 +427,15 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 		return err
 	}
 	w.mu.Lock()
-	w.b, w.runs, w.reclaim = nil, nil, nil
+	w.b, w.runs, w.files, w.reclaim = nil, nil, nil, nil
 	w.mu.Unlock()
 	b.Set([]byte("m/epoch"), binary.AppendUvarint(nil, e), nil)
 	db.lastEpochBytes.Store(int64(b.Len()))
 	ingested := false
-	if n >= db.ingestBytes && (n > 0 || db.ingestBytes == 0) {
-		err := db.commitIngest(b, runs, e)
+	// An epoch with sorted files is ingested whatever its size: the files
+	// are what its writers could not hold in memory.
+	if len(files) > 0 || (n >= db.ingestBytes && (n > 0 || db.ingestBytes == 0)) {
+		err := db.commitIngest(b, runs, files, e)
 		switch {
 		case err == nil:
 			if err := db.space.failed.Load(); err != nil {
@@ -446,6 +449,9 @@ func (db *DB) CommitCtx(ctx context.Context, w *EpochWriter, e uint64) error {
 	if !ingested {
 		for _, r := range runs {
 			r.applyTo(b)
+		}
+		if err := db.applyFiles(b, files); err != nil {
+			return err
 		}
 		if err := b.Commit(pebble.Sync); err != nil {
 			db.space.fail(err)
@@ -588,7 +594,8 @@ type EpochWriter struct {
 	mu      sync.Mutex
 	b       *pebble.Batch
 	runs    []*Run
-	reclaim []keyRange // Reclaim's ranges, compacted after the commit
+	files   []*SortedFile // written in key order on disk (sorted.go)
+	reclaim []keyRange    // Reclaim's ranges, compacted after the commit
 }
 
 // Set records key=value.
@@ -701,8 +708,8 @@ func (db *DB) NewShareWriter() *EpochWriter {
 // empties s. s must not be written concurrently.
 func (w *EpochWriter) Absorb(s *EpochWriter) error {
 	s.mu.Lock()
-	b, runs := s.b, s.runs
-	s.b, s.runs = nil, nil
+	b, runs, files := s.b, s.runs, s.files
+	s.b, s.runs, s.files = nil, nil, nil
 	s.mu.Unlock()
 	if b == nil {
 		return fmt.Errorf("share absorbed twice")
@@ -710,6 +717,7 @@ func (w *EpochWriter) Absorb(s *EpochWriter) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.runs = append(w.runs, runs...)
+	w.files = append(w.files, files...)
 	if b.Empty() {
 		return b.Close()
 	}
@@ -721,11 +729,12 @@ func (w *EpochWriter) Absorb(s *EpochWriter) error {
 // Discard drops every write of share s.
 func (s *EpochWriter) Discard() {
 	s.mu.Lock()
-	b, runs := s.b, s.runs
-	s.b, s.runs = nil, nil
+	b, runs, files := s.b, s.runs, s.files
+	s.b, s.runs, s.files = nil, nil, nil
 	s.mu.Unlock()
 	if b != nil {
 		b.Close()
 	}
 	s.db.runs.put(runs)
+	removeFiles(files)
 }

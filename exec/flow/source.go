@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -451,7 +452,12 @@ func (r *ReaderSource) position() []byte {
 	return r.seek.Position()
 }
 
-// TableChunk is one acknowledged DML statement's changes with its log sequence.
+// TableChunk is one acknowledged DML statement's changes with its log
+// sequence. A nil Batch is read from the table's log when the source sends
+// it: a bulk statement's chunks wait in the queue as sequence numbers, not
+// rows, and are decoded one at a time as the dataflow takes them (its
+// channels are bounded), so that memory does not grow with the
+// statement.
 type TableChunk struct {
 	Seq   uint64
 	Batch *types.Batch
@@ -467,6 +473,8 @@ type TableChunk struct {
 // tables all fall on the same side.
 type TableSource struct {
 	sourceBase
+	db      *storage.DB
+	decode  func([]byte) (*types.Batch, error)
 	tableID uint64
 	queue   chan TableChunk
 	backlog []TableChunk
@@ -505,8 +513,8 @@ func (t *TableSource) TableID() uint64 { return t.tableID }
 // NewTableSource creates the change source of table tableID and loads the
 // log entries after its checkpointed position.
 func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uint64, decode func([]byte) (*types.Batch, error)) (*TableSource, error) {
-	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), tableID: tableID, queue: make(chan TableChunk, 4096),
-		cutOf: map[uint64]uint64{}}
+	t := &TableSource{sourceBase: newSourceBase(name, tableID, coord), db: db, decode: decode, tableID: tableID,
+		queue: make(chan TableChunk, 4096), cutOf: map[uint64]uint64{}}
 	t.cuts = make(chan uint64, cap(t.barriers))
 	t.Stats.Bytes.Store(-1)
 	pos, err := db.Get(t.posKey)
@@ -522,11 +530,12 @@ func NewTableSource(db *storage.DB, coord *Coordinator, name string, tableID uin
 		if seq <= t.pos {
 			return nil
 		}
-		b, err := decode(v)
-		if err != nil {
+		// Checked here, decoded again when sent: a large replay is not
+		// held in memory.
+		if _, err := decode(v); err != nil {
 			return err
 		}
-		t.backlog = append(t.backlog, TableChunk{Seq: seq, Batch: b})
+		t.backlog = append(t.backlog, TableChunk{Seq: seq})
 		return nil
 	})
 	t.lastSeq = t.pos
@@ -632,10 +641,44 @@ func (t *TableSource) Run(ctx context.Context) error {
 	}
 }
 
+// lazySendRows is the most rows of a chunk read from the log that one
+// message carries: a bulk chunk of 4,096 rows goes in four, so that a
+// channel's 16 messages hold a quarter of the rows they would.
+const lazySendRows = 1024
+
 func (t *TableSource) send(ctx context.Context, c TableChunk) error {
+	lazy := c.Batch == nil
+	if lazy {
+		v, err := t.db.Get(storage.Key(storage.SpaceLog, t.tableID, encodeSeq(c.Seq)))
+		if err == nil && v == nil {
+			err = pgerror.Newf(pgcode.Internal, "table %d: log entry %d is missing", t.tableID, c.Seq)
+		}
+		if err == nil {
+			c.Batch, err = t.decode(v)
+		}
+		if err != nil {
+			if t.OnError != nil {
+				t.OnError(err)
+			}
+			return err
+		}
+	}
 	t.pos = c.Seq
 	t.sent.Store(c.Seq)
-	return t.sendData(ctx, Msg{Kind: MsgData, Batch: c.Batch, Pos: c.Seq})
+	b := c.Batch
+	if !lazy || b.Len() <= lazySendRows {
+		return t.sendData(ctx, Msg{Kind: MsgData, Batch: b, Pos: c.Seq})
+	}
+	// Each part has its own slices: a consumed part's rows can go.
+	for i := 0; i < b.Len(); i += lazySendRows {
+		j := min(i+lazySendRows, b.Len())
+		part := &types.Batch{Rows: slices.Clone(b.Rows[i:j]), Diffs: slices.Clone(b.Diffs[i:j])}
+		clear(b.Rows[i:j])
+		if err := t.sendData(ctx, Msg{Kind: MsgData, Batch: part, Pos: c.Seq}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LogRange returns the keys of table id's log entries up to sequence upto.

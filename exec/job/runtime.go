@@ -349,6 +349,7 @@ func (r *Runtime) StartTable(id uint64, name string, key []int) (*flow.TableSour
 	j.Mat = mat
 	ctx, cancel := context.WithCancel(r.ctx)
 	j.cancel = cancel
+	mat.Done = ctx.Done()
 	in := flow.NewChan()
 	ts.Out.Attach(in)
 	ts.OnError = j.fail
@@ -532,6 +533,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			op = &ops.Subscribe{Width: len(n.Cols)}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
+			if m != nil {
+				m.Done, m.View = ctx.Done(), true
+			}
 			op, err = m, err2
 			j.Mat = m
 			stream = outs[n.Inputs[0]]

@@ -42,6 +42,18 @@ type Materialize struct {
 	// hist writes the relation's change log (changelog.go); nil without a
 	// store.
 	hist *histLog
+	// dirtyBytes estimates the memory dirty holds; past MatSpillBytes
+	// its changes go to run files (matspill.go).
+	dirtyBytes int64
+	// runs: the epoch's spilled changes, oldest first.
+	runs []string
+	// spilledEpoch: the last epoch whose values went to a sorted file
+	// instead of flying, until it is known committed (0: none).
+	spilledEpoch uint64
+	// Done, when closed, ends a wait for a commit (the job stopped).
+	Done <-chan struct{}
+	// View: a view's materialization (spills past ViewSpillBytes).
+	View bool
 }
 
 // matChange is one key's change in an epoch: its net multiplicity change
@@ -123,13 +135,17 @@ func (m *Materialize) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 	for i, r := range b.Rows {
 		m.kbuf = RelKey(m.kbuf[:0], m.key, r)
 		c := m.dirty[string(m.kbuf)]
-		if c == nil {
+		isNew := c == nil
+		if isNew {
 			c = &matChange{}
 			m.dirty[string(m.kbuf)] = c
 		}
+		var added types.Row
 		if b.Diffs[i] > 0 {
 			c.row = r
+			added = r
 		}
+		m.noteDirty(m.kbuf, isNew, added)
 		c.n += b.Diffs[i]
 		m.Rows.Add(b.Diffs[i])
 		if m.Forward {
@@ -138,7 +154,7 @@ func (m *Materialize) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 		}
 	}
-	return nil
+	return m.maybeSpill()
 }
 
 // prior returns key k's multiplicity and row before this epoch's changes.
@@ -160,6 +176,9 @@ func (m *Materialize) prior(k string, key []byte) (int64, types.Row, error) {
 func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	committed := uint64(0)
 	if m.db != nil {
+		if err := m.awaitSpilled(); err != nil {
+			return err
+		}
 		committed = m.db.CommittedEpoch()
 	}
 	for k, w := range m.flying {
@@ -183,6 +202,10 @@ func (m *Materialize) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 			return err
 		}
 	}
+	if len(m.runs) > 0 {
+		return m.checkpointSpilled(b, logging)
+	}
+	m.dirtyBytes = 0
 	for k, c := range m.dirty {
 		key := append(append(m.kbuf[:0], m.prefix...), k...)
 		m.kbuf = key
