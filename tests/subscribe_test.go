@@ -397,7 +397,11 @@ func TestSubscribeLatency(t *testing.T) {
 	sc := s.Connect(t)
 	// WITH (progress): the first row (the snapshot's progress) comes at
 	// once, so the subscription is open before the first INSERT.
-	rows, err := sc.Query(ctx, `SUBSCRIBE sub_l WITH (progress)`)
+	// The reading goroutine owns the connection until qctx is cancelled
+	// and it has returned: only then is the connection closed.
+	qctx, qcancel := context.WithCancel(ctx)
+	defer qcancel()
+	rows, err := sc.Query(qctx, `SUBSCRIBE sub_l WITH (progress)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +410,9 @@ func TestSubscribeLatency(t *testing.T) {
 	}
 	const n = 200
 	got := make(chan [2]int64, n)
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		for rows.Next() {
 			v, err := rows.Values()
 			if err != nil {
@@ -435,6 +441,8 @@ func TestSubscribeLatency(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("commit-to-client latency over %d inserts at 100 ms checkpoints: p50 %v, p99 %v, max %v",
 		n, lat[n/2].Round(time.Millisecond), lat[n*99/100].Round(time.Millisecond), lat[n-1].Round(time.Millisecond))
+	qcancel()
+	<-readerDone
 	sc.Close(ctx)
 }
 
