@@ -217,24 +217,10 @@ func (rr *runReader) next() (bool, error) {
 	return true, nil
 }
 
-// runHeap orders the runs' current records by key, then row.
-type runHeap []*runReader
-
-func (h runHeap) Len() int { return len(h) }
-func (h runHeap) Less(i, j int) bool {
-	if c := bytes.Compare(h[i].key, h[j].key); c != 0 {
-		return c < 0
-	}
-	return h[i].row < h[j].row
-}
-func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+// RunKey and RunSeq place the run in a storage.RunHeap: by its current
+// key, then by its row.
+func (r *runReader) RunKey() []byte { return r.key }
+func (r *runReader) RunSeq() int    { return r.row }
 
 // finish ends the input: it flushes the scratch files.
 func (sp *copySpill) finish() error {
@@ -281,7 +267,7 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 			rr.f.Close()
 		}
 	}()
-	h := runHeap{}
+	h := storage.RunHeap[*runReader]{}
 	for _, p := range sp.runs {
 		f, err := os.Open(p)
 		if err != nil {

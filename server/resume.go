@@ -11,11 +11,32 @@ import (
 	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
+	"sluice/storage"
 )
 
 // This file runs ALTER MATERIALIZED VIEW v RESUME and ALTER SINK s RESUME,
 // and says, to a SELECT of a failed view, what it is reading (see
 // exec/job/failstop.go for what a failed job keeps).
+
+// alterTarget finds the object of kind an ALTER names. When there is none
+// it returns nil and either the error that it does not exist or, with IF
+// EXISTS, the outcome of the notice and the command's completion.
+func (s *session) alterTarget(name, kind, what string, ifExists bool, tag string, w pgwire.ResultWriter) (*storage.CatalogEntry, error) {
+	if ent := s.e.cat.get(name); ent != nil && ent.Kind == kind {
+		return ent, nil
+	}
+	if ifExists {
+		if err := w.Notice(fmt.Sprintf("%s %q does not exist, skipping", what, name)); err != nil {
+			return nil, err
+		}
+		return nil, w.Complete(tag)
+	}
+	code := pgcode.UndefinedTable
+	if kind == kindSink {
+		code = pgcode.UndefinedObject
+	}
+	return nil, pgerror.New(code, "%s %q does not exist", what, name)
+}
 
 // alterResume starts a failed view or sink again from the last epoch it
 // completed, with every failed job that reads it.
@@ -28,21 +49,11 @@ func (s *session) alterResume(ctx context.Context, x *parser.AlterResume, w pgwi
 	if x.Kind == "SINK" {
 		kind, what = kindSink, "sink"
 	}
-	ent := s.e.cat.get(x.Name)
-	if ent == nil || ent.Kind != kind {
-		if x.IfExists {
-			if err := w.Notice(fmt.Sprintf("%s %q does not exist, skipping", what, x.Name)); err != nil {
-				return err
-			}
-			return w.Complete(tag)
-		}
-		code := pgcode.UndefinedTable
-		if kind == kindSink {
-			code = pgcode.UndefinedObject
-		}
-		return pgerror.New(code, "%s %q does not exist", what, x.Name)
+	ent, err := s.alterTarget(x.Name, kind, what, x.IfExists, tag, w)
+	if ent == nil {
+		return err
 	}
-	err := s.e.ddl(ctx, func() error {
+	err = s.e.ddl(ctx, func() error {
 		ids, err := s.e.rt.ResumeSet(ent.ID, ent.Name)
 		if err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -421,15 +420,9 @@ func (s *session) alterRetention(ctx context.Context, x *parser.AlterRetention, 
 	if x.Kind == "TABLE" {
 		kind, what = kindTable, "table"
 	}
-	ent := s.e.cat.get(x.Name)
-	if ent == nil || ent.Kind != kind {
-		if x.IfExists {
-			if err := w.Notice(fmt.Sprintf("%s %q does not exist, skipping", what, x.Name)); err != nil {
-				return err
-			}
-			return w.Complete(tag)
-		}
-		return pgerror.New(pgcode.UndefinedTable, "%s %q does not exist", what, x.Name)
+	ent, err := s.alterTarget(x.Name, kind, what, x.IfExists, tag, w)
+	if ent == nil {
+		return err
 	}
 	err = s.e.ddl(ctx, func() error {
 		nt := copyEntry(ent)

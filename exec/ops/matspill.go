@@ -17,6 +17,7 @@ import (
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
+	"sluice/storage"
 )
 
 // A large epoch (a COPY or INSERT … SELECT of a million rows enters a
@@ -172,24 +173,10 @@ func (r *matRun) next() error {
 	return nil
 }
 
-// runHeap orders the runs by their current key, then by their place.
-type runHeap []*matRun
-
-func (h runHeap) Len() int { return len(h) }
-func (h runHeap) Less(i, j int) bool {
-	if c := bytes.Compare(h[i].key, h[j].key); c != 0 {
-		return c < 0
-	}
-	return h[i].idx < h[j].idx
-}
-func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)   { *h = append(*h, x.(*matRun)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+// RunKey and RunSeq place the run in a storage.RunHeap: by its current
+// key, then by its idx.
+func (r *matRun) RunKey() []byte { return r.key }
+func (r *matRun) RunSeq() int    { return r.idx }
 
 // priorRaw returns key k's multiplicity and encoded row before this
 // epoch's changes.
@@ -221,7 +208,7 @@ func (m *Materialize) checkpointSpilled(b *flow.Barrier, logging bool) error {
 			return err
 		}
 	}
-	var h runHeap
+	var h storage.RunHeap[*matRun]
 	defer func() {
 		for _, r := range h {
 			r.f.Close()
