@@ -37,6 +37,20 @@ type DashboardState struct {
 	// History is the sources' throughput and lag over the last minutes,
 	// oldest first (Dashboard.State; empty from Engine.DashboardState).
 	History []DashSample `json:"history"`
+	// Barrier is the stuck-barrier report (exec/job/barrier.go) when the
+	// oldest epoch in flight has waited stuckAfter or longer: the
+	// operators holding it and their goroutines. Nil otherwise.
+	Barrier *job.BarrierReport `json:"stuck_barrier,omitempty"`
+}
+
+// stuckAfter is how long an epoch waits before the dashboard and
+// sluice_catalog.stuck_barrier report it: --stuck-barrier, or when that is
+// off, three checkpoint intervals and at least a second.
+func (e *Engine) stuckAfter() time.Duration {
+	if e.cfg.StuckBarrier > 0 {
+		return e.cfg.StuckBarrier
+	}
+	return max(3*e.cfg.CheckpointInterval, time.Second)
 }
 
 // DashSample is one point of the history: the sources' rows per second
@@ -177,6 +191,9 @@ func (e *Engine) DashboardState() DashboardState {
 	for _, j := range jobs {
 		s.Jobs = append(s.Jobs, e.dashJob(j, producers))
 		s.Sources = append(s.Sources, dashSources(j)...)
+	}
+	if rep, ok := e.rt.Barriers(e.stuckAfter()); ok {
+		s.Barrier = &rep
 	}
 	for _, r := range e.coord.History(dashCheckpoints) {
 		s.Checkpoints = append(s.Checkpoints, DashCheckpoint{Epoch: r.Epoch, Started: r.Started, BarrierMs: ms(r.Aligned),

@@ -308,7 +308,7 @@ func (s *session) exec(ctx context.Context, st parser.Statement, params []types.
 		}
 		return w.Complete("CREATE FUNCTION")
 	case *parser.CreateSink:
-		if err := s.e.createSink(ctx, x); err != nil {
+		if err := s.e.createSink(ctx, x, createOpts{background: settingOn(s.settings["background_ddl"]), notice: noticeNow(w)}); err != nil {
 			return err
 		}
 		return w.Complete("CREATE SINK")

@@ -217,18 +217,22 @@ func (e *Engine) sourceGuarantee(ent *storage.CatalogEntry) connector.Guarantee 
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
+func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink, opts createOpts) error {
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
 	if _, err := e.planSink(x, 0, roleOf(ctx), zoneOf(ctx)); err != nil {
 		return err
 	}
-	return e.ddl(ctx, func() error {
+	// As CREATE MATERIALIZED VIEW (jobs.go): the epoch that creates the
+	// sink commits once its backfill is read; meanwhile the statement
+	// reports progress and a CancelRequest cancels the creation.
+	var id uint64
+	epoch, err := e.ddlNoWait(ctx, func() error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
-		id := e.cat.allocID()
+		id = e.cat.allocID()
 		sp, err := e.planSink(x, id, "", zoneOf(ctx))
 		if err != nil {
 			return err
@@ -249,6 +253,17 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink) error {
 		e.persist(ent)
 		return nil
 	})
+	if err != nil || e.rt.Job(id) == nil { // IF NOT EXISTS of one created meanwhile
+		if err == nil && epoch != 0 {
+			err = e.coord.Wait(context.WithoutCancel(ctx), epoch)
+		}
+		return err
+	}
+	e.rt.SetCreationEpoch(id, epoch)
+	if opts.background {
+		return nil
+	}
+	return e.awaitCreation(ctx, id, x.Name, epoch, opts.notice)
 }
 
 func showSinksCols() []types.Column {

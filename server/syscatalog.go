@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"sluice/exec/job"
 	"sluice/sql/types"
 )
 
@@ -79,6 +80,36 @@ func init() {
 			for _, r := range e.coord.History(checkpointRows) {
 				rows = append(rows, types.Row{types.NewInt(int64(r.Epoch)), types.NewTimestampTZ(r.Started.UnixMicro()),
 					ms(r.Duration), ms(r.Aligned), ms(r.Commit), types.NewInt(r.Bytes), types.NewBool(r.Failed)})
+			}
+			return rows, nil
+		}})
+	// stuck_barrier: the operators holding the oldest epoch in flight once
+	// it has waited stuckAfter (dashboard.go), one row each; holding is
+	// false for those behind it (waiting for input or room downstream).
+	addSys(&sysTable{schema: "sluice_catalog", name: "stuck_barrier", oid: 13914, kind: 'v',
+		cols: []types.Column{
+			{Name: "epoch", Type: types.TInt8}, {Name: "waiting_ms", Type: types.TInt8},
+			{Name: "job_id", Type: types.TInt8}, {Name: "job", Type: types.TText}, {Name: "operator", Type: types.TText},
+			{Name: "kind", Type: types.TText}, {Name: "phase", Type: types.TText}, {Name: "holding", Type: types.TBool},
+			{Name: "passed_epoch", Type: types.TInt8}, {Name: "top", Type: types.TText},
+		},
+		rows: func(*sysEnv) []types.Row { return nil },
+		erows: func(e *Engine) ([]types.Row, error) {
+			rep, ok := e.rt.Barriers(e.stuckAfter())
+			if !ok {
+				return nil, nil
+			}
+			var rows []types.Row
+			add := func(o job.OperatorReport, holding bool) {
+				rows = append(rows, types.Row{types.NewInt(int64(rep.Epoch)), types.NewInt(rep.WaitingMs),
+					types.NewInt(int64(o.JobID)), types.NewString(o.Job), types.NewString(o.Operator), types.NewString(o.Kind),
+					types.NewString(o.Phase), types.NewBool(holding), types.NewInt(int64(o.Passed)), types.NewString(o.Top)})
+			}
+			for _, o := range rep.Holding {
+				add(o, true)
+			}
+			for _, o := range rep.Behind {
+				add(o, false)
 			}
 			return rows, nil
 		}})

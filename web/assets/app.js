@@ -67,6 +67,7 @@ function update(s) {
   renderSources(s, cur);
   renderSinks(s, cur);
   renderCheckpoints(s);
+  renderStuck(s);
 
   // The server samples the history (server.Dashboard), so the charts
   // cover the last minutes from the moment the page opens.
@@ -220,6 +221,32 @@ function renderCheckpoints(s) {
     `<tr data-epoch="${c.epoch}"><td class="num">${c.epoch}</td><td>${esc(new Date(c.started).toLocaleTimeString())}</td>` +
     `<td class="num">${fmtMs(c.barrier_ms)}</td><td class="num">${fmtMs(c.commit_ms)}</td><td class="num">${fmtMs(c.duration_ms)}</td>` +
     `<td class="num">${fmtBytes(c.bytes)}</td><td class="${c.failed ? "bad" : "ok"}">${c.failed ? "failed" : "committed"}</td></tr>`).join("");
+}
+
+// renderStuck shows the stuck-barrier report (server.DashboardState's
+// stuck_barrier): the epoch held, the operators holding it, with the
+// innermost functions of their goroutines and the goroutine profile, and
+// those behind it. Hidden while no epoch is stuck.
+function renderStuck(s) {
+  const sec = document.getElementById("stuck-barrier");
+  const b = s.stuck_barrier;
+  sec.hidden = !b;
+  if (!b) return;
+  sec.dataset.epoch = b.epoch;
+  let summary = `Epoch <b class="stuck-epoch">${b.epoch}</b> has waited ${fmtMs(b.waiting_ms)}: `;
+  if (b.collectors_remaining === 0) {
+    summary += `every operator passed its barrier; the commit is slow` + (b.commit ? ` (${esc(b.commit)} for ${fmtMs(b.commit_ms)})` : "") + ".";
+  } else {
+    summary += `${b.holding.length} operator(s) hold it, ${b.behind.length} wait behind them.`;
+  }
+  document.getElementById("stuck-summary").innerHTML = summary;
+  const row = (o, holding) =>
+    `<tr class="${holding ? "holding" : "behind"}" data-job="${esc(o.job)}" data-operator="${esc(o.operator)}">` +
+    `<td>${esc(o.job)}</td><td>${esc(o.operator)}</td><td>${esc(o.kind)}</td>` +
+    `<td class="${holding ? "bad" : ""}">${esc(o.phase)}${holding ? " (holding)" : " (behind)"}</td><td class="num">${o.passed_epoch}</td>` +
+    `<td class="top">${esc(o.top)}${o.goroutines ? `<details><summary>goroutines</summary><pre>${esc(o.goroutines)}</pre></details>` : ""}</td></tr>`;
+  document.querySelector("#stuck-ops tbody").innerHTML =
+    b.holding.map((o) => row(o, true)).join("") + b.behind.map((o) => row(o, false)).join("");
 }
 
 // chart draws points [t, v] as a line over the last HISTORY_SECONDS.
