@@ -272,7 +272,15 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		if err != nil {
 			return err
 		}
+		if opts.background {
+			if err := e.persistPending(ctx, id, x.Text()); err != nil {
+				return err
+			}
+		}
 		if _, err := e.rt.StartJob(id, x.Name, q.Plan, true); err != nil {
+			if opts.background {
+				_ = e.dropPending(id)
+			}
 			return err
 		}
 		var cols []storage.ColumnEntry

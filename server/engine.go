@@ -124,6 +124,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.rt.NoStats = cfg.NoMetrics
 	e.rt.Sinks = map[string]connector.SinkFactory{intoConnector: intoFactory{e}}
 	e.rt.OnCancelled = cancelledCatalog
+	e.rt.OnCreated = createdPending
 	e.metrics = newMetrics(e)
 	if err := e.setupPolicy(); err != nil {
 		cancel()
@@ -158,6 +159,10 @@ func Open(cfg Config) (*Engine, error) {
 			e.Close()
 			return nil, fmt.Errorf("committing the replayed table writes: %w", err)
 		}
+	}
+	if err := e.resumePending(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("resuming the background creations: %w", err)
 	}
 	return e, nil
 }

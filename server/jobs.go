@@ -134,6 +134,7 @@ func cancelledCatalog(id uint64, w *storage.EpochWriter) {
 	storage.DeleteCatalog(w, id)
 	w.Delete(rowIDKey(id))
 	w.Delete(seqKey(id))
+	w.Delete(pendingKey(id))
 }
 
 // cancelJobs is CANCEL JOB | JOBS id, …: every id must be a job being

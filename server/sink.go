@@ -241,7 +241,15 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink, opts crea
 		if err != nil {
 			return err
 		}
+		if opts.background {
+			if err := e.persistPending(ctx, id, x.Text()); err != nil {
+				return err
+			}
+		}
 		if _, err := e.rt.StartJob(id, x.Name, sp.plan, true); err != nil {
+			if opts.background {
+				_ = e.dropPending(id)
+			}
 			return err
 		}
 		var cols []storage.ColumnEntry

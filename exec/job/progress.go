@@ -126,6 +126,9 @@ func (r *Runtime) endCreation(j *Job, e uint64, w *storage.EpochWriter) {
 	if j.bf.cancel != nil {
 		j.bf.cancel()
 	}
+	if !j.bf.cancelled && r.OnCreated != nil {
+		r.OnCreated(j.ID, w)
+	}
 	if j.bf.cancelled {
 		w.Delete(epochKey(j.ID))
 		if r.OnCancelled != nil {

@@ -43,6 +43,9 @@ type Runtime struct {
 	// id) the removal of the job's catalog entry: its creation was
 	// cancelled (progress.go).
 	OnCancelled func(id uint64, w *storage.EpochWriter)
+	// OnCreated, if set, adds to w (the epoch that creates job id, with
+	// its state) what its creator records then (progress.go).
+	OnCreated func(id uint64, w *storage.EpochWriter)
 
 	mu struct {
 		sync.Mutex
