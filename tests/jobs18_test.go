@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,12 +16,13 @@ import (
 // the sink is gone from the catalog and wrote nothing; created again with
 // the same name and path, it delivers every row of the table exactly once.
 func TestCancelSinkBackfillCtrlC(t *testing.T) {
-	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+	root := t.TempDir()
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond, ExtraArgs: []string{"--file-root", root},
 		Env: []string{"SLUICE_FAILPOINT=block:backfill:300:jobs18_s1"}})
 	conn := srv.Connect(t)
 	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`)
 	insertRows(t, conn, "t", 2000)
-	dir := filepath.Join(t.TempDir(), "out")
+	dir := filepath.Join(root, "out")
 	create := `CREATE SINK jobs18_s1 FROM t WITH (connector = 'file', path = '` + dir + `') FORMAT DEBEZIUM ENCODE JSON`
 
 	p := startPsql(t, srv, create)
@@ -73,12 +75,13 @@ func TestCancelSinkBackfillCtrlC(t *testing.T) {
 // foreground CREATE cut off the same way was never acknowledged and is
 // gone.
 func TestBackgroundCreateSurvivesKill(t *testing.T) {
-	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+	root := t.TempDir()
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond, ExtraArgs: []string{"--file-root", root},
 		Env: []string{"SLUICE_FAILPOINT=block:backfill:300:jobs18_bg,block:backfill:300:jobs18_bgs,block:backfill:300:jobs18_fg"}})
 	conn := srv.Connect(t)
 	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`)
 	insertRows(t, conn, "t", 2000)
-	dir := filepath.Join(t.TempDir(), "out")
+	dir := filepath.Join(root, "out")
 	ExecAll(t, conn, `SET background_ddl = on`,
 		`CREATE MATERIALIZED VIEW jobs18_bg AS SELECT k, count(*) AS n, sum(id) AS s FROM t GROUP BY k`,
 		`CREATE SINK jobs18_bgs FROM t WITH (connector = 'file', path = '`+dir+`') FORMAT DEBEZIUM ENCODE JSON`)
@@ -150,4 +153,39 @@ func TestBackgroundCreateSurvivesKill(t *testing.T) {
 	if strings.Count(srv.Logs(), "resuming the background creation of materialized view jobs18_bg") != 2 {
 		t.Errorf("the creation was resumed %d times, want 2 (one per kill)", strings.Count(srv.Logs(), "resuming the background creation of materialized view jobs18_bg"))
 	}
+}
+
+// TestLogFormatJSON: with --log-format json every line the server writes
+// is one JSON object (log/slog's: time, level, msg), and a DDL statement
+// is logged as one line at level INFO naming the statement and its role.
+func TestLogFormatJSON(t *testing.T) {
+	srv := StartServer(t, Options{ExtraArgs: []string{"--log-format", "json", "--log-level", "info"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn, `CREATE TABLE jobs18_logged (id BIGINT PRIMARY KEY)`)
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(srv.Logs(), `ddl: CREATE TABLE`) }, "the DDL's log line")
+	var n, ddl int
+	for _, l := range strings.Split(srv.Logs(), "\n") {
+		if l == "" || strings.HasPrefix(l, "=== ") {
+			continue // the harness's own lines
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("a log line is not JSON (%v): %s", err, l)
+		}
+		msg, _ := rec["msg"].(string)
+		if _, ok := rec["time"].(string); !ok || rec["level"] == nil || msg == "" {
+			t.Fatalf("a log line lacks time, level or msg: %s", l)
+		}
+		n++
+		if strings.HasPrefix(msg, "ddl: CREATE TABLE by role ") {
+			ddl++
+			if rec["level"] != "INFO" {
+				t.Errorf("the DDL line's level is %v: %s", rec["level"], l)
+			}
+		}
+	}
+	if ddl != 1 {
+		t.Fatalf("%d DDL lines for one CREATE TABLE in:\n%s", ddl, srv.Logs())
+	}
+	t.Logf("%d JSON log lines", n)
 }
