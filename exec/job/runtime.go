@@ -632,7 +632,25 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		r.spawn(j, ctx, a.Name, a.Run)
 	}
 	if j.Deliverer != nil && !plan.Nodes[plan.Root()].Sink.Discard {
-		r.spawn(j, ctx, name+"/deliver", j.Deliverer.Run)
+		run := j.Deliverer.Run
+		if j.bf.creating {
+			// A sink being created connects to its destination once its
+			// creation ends (bf.ctx ends then): a cancelled one never
+			// touches it (a file sink's directory is not even made).
+			created := j.bf.ctx
+			run = func(ctx context.Context) error {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-created.Done():
+				}
+				if r.Cancelled(j) || ctx.Err() != nil {
+					return nil
+				}
+				return j.Deliverer.Run(ctx)
+			}
+		}
+		r.spawn(j, ctx, name+"/deliver", run)
 	}
 	for _, rs := range readers {
 		r.spawn(j, ctx, rs.Name, rs.Run)
