@@ -86,6 +86,11 @@ func (e *Engine) resumePending(ctx context.Context) error {
 		if err := e.resumeOne(ctx, r.id, r.pc); err != nil {
 			e.cfg.Logf("resuming the background creation cut off by a restart (%s): %v; it is dropped", r.pc.SQL, err)
 		}
+		if e.rt.Job(r.id) != nil {
+			// Run again under the same id (ids not committed are
+			// allocated again): its record is the new creation's.
+			continue
+		}
 		if err := e.dropPending(r.id); err != nil {
 			return err
 		}
