@@ -49,6 +49,7 @@ type result struct {
 	seconds  float64         // the measured window
 	load     float64
 	records  int
+	stages   string // mean ms per stage (stageMetrics.means)
 }
 
 func (r result) pct(p float64) time.Duration {
@@ -131,9 +132,9 @@ func run() error {
 				}
 				res.system = sys.name
 				all = append(all, res)
-				fmt.Printf("round %d %-6s %6v: p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  max %6.1f ms  cpu %5.2f s (%.3f cores)  %d records, load %.2f\n",
+				fmt.Printf("round %d %-6s %6v: p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  max %6.1f ms  cpu %5.2f s (%.3f cores)  %d records, load %.2f\n    mean ms per epoch: %s\n",
 					round, sys.name, iv, ms(res.pct(.50)), ms(res.pct(.90)), ms(res.pct(.99)), ms(res.pct(1)),
-					res.cpu, res.cpu/res.seconds, res.records, res.load)
+					res.cpu, res.cpu/res.seconds, res.records, res.load, res.stages)
 			}
 		}
 	}
@@ -231,6 +232,7 @@ func (r *runner) run(ctx context.Context) (result, error) {
 	total := int64(r.rate) * int64((r.warmup+r.measure)/time.Second)
 	measureFrom := time.Now().Add(r.warmup) // records produced from then on count
 	var cpu0 float64
+	var m0 stageMetrics
 	var t0 time.Time
 	produced := make(chan error, 1)
 	go func() { produced <- r.produce(ctx, prod, total) }()
@@ -250,6 +252,9 @@ func (r *runner) run(ctx context.Context) (result, error) {
 				return res, err
 			}
 			res.load = loadAvg()
+			if m0, err = scrapeStages(ctx, s.http); err != nil {
+				return res, err
+			}
 			end := time.NewTimer(r.measure)
 			defer end.Stop()
 			cpuEnd = end.C
@@ -263,6 +268,11 @@ func (r *runner) run(ctx context.Context) (result, error) {
 				return res, err
 			}
 			res.cpu, res.seconds = cpu1-cpu0, time.Since(t0).Seconds()
+			m1, err := scrapeStages(ctx, s.http)
+			if err != nil {
+				return res, err
+			}
+			res.stages = m1.means(m0)
 			cpuEnd = nil
 		default:
 		}

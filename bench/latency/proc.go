@@ -202,3 +202,74 @@ func moduleRoot() (string, error) {
 	}
 	return filepath.Dir(mod), nil
 }
+
+// stageMetrics are the sums and counts of the server's latency
+// histograms, by metric name (summed over label sets).
+type stageMetrics map[string][2]float64
+
+// stages are the histograms that show where an epoch's time goes: the
+// barrier's alignment, the synced commit, the whole checkpoint, and the
+// sink connector's write and commit of the epoch.
+var stages = []struct{ metric, label string }{
+	{"sluice_barrier_latency_seconds", "align"},
+	{"sluice_checkpoint_commit_seconds", "commit"},
+	{"sluice_checkpoint_duration_seconds", "checkpoint"},
+	{"sluice_sink_commit_seconds", "kafka-txn"},
+}
+
+// scrapeStages reads /metrics.
+func scrapeStages(ctx context.Context, httpAddr string) (stageMetrics, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+httpAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	m := stageMetrics{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := f[0]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		for _, s := range stages {
+			switch name {
+			case s.metric + "_sum":
+				x := m[s.metric]
+				x[0] += v
+				m[s.metric] = x
+			case s.metric + "_count":
+				x := m[s.metric]
+				x[1] += v
+				m[s.metric] = x
+			}
+		}
+	}
+	return m, nil
+}
+
+// means is the mean of each stage between two scrapes, in ms.
+func (m stageMetrics) means(before stageMetrics) string {
+	var sb strings.Builder
+	for _, s := range stages {
+		d, b := m[s.metric], before[s.metric]
+		if n := d[1] - b[1]; n > 0 {
+			fmt.Fprintf(&sb, " %s %.1f", s.label, (d[0]-b[0])/n*1000)
+		}
+	}
+	return strings.TrimSpace(sb.String())
+}
