@@ -139,25 +139,26 @@ func run() error {
 		}
 	}
 	fmt.Printf("\nmedians over %d rounds, %d records/s:\n", *rounds, *rate)
+	last := intervals[len(intervals)-1]
 	for _, sys := range systems {
-		var ref float64
-		for i, iv := range intervals {
-			var p50, p90, p99, cpu []float64
+		cpuOf := func(iv time.Duration) (p50, p90, p99, cpu float64) {
+			var a, b, c, d []float64
 			for _, r := range all {
 				if r.system == sys.name && r.interval == iv {
-					p50, p90, p99 = append(p50, ms(r.pct(.5))), append(p90, ms(r.pct(.9))), append(p99, ms(r.pct(.99)))
-					cpu = append(cpu, r.cpu/r.seconds)
+					a, b, c = append(a, ms(r.pct(.5))), append(b, ms(r.pct(.9))), append(c, ms(r.pct(.99)))
+					d = append(d, r.cpu/r.seconds)
 				}
 			}
-			c := median(cpu)
-			if i == len(intervals)-1 {
-				ref = c
-			}
-			_ = ref
-			fmt.Printf("%-6s %6v: p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  cpu %.3f cores\n", sys.name, iv, median(p50), median(p90), median(p99), c)
+			return median(a), median(b), median(c), median(d)
+		}
+		_, _, _, ref := cpuOf(last)
+		for _, iv := range intervals {
+			p50, p90, p99, c := cpuOf(iv)
+			fmt.Printf("%-6s %6v: p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  cpu %.3f cores (%+.0f%% vs %v)\n",
+				sys.name, iv, p50, p90, p99, c, (c/ref-1)*100, last)
 		}
 	}
-	fmt.Println("(cpu: the server's CPU-seconds per second of the measured window; the last interval is the reference for the ratio the README quotes)")
+	fmt.Println("(cpu: the server's CPU-seconds per second of the measured window)")
 	return nil
 }
 
