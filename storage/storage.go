@@ -565,6 +565,26 @@ func (db *DB) WriteSync(w *WriteBatch) error {
 	return nil
 }
 
+// WriteLazy applies w atomically without waiting for the WAL's fsync: it
+// becomes durable with the next synced write (an epoch's commit, a
+// WriteSync), which syncs the WAL up to and past it. For records that a
+// crash may lose because they can be rebuilt (a sink's delivered epoch,
+// which its external system's progress also holds).
+func (db *DB) WriteLazy(w *WriteBatch) error {
+	defer w.b.Close()
+	if err := db.space.check(uint64(w.b.Len())); err != nil {
+		return err
+	}
+	if err := w.b.Commit(pebble.NoSync); err != nil {
+		db.space.fail(err)
+		return db.space.writeError(err, "write")
+	}
+	if err := db.space.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // maxEpochPrealloc caps the room an epoch's batch starts with. Up to
 // eight epochs may be in flight, each holding its batch from injection to
 // commit: preallocating a large last epoch's size for each (it was up to

@@ -104,8 +104,42 @@ func TestEmitOnWindowCloseSinks(t *testing.T) {
 		`CREATE VIEW closed AS `+win+` EMIT ON WINDOW CLOSE`,
 		`CREATE SINK from_view FROM closed WITH (connector = 'file', path = 'from_view') FORMAT PLAIN ENCODE JSON`,
 		`CREATE MATERIALIZED VIEW closed_mv AS SELECT * FROM closed`,
+		`CREATE SINK as_eowc_kafka AS `+win+` EMIT ON WINDOW CLOSE WITH (connector = 'kafka', topic = 'eowc20_as_eowc',
+		   properties.bootstrap.server = '`+b.Addr+`', delivery = 'EXACTLY_ONCE') FORMAT PLAIN ENCODE JSON`,
+		`CREATE SINK from_view_kafka FROM closed WITH (connector = 'kafka', topic = 'eowc20_from_view',
+		   properties.bootstrap.server = '`+b.Addr+`', delivery = 'EXACTLY_ONCE') FORMAT PLAIN ENCODE JSON`,
 	)
 	want := []string{`{"window_start":"2026-01-01 00:00:00","n":2,"ids":4}`, `{"window_start":"2026-01-01 00:00:10","n":1,"ids":2}`}
+	// The Kafka sinks: a read_committed consumer sees each closed window
+	// once (append-only records, no retraction of an earlier value).
+	readers := map[string]*eoTopicReader{}
+	checkTopics := func() {
+		t.Helper()
+		for _, topic := range []string{"eowc20_as_eowc", "eowc20_from_view"} {
+			r := readers[topic]
+			if r == nil {
+				r = newEOTopicReader(t, b.Addr, topic)
+				readers[topic] = r
+			}
+			var got []string
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				r.poll(t)
+				got = got[:0]
+				for _, rec := range r.recs {
+					got = append(got, string(rec.Value))
+				}
+				sort.Strings(got)
+				if len(got) >= len(want) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if !equalLines(got, want) {
+				t.Fatalf("topic %s holds %q, want %q", topic, got, want)
+			}
+		}
+	}
+	checkTopics()
 	for _, dir := range []string{"as_eowc", "from_view"} {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -157,6 +191,9 @@ func TestEmitOnWindowCloseSinks(t *testing.T) {
 			t.Fatalf("bounded_windows: %q", got)
 		}
 	}
+	// Checkpoints later, with another row in (its window stays open for
+	// these sinks), each closed window is still there once.
+	checkTopics()
 	for _, bad := range []string{
 		`CREATE VIEW nothing_to_close AS SELECT id FROM clicks EMIT ON WINDOW CLOSE`,
 		`CREATE SINK nothing_to_close AS SELECT id FROM clicks EMIT ON WINDOW CLOSE WITH (connector = 'file', path = 'x')`,
