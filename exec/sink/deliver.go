@@ -284,7 +284,10 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	if d.Mem != nil && d.next != 0 {
 		committed := d.DB.CommittedEpoch()
 		for d.next <= committed {
-			changes, size, ok := d.Mem.take(d.next)
+			changes, size, ok, err := d.Mem.take(d.next)
+			if err != nil {
+				return false, err
+			}
 			if !ok {
 				d.next = 0 // not held: read the log
 				break

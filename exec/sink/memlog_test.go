@@ -14,11 +14,17 @@ import (
 // epochs logged before it started, an epoch too large to hold, and a
 // restart (a deliverer with an empty memory) are read from the log; every
 // epoch is delivered once, in order, with the changes it logged, and the
-// log is empty afterwards.
+// log is empty afterwards. Both kinds of sink: a keyed one hands over
+// its changes, an append-only one its encoded log chunks.
 func TestDelivererFromMemory(t *testing.T) {
+	t.Run("keyed", func(t *testing.T) { testDelivererFromMemory(t, []int{0}) })
+	t.Run("append-only", func(t *testing.T) { testDelivererFromMemory(t, nil) })
+}
+
+func testDelivererFromMemory(t *testing.T, key []int) {
 	db := openDB(t)
 	mem := &MemLog{}
-	w := NewWriter(21, []int{0}, false)
+	w := NewWriter(21, key, false)
 	w.Mem = mem
 	epoch := uint64(0)
 	step := func(rows ...int64) {
@@ -57,10 +63,10 @@ func TestDelivererFromMemory(t *testing.T) {
 		t.Fatalf("pending %d after every committed epoch was delivered from memory, want 0", p)
 	}
 	// An epoch larger than the memory bound goes through the log.
-	old := memLogBytes
-	memLogBytes = 10
+	old := memLogBytes.Load()
+	memLogBytes.Store(10)
 	step(7, 8, 9)
-	memLogBytes = old
+	memLogBytes.Store(old)
 	step(10)
 	d.Notify()
 	waitFor(t, "delivery of epoch 7", func() bool { return d.Status().Delivered == 7 })
