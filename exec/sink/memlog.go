@@ -32,6 +32,7 @@ type memEpoch struct {
 	epoch   uint64
 	changes []connector.Change
 	chunks  [][]byte // or the epoch's log chunks (an append-only sink), decoded at delivery
+	count   int64    // the changes in chunks
 	size    int64    // bytes of the changes' log entries
 	heap    int64    // estimated heap bytes of the changes (changesHeap)
 	dropped bool     // the changes were not kept: read the log
@@ -87,11 +88,30 @@ func (m *MemLog) add(e uint64, changes []connector.Change, size int64) {
 	m.heap += heap
 }
 
+// chunkStream hands over the changes of encoded chunks one chunk at a
+// time: only one chunk's rows are decoded at once.
+func chunkStream(chunks [][]byte) connector.Changes {
+	return func(yield func([]connector.Change) error) error {
+		var piece []connector.Change
+		for _, c := range chunks {
+			var err error
+			if piece, err = decodeChanges(c, piece[:0]); err != nil {
+				return err
+			}
+			if err := yield(piece); err != nil {
+				return err
+			}
+			clear(piece)
+		}
+		return nil
+	}
+}
+
 // addEncoded records epoch e's log chunks (none for an empty epoch): an
 // append-only sink's, which the deliverer decodes (from memory) when it
 // takes them. They are held in their encoded form, several times smaller
 // than rows (changesHeap).
-func (m *MemLog) addEncoded(e uint64, chunks [][]byte, size int64) {
+func (m *MemLog) addEncoded(e uint64, chunks [][]byte, size, count int64) {
 	heap := int64(cap(chunks)) * 24
 	for _, c := range chunks {
 		heap += int64(cap(c))
@@ -105,7 +125,7 @@ func (m *MemLog) addEncoded(e uint64, chunks [][]byte, size int64) {
 		m.epochs = append(m.epochs, memEpoch{epoch: e, dropped: true})
 		return
 	}
-	m.epochs = append(m.epochs, memEpoch{epoch: e, chunks: chunks, size: size, heap: heap})
+	m.epochs = append(m.epochs, memEpoch{epoch: e, chunks: chunks, count: count, size: size, heap: heap})
 	m.bytes += size
 	m.heap += heap
 }
@@ -118,7 +138,7 @@ func (m *MemLog) clearLocked() {
 // take returns the changes of epoch e if they are held (ok), dropping
 // every epoch before e; empty is true for an epoch without changes.
 func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool, err error) {
-	changes, chunks, size, ok := m.takeHeld(e)
+	changes, chunks, _, size, ok := m.takeHeld(e)
 	for _, c := range chunks {
 		if changes, err = decodeChanges(c, changes); err != nil {
 			return nil, 0, false, err
@@ -127,8 +147,9 @@ func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool
 	return changes, size, ok, nil
 }
 
-// takeHeld is take without decoding an encoded epoch's chunks.
-func (m *MemLog) takeHeld(e uint64) (changes []connector.Change, chunks [][]byte, size int64, ok bool) {
+// takeHeld is take without decoding an encoded epoch's chunks: it
+// returns them instead (an append-only sink's epoch), for chunkStream.
+func (m *MemLog) takeHeld(e uint64) (changes []connector.Change, chunks [][]byte, count, size int64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := 0
@@ -143,9 +164,10 @@ func (m *MemLog) takeHeld(e uint64) (changes []connector.Change, chunks [][]byte
 		m.epochs = m.epochs[:n]
 	}
 	if len(m.epochs) == 0 || m.epochs[0].epoch != e || m.epochs[0].dropped {
-		return nil, nil, 0, false
+		return nil, nil, 0, 0, false
 	}
-	return m.epochs[0].changes, m.epochs[0].chunks, m.epochs[0].size, true
+	h := m.epochs[0]
+	return h.changes, h.chunks, h.count, h.size, true
 }
 
 // pending counts the held epochs with changes after epoch after (the one

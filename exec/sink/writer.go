@@ -220,7 +220,7 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 		size += int64(len(chunk))
 	}
 	if w.Mem != nil {
-		w.Mem.addEncoded(b.Epoch, w.enc, size)
+		w.Mem.addEncoded(b.Epoch, w.enc, size, w.encTotal)
 	}
 	if w.encTotal > 0 {
 		w.Logged.Add(w.encTotal)
