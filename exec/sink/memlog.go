@@ -40,7 +40,7 @@ type memEpoch struct {
 
 // memLogBytes bounds the heap the changes a MemLog holds take, as
 // changesHeap estimates it (a change of four BIGINT/TIMESTAMP columns is
-// about 340 bytes in memory against about 30 in the log: a bound on the
+// 336 bytes in memory against 25 in the log: a bound on the
 // log bytes, as before, let 64 MiB of log entries hold gigabytes).
 var memLogBytes atomic.Int64
 
