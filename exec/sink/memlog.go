@@ -41,7 +41,7 @@ type memEpoch struct {
 // memLogBytes bounds the heap the changes a MemLog holds take, as
 // changesHeap estimates it (a change of four BIGINT/TIMESTAMP columns is
 // 336 bytes in memory against 25 in the log: a bound on the
-// log bytes, as before, let 64 MiB of log entries hold gigabytes).
+// log bytes, as before, let 64 MiB of log entries hold ~860 MiB of rows).
 var memLogBytes atomic.Int64
 
 func init() { memLogBytes.Store(32 << 20) }
