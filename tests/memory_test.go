@@ -29,7 +29,7 @@ func TestMemoryIdleRSS(t *testing.T) {
 	if rss > idleRSSBound {
 		t.Fatalf("idle server holds %d MiB resident, want under %d MiB", rss>>10, idleRSSBound>>10)
 	}
-	want := "memory limit 1024 MiB: Go heap soft limit 864 MiB (of which operator state cache 216 MiB), store block cache 64 MiB, memtables 3 x 32 MiB"
+	want := "memory limit 1024 MiB: Go heap soft limit 864 MiB (of which operator state cache 216 MiB, each sink's epochs awaiting delivery 6 MiB), store block cache 64 MiB, memtables 3 x 32 MiB"
 	if !strings.Contains(srv.Logs(), want) {
 		t.Fatalf("start-up log lacks the memory split %q:\n%s", want, srv.Logs())
 	}

@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 	// Embedded IANA time zone data (about 450 KB) for a machine without
@@ -40,19 +39,8 @@ import (
 	"sluice/storage"
 )
 
-// tuneGC trades memory for CPU: the dataflow allocates rows at a high
-// rate and most die young, so collecting at 4x the live heap (instead of
-// 2x) halves the collector's work; the soft limit --memory-limit sets
-// (memlimit.go) makes the collector work harder before memory runs out.
-// GOGC and GOMEMLIMIT in the environment win.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(300)
-	}
-}
-
 func main() {
-	tuneGC()
+	startGCTuner()
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		if err := runBench(os.Args[2:]); err != nil {
 			fmt.Fprintf(os.Stderr, "sluice bench: %v\n", err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sluice/exec/sink"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/storage"
@@ -27,18 +28,25 @@ type memSplit struct {
 	memTables  int
 	goLimit    int64
 	stateCache int64
+	sinkMemLog int64 // each sink's epochs held in memory for delivery
 }
 
 const mib = 1 << 20
 
 // splitMemory divides limit bytes: at 1 GiB, a 64 MiB block cache, three
-// 32 MiB memtables, an 864 MiB Go soft limit and a 216 MiB state cache.
+// 32 MiB memtables, an 864 MiB Go soft limit, a 216 MiB state cache and
+// 6 MiB of each sink's epochs held for delivery. The memtables and the
+// sink's share are capped (32 MiB each, 32 MiB) so that the default
+// limit, a quarter of the machine, does not make a stateless pipeline
+// hold more than its live data: a memtable's pages are resident once
+// written, and the sink's held epochs are live heap.
 func splitMemory(limit int64) memSplit {
 	s := memSplit{limit: limit, memTables: 3}
 	s.blockCache = min(max(limit/16, 8*mib), 256*mib)
-	s.memTable = min(max(limit/32, 4*mib), 64*mib)
+	s.memTable = min(max(limit/32, 4*mib), 32*mib)
 	s.goLimit = limit - s.blockCache - int64(s.memTables)*s.memTable
 	s.stateCache = s.goLimit / 4
+	s.sinkMemLog = min(max(s.goLimit/128, 4*mib), 32*mib)
 	return s
 }
 
@@ -138,10 +146,11 @@ func (s *memSplit) apply(stateCache *int64, mem *storage.MemorySizes, explicitSt
 		*stateCache = s.stateCache
 	}
 	*mem = storage.MemorySizes{BlockCacheBytes: s.blockCache, MemTableBytes: uint64(s.memTable), MemTables: s.memTables}
+	sink.SetMemLogBytes(s.sinkMemLog)
 }
 
 // String is the split as the start-up log shows it.
 func (s memSplit) String() string {
-	return fmt.Sprintf("memory limit %d MiB: Go heap soft limit %d MiB (of which operator state cache %d MiB), store block cache %d MiB, memtables %d x %d MiB",
-		s.limit/mib, s.goLimit/mib, s.stateCache/mib, s.blockCache/mib, s.memTables, s.memTable/mib)
+	return fmt.Sprintf("memory limit %d MiB: Go heap soft limit %d MiB (of which operator state cache %d MiB, each sink's epochs awaiting delivery %d MiB), store block cache %d MiB, memtables %d x %d MiB",
+		s.limit/mib, s.goLimit/mib, s.stateCache/mib, s.sinkMemLog/mib, s.blockCache/mib, s.memTables, s.memTable/mib)
 }

@@ -180,6 +180,12 @@ func partName(epoch uint64, ext string) string {
 
 // Write implements connector.Sink.
 func (s *Sink) Write(ctx context.Context, epoch uint64, changes []connector.Change) error {
+	return s.WriteChanges(ctx, epoch, func(yield func([]connector.Change) error) error { return yield(changes) })
+}
+
+// WriteChanges implements connector.StreamSink: the part file is written
+// piece by piece.
+func (s *Sink) WriteChanges(ctx context.Context, epoch uint64, changes connector.Changes) error {
 	final := filepath.Join(s.c.dir, partName(epoch, s.c.ext))
 	switch _, err := os.Lstat(final); {
 	case err == nil:
@@ -215,7 +221,7 @@ func (s *Sink) Write(ctx context.Context, epoch uint64, changes []connector.Chan
 }
 
 // writeFile writes the lines of one epoch to f and syncs it.
-func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes []connector.Change) error {
+func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes connector.Changes) error {
 	cols := s.cfg.Columns
 	buf := s.buf[:0]
 	if s.c.csv {
@@ -227,11 +233,33 @@ func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes 
 		}
 		buf = append(buf, '\n')
 	}
+	err := changes(func(piece []connector.Change) error {
+		var err error
+		buf, err = s.appendLines(ctx, f, buf, epoch, piece)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(buf); err != nil {
+		return s.ioError(err, "writing %s", f.Name())
+	}
+	s.buf = buf[:0]
+	if err := f.Sync(); err != nil {
+		return s.ioError(err, "syncing %s", f.Name())
+	}
+	return nil
+}
+
+// appendLines appends the lines of changes to buf, writing buf to f
+// whenever it passes flushSize.
+func (s *Sink) appendLines(ctx context.Context, f *os.File, buf []byte, epoch uint64, changes []connector.Change) ([]byte, error) {
+	cols := s.cfg.Columns
 	for _, ch := range changes {
 		switch s.c.format {
 		case formatPlain:
 			if ch.After == nil || ch.Before != nil {
-				return pgerror.New(pgcode.Internal,
+				return nil, pgerror.New(pgcode.Internal,
 					"file sink %s: FORMAT PLAIN got a retraction in epoch %d, but its input was planned append-only", s.cfg.Name, epoch)
 			}
 			if s.c.csv {
@@ -254,22 +282,15 @@ func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes 
 		buf = append(buf, '\n')
 		if len(buf) >= flushSize {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 			if _, err := f.Write(buf); err != nil {
-				return s.ioError(err, "writing %s", f.Name())
+				return nil, s.ioError(err, "writing %s", f.Name())
 			}
 			buf = buf[:0]
 		}
 	}
-	if _, err := f.Write(buf); err != nil {
-		return s.ioError(err, "writing %s", f.Name())
-	}
-	s.buf = buf[:0]
-	if err := f.Sync(); err != nil {
-		return s.ioError(err, "syncing %s", f.Name())
-	}
-	return nil
+	return buf, nil
 }
 
 // appendDelete appends {"__op":"delete",<key columns of row>}: the key

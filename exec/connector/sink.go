@@ -117,6 +117,19 @@ type Sink interface {
 	Close() error
 }
 
+// Changes hands over one epoch's changes in pieces, in order: it calls
+// yield with each piece (valid only during the call) and returns the
+// first error yield or the decoding returns. It may be called again (a
+// retried write) and gives the same pieces.
+type Changes func(yield func([]Change) error) error
+
+// StreamSink is implemented by sinks that can take an epoch's changes in
+// pieces (WriteChanges has Write's contract): the runtime then does not
+// hold a large epoch's rows decoded all at once (README, "Memory").
+type StreamSink interface {
+	WriteChanges(ctx context.Context, epoch uint64, changes Changes) error
+}
+
 // Progress is implemented by sinks that record the last epoch they
 // applied in the external system (transactional sinks). The runtime asks
 // once after Open and skips epochs up to it.

@@ -284,16 +284,39 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	if d.Mem != nil && d.next != 0 {
 		committed := d.DB.CommittedEpoch()
 		for d.next <= committed {
-			changes, size, ok := d.Mem.take(d.next)
+			var changes []connector.Change
+			var size int64
+			var ok bool
+			var err error
+			var stream connector.Changes
+			var count int
+			if _, streams := s.(connector.StreamSink); streams {
+				// An append-only sink's epoch goes to a streaming sink a
+				// log chunk at a time.
+				var chunks [][]byte
+				var n int64
+				changes, chunks, n, size, ok = d.Mem.takeHeld(d.next)
+				if len(chunks) > 0 {
+					stream, count = chunkStream(chunks), int(n)
+				}
+			} else {
+				changes, size, ok, err = d.Mem.take(d.next)
+				if err != nil {
+					return false, err
+				}
+			}
 			if !ok {
 				d.next = 0 // not held: read the log
 				break
 			}
-			if len(changes) == 0 {
+			if len(changes) == 0 && stream == nil {
 				d.next++ // an empty epoch: nothing in the log
 				continue
 			}
-			more, err := d.write(ctx, s, d.next, changes, size, 0, true)
+			if stream == nil {
+				count = len(changes)
+			}
+			more, err := d.writeStream(ctx, s, d.next, changes, stream, count, size, 0, true)
 			if err != nil {
 				return false, err
 			}
@@ -351,14 +374,26 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 // already, then removes the epoch from the log and records it delivered.
 // logged is how many epochs the log scan saw (Status).
 func (d *Deliverer) write(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, size int64, logged int, fromMem bool) (bool, error) {
+	return d.writeStream(ctx, s, epoch, changes, nil, len(changes), size, logged, fromMem)
+}
+
+// writeStream is write with the changes given either whole or as a
+// stream of count changes (to a StreamSink).
+func (d *Deliverer) writeStream(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, stream connector.Changes, count int, size int64, logged int, fromMem bool) (bool, error) {
 	prefix := LogPrefix(d.ID)
 	d.mu.Lock()
 	delivered := d.mu.delivered
 	d.mu.Unlock()
 	var took time.Duration
-	if epoch > delivered && len(changes) > 0 {
+	if epoch > delivered && count > 0 {
 		t := time.Now()
-		if err := s.Write(ctx, epoch, changes); err != nil {
+		var err error
+		if stream != nil {
+			err = s.(connector.StreamSink).WriteChanges(ctx, epoch, stream)
+		} else {
+			err = s.Write(ctx, epoch, changes)
+		}
+		if err != nil {
 			return false, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 		took = time.Since(t)
@@ -387,8 +422,8 @@ func (d *Deliverer) write(ctx context.Context, s connector.Sink, epoch uint64, c
 	d.mu.Lock()
 	if epoch > d.mu.delivered {
 		d.mu.delivered = epoch
-		d.mu.written += int64(len(changes))
-		if len(changes) > 0 {
+		d.mu.written += int64(count)
+		if count > 0 {
 			m := &d.mu.metrics
 			m.Bytes += size
 			m.Commits++

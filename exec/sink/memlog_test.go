@@ -1,11 +1,13 @@
 package sink
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"sluice/exec/connector"
 	"sluice/sql/types"
 )
 
@@ -14,11 +16,43 @@ import (
 // epochs logged before it started, an epoch too large to hold, and a
 // restart (a deliverer with an empty memory) are read from the log; every
 // epoch is delivered once, in order, with the changes it logged, and the
-// log is empty afterwards.
+// log is empty afterwards. Both kinds of sink: a keyed one hands over
+// its changes, an append-only one its encoded log chunks.
+// A streaming sink (connector.StreamSink) takes an append-only epoch
+// held in memory chunk by chunk.
 func TestDelivererFromMemory(t *testing.T) {
+	t.Run("keyed", func(t *testing.T) { testDelivererFromMemory(t, []int{0}, false) })
+	t.Run("append-only", func(t *testing.T) { testDelivererFromMemory(t, nil, false) })
+	t.Run("append-only-streaming", func(t *testing.T) { testDelivererFromMemory(t, nil, true) })
+}
+
+// streamMemSink is a memSink that takes epochs as streams, and counts the
+// epochs it got so.
+type streamMemSink struct {
+	*memSink
+	streamed int
+}
+
+func (s *streamMemSink) Open(context.Context, connector.SinkConfig) (connector.Sink, error) {
+	return s, nil
+}
+
+func (s *streamMemSink) WriteChanges(ctx context.Context, e uint64, changes connector.Changes) error {
+	var all []connector.Change
+	if err := changes(func(piece []connector.Change) error {
+		all = append(all, piece...) // the piece is reused, not its rows
+		return nil
+	}); err != nil {
+		return err
+	}
+	s.streamed++
+	return s.Write(ctx, e, all)
+}
+
+func testDelivererFromMemory(t *testing.T, key []int, streaming bool) {
 	db := openDB(t)
 	mem := &MemLog{}
-	w := NewWriter(21, []int{0}, false)
+	w := NewWriter(21, key, false)
 	w.Mem = mem
 	epoch := uint64(0)
 	step := func(rows ...int64) {
@@ -32,7 +66,12 @@ func TestDelivererFromMemory(t *testing.T) {
 	step(1) // epochs 1 and 2 come before the deliverer starts
 	step(2)
 	ms := &memSink{}
-	d := &Deliverer{ID: 21, Name: "s", Factory: ms, DB: db, Mem: mem, MinBackoff: time.Millisecond}
+	var factory connector.SinkFactory = ms
+	sms := &streamMemSink{memSink: ms}
+	if streaming {
+		factory = sms
+	}
+	d := &Deliverer{ID: 21, Name: "s", Factory: factory, DB: db, Mem: mem, MinBackoff: time.Millisecond}
 	stop := run(t, d)
 	waitFor(t, "delivery of epoch 2", func() bool { return d.Status().Delivered == 2 })
 	if n := d.FromMemory(); n != 0 {
@@ -57,10 +96,10 @@ func TestDelivererFromMemory(t *testing.T) {
 		t.Fatalf("pending %d after every committed epoch was delivered from memory, want 0", p)
 	}
 	// An epoch larger than the memory bound goes through the log.
-	old := memLogBytes
-	memLogBytes = 10
+	old := memLogBytes.Load()
+	memLogBytes.Store(10)
 	step(7, 8, 9)
-	memLogBytes = old
+	memLogBytes.Store(old)
 	step(10)
 	d.Notify()
 	waitFor(t, "delivery of epoch 7", func() bool { return d.Status().Delivered == 7 })
@@ -76,12 +115,16 @@ func TestDelivererFromMemory(t *testing.T) {
 	stop()
 	// A restart: epoch 9 is in the log only.
 	step(12)
-	d2 := &Deliverer{ID: 21, Name: "s", Factory: ms, DB: db, Mem: &MemLog{}, MinBackoff: time.Millisecond}
+	d2 := &Deliverer{ID: 21, Name: "s", Factory: factory, DB: db, Mem: &MemLog{}, MinBackoff: time.Millisecond}
 	stop = run(t, d2)
 	waitFor(t, "delivery of epoch 9 after the restart", func() bool { return d2.Status().Delivered == 9 })
 	stop()
 	if n := d2.FromMemory(); n != 0 {
 		t.Fatalf("a restarted deliverer took %d epochs from memory", n)
+	}
+	// Epochs 3, 5 and 8 came from memory, the others from the log (whole).
+	if want := map[bool]int{false: 0, true: 3}[streaming]; sms.streamed != want {
+		t.Fatalf("%d epochs streamed, want %d", sms.streamed, want)
 	}
 	if want := []uint64{1, 2, 3, 5, 6, 7, 8, 9}; !reflect.DeepEqual(ms.epochs, want) {
 		t.Fatalf("delivered epochs %v, want %v", ms.epochs, want)

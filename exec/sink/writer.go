@@ -40,9 +40,18 @@ type Writer struct {
 	discard bool
 
 	changes []connector.Change
-	byKey   map[string]int
-	keyBuf  []byte
-	buf     []byte // a sink log chunk being encoded
+	// An append-only sink (no key) encodes its changes as they come:
+	// enc holds the epoch's full log chunks, cur the one being filled
+	// (curN changes), so that the epoch's rows are not held until the
+	// checkpoint (README, "Memory").
+	enc  [][]byte
+	cur  []byte
+	curN int
+	// encTotal counts the changes of enc and cur.
+	encTotal int64
+	byKey    map[string]int
+	keyBuf   []byte
+	buf      []byte // a sink log chunk being encoded
 
 	// Logged counts changes written to the sink log; Epochs the epochs
 	// that had any; Dropped the changes a discarding sink threw away.
@@ -68,17 +77,20 @@ func (w *Writer) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
 		w.Dropped.Add(int64(len(b.Rows)))
 		return nil
 	}
-	for i, row := range b.Rows {
-		d := b.Diffs[i]
-		if w.key == nil {
+	if w.key == nil {
+		for i, row := range b.Rows {
+			d := b.Diffs[i]
 			for ; d > 0; d-- {
-				w.changes = append(w.changes, connector.Change{After: row})
+				w.encode(connector.Change{After: row})
 			}
 			for ; d < 0; d++ {
-				w.changes = append(w.changes, connector.Change{Before: row})
+				w.encode(connector.Change{Before: row})
 			}
-			continue
 		}
+		return nil
+	}
+	for i, row := range b.Rows {
+		d := b.Diffs[i]
 		w.keyBuf = w.keyBuf[:0]
 		for _, c := range w.key {
 			w.keyBuf = types.AppendKey(w.keyBuf, row[c])
@@ -112,6 +124,9 @@ func (w *Writer) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
 func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	if w.discard {
 		return nil
+	}
+	if w.key == nil {
+		return w.checkpointEncoded(b)
 	}
 	// The store copies what it is given, so one buffer serves every chunk
 	// (and every epoch), and the changes handed to Mem are the epoch's,
@@ -166,6 +181,58 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	clear(w.changes)
 	w.changes = w.changes[:0]
 	clear(w.byKey)
+	return nil
+}
+
+// encode appends c to the epoch's current log chunk, starting a new one
+// after chunkChanges changes.
+func (w *Writer) encode(c connector.Change) {
+	if w.cur == nil {
+		w.cur = make([]byte, 0, w.chunkCap())
+	}
+	w.cur = appendChange(w.cur, c)
+	w.curN++
+	w.encTotal++
+	if w.curN >= chunkChanges {
+		w.enc = append(w.enc, w.cur)
+		w.cur, w.curN = nil, 0
+	}
+}
+
+// chunkCap is the room of a new chunk: the size of the last full one.
+func (w *Writer) chunkCap() int {
+	if n := len(w.enc); n > 0 {
+		return min(len(w.enc[n-1])+len(w.enc[n-1])/16, maxKeptBuf)
+	}
+	return 4 << 10
+}
+
+// checkpointEncoded writes an append-only sink's encoded chunks to the
+// log and hands them to Mem: the chunks are the deliverer's from here
+// (the store copies what it is given).
+func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
+	if w.curN > 0 {
+		w.enc = append(w.enc, w.cur)
+	}
+	var size int64
+	for i, chunk := range w.enc {
+		b.W.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+		size += int64(len(chunk))
+	}
+	if w.Mem != nil {
+		w.Mem.addEncoded(b.Epoch, w.enc, size, w.encTotal)
+	}
+	if w.encTotal > 0 {
+		w.Logged.Add(w.encTotal)
+		w.Epochs.Add(1)
+		w.LastEpoch.Store(b.Epoch)
+	}
+	if w.Mem == nil && len(w.enc) == 1 && cap(w.enc[0]) <= maxKeptBuf {
+		w.cur = w.enc[0][:0] // nobody else holds it: reuse
+	} else {
+		w.cur = nil
+	}
+	w.enc, w.curN, w.encTotal = nil, 0, 0
 	return nil
 }
 
