@@ -6,6 +6,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,15 +25,21 @@ import (
 
 // The spilled bulk insert: a COPY FROM outside a transaction block whose
 // memory does not grow with its rows. As the decode pipeline hands over
-// each chunk, its table log entry is appended to a scratch file and its
-// write-set records (key, encoded row, row number) to runs, sorted
-// scratch files of spillRunBytes; the rows themselves are dropped. At the
-// end, under the table's lock, the runs are merged in key order into
-// sstables (checking the keys against each other and the committed rows
-// as bulkCommit does, with the same first error), the log entries become
-// one more sstable, and storage ingests them all at once, durably. Then
-// the chunks enter the dataflow in one epoch, as log sequence numbers
-// that the table's source reads back one at a time. A crash before the
+// each chunk, its table log entry is written to an sstable of the log at
+// the sequence numbers after the table's when the load began, and its
+// write-set records (key, encoded row, row number) either go straight into
+// sstables of rows, while every key is above the one before (a table with
+// a primary key loaded in key order), or to runs, sorted scratch files of
+// spillRunBytes; the first key out of order turns the rows written so far
+// into runs. The rows themselves are dropped. At the end, under the
+// table's lock, the runs are merged in key order into sstables (checking
+// the keys against each other and the committed rows as bulkCommit does,
+// with the same first error; rows in key order are checked against the
+// committed ones only if the table has a key in their range or locked
+// keys), the log's sstable is rewritten if the table's log moved on
+// meanwhile, and storage ingests them all at once, durably. Then the
+// chunks enter the dataflow in one epoch, as log sequence numbers that
+// the table's source reads back one at a time. A crash before the
 // ingestion leaves only scratch files, which storage removes when it
 // opens.
 
@@ -43,10 +50,13 @@ import (
 // below 256 MiB, where 16 MiB ones left it near 300.
 var spillRunBytes = 8 << 20
 
-// spillFileBytes is the size of one ingested sstable of rows.
-const spillFileBytes = 64 << 20
+// spillFileBytes is the size of one ingested sstable of rows (a variable:
+// tests make many small files).
+var spillFileBytes uint64 = 64 << 20
 
 var spillSeq atomic.Int64
+
+var errStopSpill = errors.New("stop")
 
 // copySpill is one spilled bulk insert being read.
 type copySpill struct {
@@ -61,15 +71,23 @@ type copySpill struct {
 	checkRow int
 	checkErr error
 	err      error // a scratch file's I/O error
-	logPath  string
-	logf     *os.File
-	logw     *bufio.Writer
+	// logSST holds the chunks' log entries at logBase+1, logBase+2, …
+	// (logBase: the table's log sequence number when the load began).
+	logSST   *storage.BulkFile
+	logBase  uint64
 	chunks   int
+	ingested bool // the sstables are the store's now
+	// sorted: every key so far is above the one before (a keyed table);
+	// the rows 0, 1, … are in direct, in key order, firstKey to lastKey.
+	sorted            bool
+	direct            []*storage.BulkFile
+	nDirect           int
+	firstKey, lastKey []byte
 	// the run being filled: records' keys and values back to back
 	arena []byte
 	recs  []spillRec
 	runs  []string
-	files []string // every scratch file, removed by cleanup
+	files []string // every scratch run, removed by cleanup
 }
 
 type spillRec struct {
@@ -78,21 +96,26 @@ type spillRec struct {
 }
 
 func (e *Engine) newCopySpill(tw *tableWriter) (*copySpill, error) {
-	sp := &copySpill{e: e, tw: tw, checkRow: -1, tag: fmt.Sprintf("copy-%d-%d", os.Getpid(), spillSeq.Add(1))}
-	sp.logPath = filepath.Join(e.db.BulkDir(), sp.tag+"-log")
-	f, err := os.Create(sp.logPath)
+	sp := &copySpill{e: e, tw: tw, checkRow: -1, sorted: tw.key != nil,
+		tag: fmt.Sprintf("copy-%d-%d", os.Getpid(), spillSeq.Add(1))}
+	tw.mu.Lock()
+	sp.logBase = tw.seq
+	tw.mu.Unlock()
+	f, err := e.db.NewBulkFile(sp.tag + "-log.sst")
 	if err != nil {
-		return nil, pgerror.Wrap(err, pgcode.IOError, "create %s", sp.logPath)
+		return nil, err
 	}
-	sp.files = append(sp.files, sp.logPath)
-	sp.logf, sp.logw = f, bufio.NewWriterSize(f, 1<<20)
+	sp.logSST = f
 	return sp, nil
 }
 
-// cleanup removes the scratch files.
+// cleanup removes the scratch files (and the sstables, unless ingested).
 func (sp *copySpill) cleanup() {
-	if sp.logf != nil {
-		sp.logf.Close()
+	if !sp.ingested {
+		sp.logSST.Remove()
+		for _, f := range sp.direct {
+			f.Remove()
+		}
 	}
 	for _, p := range sp.files {
 		os.Remove(p)
@@ -116,26 +139,95 @@ func (sp *copySpill) add(c *bulkChunk) {
 			break
 		}
 	}
-	var hdr [binary.MaxVarintLen64]byte
-	sp.logw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(c.log)))])
-	if _, err := sp.logw.Write(c.log); err != nil {
-		sp.err = pgerror.Wrap(err, pgcode.IOError, "write %s", sp.logPath)
+	sp.chunks++
+	if err := sp.logSST.Set(storage.Key(storage.SpaceLog, sp.tw.id, flow.EncodeSeq(sp.logBase+uint64(sp.chunks))), c.log); err != nil {
+		sp.err = err
 		return
 	}
-	sp.chunks++
-	for j := range limit {
+	j := 0
+	if sp.sorted {
+		// Rows before this chunk are all in direct: row base+j is the
+		// nDirect-th.
+		for ; j < limit; j++ {
+			k := c.key(j)
+			if sp.nDirect > 0 && bytes.Compare(k, sp.lastKey) <= 0 {
+				break
+			}
+			if err := sp.writeDirect(k, c.value(j)); err != nil {
+				sp.err = err
+				return
+			}
+			if sp.nDirect == 0 {
+				sp.firstKey = bytes.Clone(k)
+			}
+			sp.lastKey = append(sp.lastKey[:0], k...)
+			sp.nDirect++
+		}
+		if j < limit {
+			sp.unsort()
+			if sp.err != nil {
+				return
+			}
+		}
+	}
+	for ; j < limit; j++ {
 		var k []byte
 		if sp.tw.key != nil {
 			k = c.key(j)
 		}
-		v := c.value(j)
-		off := len(sp.arena)
-		sp.arena = append(append(sp.arena, k...), v...)
-		sp.recs = append(sp.recs, spillRec{off: off, kl: len(k), vl: len(v), row: base + j})
+		sp.addRec(k, c.value(j), base+j)
 	}
+}
+
+// addRec adds a record to the run being filled.
+func (sp *copySpill) addRec(k, v []byte, row int) {
+	off := len(sp.arena)
+	sp.arena = append(append(sp.arena, k...), v...)
+	sp.recs = append(sp.recs, spillRec{off: off, kl: len(k), vl: len(v), row: row})
 	if len(sp.arena) >= spillRunBytes {
 		sp.flushRun()
 	}
+}
+
+// writeDirect appends a row, its key above every one before, to the
+// sstables of rows in key order.
+func (sp *copySpill) writeDirect(k, v []byte) error {
+	n := len(sp.direct)
+	if n == 0 || sp.direct[n-1].Size() >= spillFileBytes {
+		if n > 0 {
+			if err := sp.direct[n-1].Close(); err != nil {
+				return err
+			}
+		}
+		f, err := sp.e.db.NewBulkFile(fmt.Sprintf("%s-d-%d.sst", sp.tag, n))
+		if err != nil {
+			return err
+		}
+		sp.direct = append(sp.direct, f)
+	}
+	return sp.direct[len(sp.direct)-1].Set(k, v)
+}
+
+// unsort turns the rows written in key order into runs (a key has come
+// out of order): the rest of the load goes to runs.
+func (sp *copySpill) unsort() {
+	sp.sorted = false
+	row := 0
+	for _, f := range sp.direct {
+		err := f.Close()
+		if err == nil {
+			err = f.Scan(func(k, v []byte) error {
+				sp.addRec(k, v, row)
+				row++
+				return sp.err
+			})
+		}
+		if err != nil && sp.err == nil {
+			sp.err = err
+		}
+		f.Remove()
+	}
+	sp.direct, sp.nDirect = nil, 0
 }
 
 func (sp *copySpill) recKey(r spillRec) []byte { return sp.arena[r.off : r.off+r.kl] }
@@ -228,9 +320,10 @@ func (sp *copySpill) finish() error {
 		sp.flushRun()
 	}
 	if sp.err == nil {
-		if err := sp.logw.Flush(); err != nil {
-			sp.err = pgerror.Wrap(err, pgcode.IOError, "write %s", sp.logPath)
-		}
+		sp.err = sp.logSST.Close()
+	}
+	if n := len(sp.direct); sp.err == nil && n > 0 {
+		sp.err = sp.direct[n-1].Close()
 	}
 	return sp.err
 }
@@ -246,6 +339,8 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 		return 0, nil, pgerror.New(pgcode.SerializationFailure, "table %q changed while the statement was writing it", tw.name).
 			WithHint("Retry the statement.")
 	}
+	// out: the sstables made here (removed if the commit fails; the
+	// load's own are removed by cleanup)
 	var out []*storage.BulkFile
 	ok := false
 	defer func() {
@@ -300,28 +395,73 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 	dup, lock := limit, limit
 	var lockDone chan struct{}
 	var dupRow []byte
-	// pending: keys (first occurrences) waiting for the committed check
-	type pend struct {
-		k, v []byte
-		row  int
-	}
+	// pending: keys (first occurrences, at parena[off:], value after)
+	// waiting for the committed check
+	type pend struct{ off, kl, vl, row int }
 	var pending []pend
 	var parena []byte
+	var keys [][]byte
 	checkPending := func() error {
 		if len(pending) == 0 {
 			return nil
 		}
-		keys := make([][]byte, len(pending))
-		for i, p := range pending {
-			keys[i] = p.k
+		keys = keys[:0]
+		for _, p := range pending {
+			keys = append(keys, parena[p.off:p.off+p.kl])
 		}
 		err := e.db.Existing(keys, func(i int) {
-			if pending[i].row < dup {
-				dup, dupRow = pending[i].row, bytes.Clone(pending[i].v)
+			if p := pending[i]; p.row < dup {
+				dup, dupRow = p.row, bytes.Clone(parena[p.off+p.kl:p.off+p.kl+p.vl])
 			}
 		})
 		pending, parena = pending[:0], parena[:0]
 		return err
+	}
+	// noteKey takes the first occurrence of a key: a key locked by a
+	// transaction, a key to check against the committed rows.
+	noteKey := func(k, v []byte, row int) error {
+		if len(tw.locks) > 0 && row < lock {
+			if owner := tw.locks[string(k)]; owner != nil {
+				lock, lockDone = row, owner.done
+			}
+		}
+		off := len(parena)
+		parena = append(append(parena, k...), v...)
+		pending = append(pending, pend{off: off, kl: len(k), vl: len(v), row: row})
+		if len(pending) == bulkChunkRows {
+			return checkPending()
+		}
+		return nil
+	}
+	if sp.sorted && sp.nDirect > 0 {
+		// The rows are in direct already, every key once: only the
+		// committed rows and the locks can fail them.
+		need := len(tw.locks) > 0
+		if !need {
+			err := e.db.ScanRange(sp.firstKey, append(bytes.Clone(sp.lastKey), 0), func(k, v []byte) error {
+				need = true
+				return errStopSpill
+			})
+			if err != nil && err != errStopSpill {
+				return 0, nil, err
+			}
+		}
+		row := 0
+		for _, f := range sp.direct {
+			if !need {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return 0, nil, err
+			}
+			err := f.Scan(func(k, v []byte) error {
+				row++
+				return noteKey(k, v, row-1)
+			})
+			if err != nil {
+				return 0, nil, err
+			}
+		}
 	}
 	rowID := tw.rowID
 	var last []byte
@@ -343,27 +483,8 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 			} else {
 				if keyed {
 					last, haveLast = append(last[:0], k...), true
-					if len(tw.locks) > 0 && row < lock {
-						if owner := tw.locks[string(k)]; owner != nil {
-							lock, lockDone = row, owner.done
-						}
-					}
-					off := len(parena)
-					parena = append(append(parena, k...), v...)
-					pending = append(pending, pend{row: row})
-					pending[len(pending)-1].k = parena[off : off+len(k)]
-					pending[len(pending)-1].v = parena[off+len(k):]
-					if len(pending) == bulkChunkRows {
-						// parena may have moved: re-slice
-						p := 0
-						for i := range pending {
-							kl, vl := len(pending[i].k), len(pending[i].v)
-							pending[i].k, pending[i].v = parena[p:p+kl], parena[p+kl:p+kl+vl]
-							p += kl + vl
-						}
-						if err := checkPending(); err != nil {
-							return 0, nil, err
-						}
+					if err := noteKey(k, v, row); err != nil {
+						return 0, nil, err
 					}
 				} else {
 					rowID++
@@ -400,16 +521,8 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 			heap.Fix(&h, 0)
 		}
 	}
-	if keyed && len(pending) > 0 {
-		p := 0
-		for i := range pending {
-			kl, vl := len(pending[i].k), len(pending[i].v)
-			pending[i].k, pending[i].v = parena[p:p+kl], parena[p+kl:p+kl+vl]
-			p += kl + vl
-		}
-		if err := checkPending(); err != nil {
-			return 0, nil, err
-		}
+	if err := checkPending(); err != nil {
+		return 0, nil, err
 	}
 	switch {
 	case dup < limit && dup <= lock:
@@ -428,28 +541,30 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 			return 0, nil, err
 		}
 	}
-	// The log entries, at the next sequence numbers, and the row id.
-	lf, err := e.db.NewBulkFile(sp.tag + "-log.sst")
-	if err != nil {
-		return 0, nil, err
+	// The log entries at the table's next sequence numbers: rewritten if
+	// other statements wrote the table during the load.
+	if tw.seq != sp.logBase {
+		if err := sp.rebaseLog(tw.seq); err != nil {
+			return 0, nil, err
+		}
 	}
-	out = append(out, lf)
-	seq := tw.seq
-	err = sp.readLog(func(entry []byte) error {
-		seq++
-		return lf.Set(storage.Key(storage.SpaceLog, tw.id, flow.EncodeSeq(seq)), entry)
-	})
-	if err == nil && !keyed {
-		err = lf.Set(rowIDKey(tw.id), binary.AppendUvarint(nil, rowID))
+	if !keyed {
+		f, err := e.db.NewBulkFile(sp.tag + "-rowid.sst")
+		if err != nil {
+			return 0, nil, err
+		}
+		out = append(out, f)
+		if err := f.Set(rowIDKey(tw.id), binary.AppendUvarint(nil, rowID)); err != nil {
+			return 0, nil, err
+		}
+		if err := f.Close(); err != nil {
+			return 0, nil, err
+		}
 	}
-	if err == nil {
-		err = lf.Close()
-	}
-	if err != nil {
-		return 0, nil, err
-	}
+	files := append(append(out, sp.direct...), sp.logSST)
 	ok = true // IngestBulk removes the files if it fails
-	if err := e.db.IngestBulk(out); err != nil {
+	sp.ingested = true
+	if err := e.db.IngestBulk(files); err != nil {
 		return 0, nil, err
 	}
 	tw.rowID = rowID
@@ -471,27 +586,26 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 	return epoch, nil, err
 }
 
-// readLog calls f with each chunk's log entry, in order.
-func (sp *copySpill) readLog(f func(entry []byte) error) error {
-	file, err := os.Open(sp.logPath)
+// rebaseLog rewrites the log's sstable at the sequence numbers after base.
+func (sp *copySpill) rebaseLog(base uint64) error {
+	f, err := sp.e.db.NewBulkFile(fmt.Sprintf("%s-log-%d.sst", sp.tag, base))
 	if err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "read %s", sp.logPath)
+		return err
 	}
-	defer file.Close()
-	r := bufio.NewReaderSize(file, 1<<20)
-	for range sp.chunks {
-		n, err := binary.ReadUvarint(r)
-		if err != nil {
-			return pgerror.Wrap(err, pgcode.IOError, "read %s", sp.logPath)
-		}
-		entry := make([]byte, n)
-		if _, err := io.ReadFull(r, entry); err != nil {
-			return pgerror.Wrap(err, pgcode.IOError, "read %s", sp.logPath)
-		}
-		if err := f(entry); err != nil {
-			return err
-		}
+	seq := base
+	err = sp.logSST.Scan(func(_, v []byte) error {
+		seq++
+		return f.Set(storage.Key(storage.SpaceLog, sp.tw.id, flow.EncodeSeq(seq)), v)
+	})
+	if err == nil {
+		err = f.Close()
 	}
+	if err != nil {
+		f.Remove()
+		return err
+	}
+	sp.logSST.Remove()
+	sp.logSST, sp.logBase = f, base
 	return nil
 }
 

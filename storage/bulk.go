@@ -62,6 +62,46 @@ func (f *BulkFile) Close() error {
 	return nil
 }
 
+// Scan calls fn with each key and value of the closed file, in order
+// (a load rewriting a file it wrote: its keys changed, or its rows become
+// sorted runs). The slices are valid during the call only.
+func (f *BulkFile) Scan(fn func(k, v []byte) error) error {
+	file, err := os.Open(f.path)
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+	}
+	readable, err := sstable.NewSimpleReadable(file)
+	if err != nil {
+		file.Close()
+		return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+	}
+	r, err := sstable.NewReader(readable, sstable.ReaderOptions{MergerName: countMerger.Name})
+	if err != nil {
+		readable.Close()
+		return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+	}
+	defer r.Close()
+	it, err := r.NewIter(nil, nil)
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+	}
+	for k, lv := it.First(); k != nil; k, lv = it.Next() {
+		v, _, err := lv.Value(nil)
+		if err != nil {
+			it.Close()
+			return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+		}
+		if err := fn(k.UserKey, v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "read %s", f.path)
+	}
+	return nil
+}
+
 // Remove closes and deletes the file (a load that failed).
 func (f *BulkFile) Remove() {
 	f.Close()

@@ -534,6 +534,55 @@ func (db *DB) Existing(keys [][]byte, found func(i int)) error {
 	return nil
 }
 
+// Seeker reads keys in ascending order from the latest state as of its
+// creation, moving one iterator forward: a merge that looks up each of
+// its keys (a materialization's checkpoint of a large epoch) pays a seek
+// where the keys are far apart and nothing past the last stored key,
+// where a Get builds an iterator each time.
+type Seeker struct {
+	it      *pebble.Iterator
+	valid   bool
+	started bool
+}
+
+// NewSeeker returns a Seeker over [lo, hi).
+func (db *DB) NewSeeker(lo, hi []byte) (*Seeker, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	return &Seeker{it: it}, nil
+}
+
+// Get returns a copy of key's value (nil if absent); each key must be
+// above the one before.
+func (s *Seeker) Get(key []byte) ([]byte, error) {
+	switch {
+	case !s.started:
+		s.valid, s.started = s.it.SeekGE(key), true
+	case s.valid && bytes.Compare(s.it.Key(), key) < 0:
+		s.valid = s.it.SeekGE(key)
+	}
+	if !s.valid {
+		if err := s.it.Error(); err != nil {
+			return nil, pgerror.Wrap(err, pgcode.IOError, "read")
+		}
+		return nil, nil
+	}
+	if !bytes.Equal(s.it.Key(), key) {
+		return nil, nil
+	}
+	return bytes.Clone(s.it.Value()), nil
+}
+
+// Close releases the iterator.
+func (s *Seeker) Close() error {
+	if err := s.it.Close(); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	return nil
+}
+
 // NewWriteBatch returns an empty write batch.
 func (db *DB) NewWriteBatch() *WriteBatch { return &WriteBatch{b: db.pdb.NewBatch()} }
 

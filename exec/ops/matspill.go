@@ -179,15 +179,15 @@ func (r *matRun) RunKey() []byte { return r.key }
 func (r *matRun) RunSeq() int    { return r.idx }
 
 // priorRaw returns key k's multiplicity and encoded row before this
-// epoch's changes.
-func (m *Materialize) priorRaw(k string, key []byte) (int64, []byte, error) {
+// epoch's changes (the keys ascending: sk reads the stored ones).
+func (m *Materialize) priorRaw(sk *storage.Seeker, k string, key []byte) (int64, []byte, error) {
 	if w, ok := m.flying[k]; ok {
 		if w.row == nil {
 			return w.n, nil, nil
 		}
 		return w.n, types.EncodeRow(nil, w.row), nil
 	}
-	v, err := m.db.Get(key)
+	v, err := sk.Get(key)
 	if err != nil || v == nil {
 		return 0, nil, err
 	}
@@ -234,6 +234,13 @@ func (m *Materialize) checkpointSpilled(b *flow.Barrier, logging bool) error {
 	if err != nil {
 		return err
 	}
+	// The keys come in ascending order: one iterator reads the stored
+	// values.
+	sk, err := m.db.NewSeeker(m.prefix, storage.PrefixEnd(m.prefix))
+	if err != nil {
+		return err
+	}
+	defer sk.Close()
 	var kbuf, vbuf []byte
 	for h.Len() > 0 {
 		k := h[0].key
@@ -256,7 +263,7 @@ func (m *Materialize) checkpointSpilled(b *flow.Barrier, logging bool) error {
 			}
 		}
 		kbuf = append(append(kbuf[:0], m.prefix...), k...)
-		n0, row0, err := m.priorRaw(string(k), kbuf)
+		n0, row0, err := m.priorRaw(sk, string(k), kbuf)
 		if err != nil {
 			return err
 		}
