@@ -19,16 +19,21 @@ import (
 )
 
 // testRegistry is a schema registry speaking the Confluent REST protocol
-// (the subset a reader needs, and registration) on 127.0.0.1.
+// (the subset a reader needs, and registration) on 127.0.0.1; with user
+// set it demands HTTP basic authentication, as the Confluent registry
+// does with authentication.method=BASIC.
 type testRegistry struct {
+	user, pass string
+
 	mu       sync.Mutex
 	schemas  []string            // id-1 -> schema text
 	subjects map[string][]uint32 // subject -> ids of its versions
 	gets     map[string]int      // path -> GETs served
+	posts    map[string]int      // subject -> registrations asked
 }
 
 func startRegistry(t *testing.T) (*testRegistry, string) {
-	r := &testRegistry{subjects: map[string][]uint32{}, gets: map[string]int{}}
+	r := &testRegistry{subjects: map[string][]uint32{}, gets: map[string]int{}, posts: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
 	return r, srv.URL
@@ -47,11 +52,43 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-	r.gets[req.URL.Path]++
 	notFound := func(code int, msg string) {
 		w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(w).Encode(map[string]any{"error_code": code, "message": msg})
 	}
+	if r.user != "" {
+		if u, p, ok := req.BasicAuth(); !ok || u != r.user || p != r.pass {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"error_code": 401, "message": "Unauthorized"})
+			return
+		}
+	}
+	if req.Method == http.MethodPost {
+		// POST /subjects/{subject}/versions {"schema": …}: the id of the
+		// same schema if the subject has it, else a new version.
+		subject, ok := strings.CutSuffix(strings.TrimPrefix(req.URL.Path, "/subjects/"), "/versions")
+		var body struct {
+			Schema string `json:"schema"`
+		}
+		if !ok || json.NewDecoder(req.Body).Decode(&body) != nil || body.Schema == "" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			json.NewEncoder(w).Encode(map[string]any{"error_code": 42201, "message": "Invalid schema"})
+			return
+		}
+		r.posts[subject]++
+		for _, id := range r.subjects[subject] {
+			if r.schemas[id-1] == body.Schema {
+				json.NewEncoder(w).Encode(map[string]any{"id": id})
+				return
+			}
+		}
+		r.schemas = append(r.schemas, body.Schema)
+		id := uint32(len(r.schemas))
+		r.subjects[subject] = append(r.subjects[subject], id)
+		json.NewEncoder(w).Encode(map[string]any{"id": id})
+		return
+	}
+	r.gets[req.URL.Path]++
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/schemas/ids/"):
 		id, err := strconv.Atoi(strings.TrimPrefix(p, "/schemas/ids/"))

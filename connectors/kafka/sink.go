@@ -10,6 +10,13 @@ package kafka
 // was deleted. FORMAT DEBEZIUM writes the encode.Debezium envelope
 // (before, after, op, source.epoch), keyed like PLAIN.
 //
+// ENCODE AVRO (schema.registry = '…') writes the key and value in the
+// Confluent wire format: the value schema is a record of the sink's
+// columns (schemareg.RecordSchema), registered under <topic>-value, and
+// for FORMAT UPSERT the key schema a record of the primary_key columns,
+// registered under <topic>-key; both are registered on the first Write
+// (the registry answers the same id for a schema it has already).
+//
 // Delivery. With delivery = EXACTLY_ONCE (the default) every epoch is one
 // Kafka transaction of franz-go's transactional producer (txn.go) that
 // also writes a progress record {"sink":ID,"epoch":N} keyed by the
@@ -31,11 +38,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sluice/connectors/internal/encode"
+	"sluice/connectors/internal/schemareg"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -54,6 +63,7 @@ const (
 	sinkFormatDebezium = "DEBEZIUM"
 	sinkEncodeJSON     = "JSON"
 	sinkEncodeCSV      = "CSV"
+	sinkEncodeAvro     = "AVRO"
 )
 
 // sinkDefaultTxnTimeout is transaction.timeout.ms when not given. It also
@@ -88,6 +98,35 @@ type sinkOptions struct {
 	cols          []types.Column
 	key           []int
 	sec           *security // TLS and SASL (security.go)
+	avro          *sinkAvro // ENCODE AVRO's schemas
+}
+
+// sinkAvro is the registry and the schemas of an ENCODE AVRO sink; the
+// ids are set by the first register.
+type sinkAvro struct {
+	reg                    *schemareg.Client
+	valueSchema, keySchema string // keySchema "" unless FORMAT UPSERT
+	valueID, keyID         uint32
+}
+
+// register registers the sink's schemas unless done already.
+func (a *sinkAvro) register(topic string) error {
+	if a.valueID != 0 {
+		return nil
+	}
+	if a.keySchema != "" {
+		id, err := a.reg.Register(topic+"-key", a.keySchema)
+		if err != nil {
+			return err
+		}
+		a.keyID = id
+	}
+	id, err := a.reg.Register(topic+"-value", a.valueSchema)
+	if err != nil {
+		return err
+	}
+	a.valueID = id
+	return nil
 }
 
 func sinkOptionError(key, format string, args ...any) error {
@@ -164,9 +203,34 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE CSV is only supported with FORMAT PLAIN").
 				WithHint("use ENCODE JSON with FORMAT %s", o.format)
 		}
+	case sinkEncodeAvro:
+		if o.format == sinkFormatDebezium {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE AVRO is not supported by the kafka sink").
+				WithHint("use FORMAT UPSERT ENCODE AVRO, or FORMAT DEBEZIUM ENCODE JSON")
+		}
 	default:
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
-			WithHint("use ENCODE JSON or CSV")
+			WithHint("use ENCODE JSON, CSV or AVRO")
+	}
+	// The options after ENCODE …: only ENCODE AVRO's registry has any.
+	for k := range cfg.FormatOptions {
+		if !slices.Contains(schemareg.Options, k) || o.encode != sinkEncodeAvro {
+			return nil, sinkOptionError(k, "unknown option of ENCODE %s", o.encode)
+		}
+	}
+	if o.encode == sinkEncodeAvro {
+		get := func(k string) string { return strings.TrimSpace(cfg.FormatOptions[k]) }
+		if get("schema.registry") == "" {
+			return nil, sinkOptionError("schema.registry", "is required with ENCODE AVRO (e.g. ENCODE AVRO (schema.registry = 'http://127.0.0.1:8081'))")
+		}
+		reg, err := schemareg.FromOptions(get, cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		o.avro = &sinkAvro{reg: reg, valueSchema: schemareg.RecordSchema(o.topic+"_value", o.cols, nil)}
+		if o.format == sinkFormatUpsert && len(cfg.Key) > 0 {
+			o.avro.keySchema = schemareg.RecordSchema(o.topic+"_key", o.cols, cfg.Key)
+		}
 	}
 
 	switch o.format {
@@ -233,10 +297,12 @@ type sinkEncoder struct {
 	key    []int
 	format string
 	csv    bool
+	topic  string
+	avro   *sinkAvro // ENCODE AVRO
 }
 
 func newSinkEncoder(o *sinkOptions) sinkEncoder {
-	return sinkEncoder{cols: o.cols, key: o.key, format: o.format, csv: o.encode == sinkEncodeCSV}
+	return sinkEncoder{cols: o.cols, key: o.key, format: o.format, csv: o.encode == sinkEncodeCSV, topic: o.topic, avro: o.avro}
 }
 
 // record appends the key and value of one change to buf and returns buf
@@ -249,6 +315,9 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 	}
 	if row == nil {
 		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: change with neither a before nor an after row")
+	}
+	if e.avro != nil {
+		return e.recordAvro(buf, c, row)
 	}
 	if len(e.key) > 0 {
 		start := len(buf)
@@ -273,6 +342,39 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 		buf = encode.JSON(buf, e.cols, c.After)
 	case sinkFormatDebezium:
 		buf = encode.Debezium(buf, e.cols, c.Before, c.After, epoch)
+	}
+	return buf, key, buf[start:len(buf):len(buf)], nil
+}
+
+// recordAvro is record for ENCODE AVRO: FORMAT PLAIN records are unkeyed
+// unless primary_key is given (then the key is JSON, as with ENCODE
+// JSON); FORMAT UPSERT keys are Avro records of the key columns.
+func (e *sinkEncoder) recordAvro(buf []byte, c connector.Change, row types.Row) (_, key, value []byte, err error) {
+	if err := e.avro.register(e.topic); err != nil {
+		return buf, nil, nil, err
+	}
+	if len(e.key) > 0 {
+		start := len(buf)
+		if e.avro.keyID != 0 {
+			buf = schemareg.AppendFrame(buf, e.avro.keyID)
+			if buf, err = schemareg.AppendRecord(buf, e.cols, e.key, row); err != nil {
+				return buf, nil, nil, err
+			}
+		} else {
+			buf = encode.KeyJSON(buf, e.cols, e.key, row)
+		}
+		key = buf[start:len(buf):len(buf)]
+	}
+	if e.format == sinkFormatPlain && (c.After == nil || c.Before != nil) {
+		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: FORMAT PLAIN got a retraction from an input planned as append-only")
+	}
+	if c.After == nil { // FORMAT UPSERT: a tombstone
+		return buf, key, nil, nil
+	}
+	start := len(buf)
+	buf = schemareg.AppendFrame(buf, e.avro.valueID)
+	if buf, err = schemareg.AppendRecord(buf, e.cols, nil, c.After); err != nil {
+		return buf, nil, nil, err
 	}
 	return buf, key, buf[start:len(buf):len(buf)], nil
 }

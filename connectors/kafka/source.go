@@ -66,6 +66,9 @@ var srcKnownOptions = map[string]bool{
 	"format":                        true,
 	"encode":                        true,
 	"schema.registry":               true, // ENCODE AVRO (schema.registry = '…')
+	"schema.registry.username":      true,
+	"schema.registry.password":      true,
+	"schema.registry.ca":            true,
 }
 
 // srcConfig is a parsed source configuration.
@@ -217,11 +220,15 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE AVRO with FORMAT UPSERT or DEBEZIUM is not supported").
 				WithHint("use FORMAT PLAIN ENCODE AVRO")
 		}
-		if c.registry, err = schemareg.New(reg, cfg.Policy); err != nil {
+		if c.registry, err = schemareg.FromOptions(get, cfg.Policy); err != nil {
 			return nil, err
 		}
-	} else if reg != "" {
-		return nil, srcOptionError("schema.registry", "needs ENCODE AVRO")
+	} else {
+		for _, k := range schemareg.Options {
+			if get(k) != "" {
+				return nil, srcOptionError(k, "needs ENCODE AVRO")
+			}
+		}
 	}
 	if c.format == srcDebezium && enc != decode.JSON {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON")
@@ -270,7 +277,7 @@ func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error
 	if len(cfg.Columns) == 0 && strings.EqualFold(strings.TrimSpace(cfg.Options["encode"]), "AVRO") {
 		// The columns are the fields of the topic's latest value schema
 		// (subject <topic>-value, the registry's TopicNameStrategy).
-		reg, err := schemareg.New(cfg.Options["schema.registry"], cfg.Policy)
+		reg, err := schemareg.FromOptions(func(k string) string { return strings.TrimSpace(cfg.Options[k]) }, cfg.Policy)
 		if err != nil {
 			return nil, err
 		}
