@@ -231,6 +231,13 @@ func TestKafkaAvroSink(t *testing.T) {
 	}
 	waitForLines(t, conn, `SELECT id, k, amount, ts, d, note, ok, f, lts FROM back_v ORDER BY id`, srcLines)
 
+	// And the upsert topic through FORMAT UPSERT ENCODE AVRO: the deleted
+	// row's tombstone deletes it.
+	ExecAll(t, conn,
+		`CREATE SOURCE up_back (id INT, name TEXT, bal NUMERIC(12,2), PRIMARY KEY (id)) WITH (`+kw+`, topic = 'avs_up') FORMAT UPSERT `+enc,
+		`CREATE MATERIALIZED VIEW up_back_v AS SELECT id, name, bal FROM up_back`)
+	waitForLines(t, conn, `SELECT id, name, bal FROM up_back_v`, []string{"1 ann 99.99", "3 cy -3.00"})
+
 	// Credentials: the registry now demands them.
 	reg.mu.Lock()
 	reg.user, reg.pass = "sr-user", "sr-secret"
@@ -271,4 +278,93 @@ func TestKafkaAvroSink(t *testing.T) {
 	} {
 		wantCode(t, conn, bad.sql, bad.code)
 	}
+}
+
+// avroDbzEnvelope is a Debezium change event's value schema as Debezium's
+// Avro converter registers it: before and after unions of the row record.
+const avroDbzEnvelope = `{"type":"record","name":"Envelope","namespace":"dbserver1.inventory.customers","fields":[
+ {"name":"before","type":["null",{"type":"record","name":"Value","fields":[
+   {"name":"id","type":"int"},
+   {"name":"email","type":["null","string"],"default":null},
+   {"name":"since","type":["null",{"type":"long","logicalType":"timestamp-micros"}],"default":null}]}],"default":null},
+ {"name":"after","type":["null","Value"],"default":null},
+ {"name":"op","type":"string"},
+ {"name":"ts_ms","type":["null","long"],"default":null}]}`
+
+const avroUpKey = `{"type":"record","name":"Key","fields":[{"name":"id","type":"int"}]}`
+const avroUpValue = `{"type":"record","name":"Acct","fields":[{"name":"id","type":"int"},{"name":"name","type":["null","string"],"default":null}]}`
+
+// TestKafkaAvroUpsertDebezium reads FORMAT UPSERT ENCODE AVRO (Avro keys
+// of <topic>-key, tombstones delete) and FORMAT DEBEZIUM ENCODE AVRO
+// (the envelope's before/after records, columns derived from "after"),
+// with bad records dead-lettered.
+func TestKafkaAvroUpsertDebezium(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "avu", "avd")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	frame := func(schema string, id uint32, v any) []byte {
+		t.Helper()
+		data, err := avro.Marshal(avro.MustParse(schema), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return confluentFrame(id, data)
+	}
+	produce := func(topic string, key, value []byte) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kid := reg.register("avu-key", avroUpKey)
+	vid := reg.register("avu-value", avroUpValue)
+	key := func(id int) []byte { return frame(avroUpKey, kid, map[string]any{"id": int32(id)}) }
+	val := func(id int, name any) []byte {
+		return frame(avroUpValue, vid, map[string]any{"id": int32(id), "name": name})
+	}
+	produce("avu", key(1), val(1, "ann"))
+	produce("avu", key(2), val(2, "bob"))
+	produce("avu", key(3), val(3, nil))
+	produce("avu", key(1), val(1, "ann2")) // replaces
+	produce("avu", key(2), nil)            // a tombstone deletes
+	produce("avu", key(4), []byte("not avro"))
+	produce("avu", confluentFrame(77, []byte{2}), nil) // a key of an unknown schema id
+
+	did := reg.register("avd-value", avroDbzEnvelope)
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	row := func(id int, email string) map[string]any {
+		return map[string]any{"dbserver1.inventory.customers.Value": map[string]any{"id": int32(id), "email": email, "since": since}}
+	}
+	dbz := func(op string, before, after any) []byte {
+		return frame(avroDbzEnvelope, did, map[string]any{"before": before, "after": after, "op": op, "ts_ms": int64(1)})
+	}
+	produce("avd", nil, dbz("r", nil, row(1, "a@x")))
+	produce("avd", nil, dbz("c", nil, row(2, "b@x")))
+	produce("avd", nil, dbz("u", row(1, "a@x"), row(1, "a2@x")))
+	produce("avd", nil, dbz("d", row(2, "b@x"), nil))
+	produce("avd", nil, nil) // the tombstone after a delete
+	produce("avd", nil, dbz("c", nil, row(3, "c@x")))
+	produce("avd", nil, []byte(`{"op":"c"}`)) // JSON, not Avro
+
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', properties.bootstrap.server = '` + b.Addr + `', on_error = 'dead_letter'`
+	enc := `ENCODE AVRO (schema.registry = '` + regURL + `')`
+	ExecAll(t, conn,
+		`CREATE SOURCE avu (id INT, name TEXT, PRIMARY KEY (id)) WITH (`+kw+`, topic = 'avu') FORMAT UPSERT `+enc,
+		`CREATE MATERIALIZED VIEW avu_v AS SELECT id, coalesce(name, 'NULL') AS name FROM avu`,
+		`CREATE SOURCE avd WITH (`+kw+`, topic = 'avd') FORMAT DEBEZIUM `+enc,
+		`CREATE MATERIALIZED VIEW avd_v AS SELECT id, email, since FROM avd`,
+	)
+	waitForLines(t, conn, `SELECT id, name FROM avu_v`, []string{"1 ann2", "3 NULL"})
+	waitForLines(t, conn, `SELECT column_name || ' ' || data_type FROM information_schema.columns WHERE table_name = 'avd'`,
+		[]string{"email text", "id integer", "since timestamp with time zone"})
+	waitForLines(t, conn, `SELECT id, email, since FROM avd_v`, []string{"1 a2@x 2026-01-02 03:04:05+00", "3 c@x 2026-01-02 03:04:05+00"})
+	waitForLines(t, conn, `SELECT source, "offset" FROM sluice_dead_letters ORDER BY 1, 2`, []string{"avd 6", "avu 5", "avu 6"})
 }

@@ -216,10 +216,6 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 		if reg == "" {
 			return nil, srcOptionError("schema.registry", "is required with ENCODE AVRO (e.g. 'http://127.0.0.1:8081')")
 		}
-		if c.format != srcPlain {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE AVRO with FORMAT UPSERT or DEBEZIUM is not supported").
-				WithHint("use FORMAT PLAIN ENCODE AVRO")
-		}
 		if c.registry, err = schemareg.FromOptions(get, cfg.Policy); err != nil {
 			return nil, err
 		}
@@ -230,8 +226,8 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 			}
 		}
 	}
-	if c.format == srcDebezium && enc != decode.JSON {
-		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON")
+	if c.format == srcDebezium && enc != decode.JSON && enc != decode.AVRO {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON or AVRO")
 	}
 	c.skip = make([]bool, len(c.cols))
 	payload := 0
@@ -284,6 +280,12 @@ func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error
 		s, _, err := reg.Latest(strings.TrimSpace(cfg.Options["topic"]) + "-value")
 		if err != nil {
 			return nil, err
+		}
+		if strings.EqualFold(strings.TrimSpace(cfg.Options["format"]), "DEBEZIUM") {
+			// The envelope's "after" record is the row.
+			if s, err = schemareg.DebeziumRow(s); err != nil {
+				return nil, err
+			}
 		}
 		if cfg.Columns, err = schemareg.Columns(s); err != nil {
 			return nil, err

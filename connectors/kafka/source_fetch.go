@@ -332,6 +332,7 @@ type srcDecoder struct {
 	cfg     *srcConfig
 	dec     *decode.Decoder // the value
 	keyDec  *decode.Decoder // the key columns of an upsert key
+	keyAvro *decode.Decoder // likewise, a Confluent-framed Avro key (ENCODE AVRO)
 	keyCols []int           // the key columns read from the record key (not pseudo-columns)
 	keyRow  types.Row
 	slab    []types.Datum
@@ -355,6 +356,12 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 		}
 		d.keyDec = decode.New(cfg.cols, decode.JSON, skip)
 		d.keyRow = make(types.Row, len(cfg.cols))
+		if cfg.registry != nil {
+			// ENCODE AVRO: a Confluent-framed key is an Avro record of
+			// the key columns (<topic>-key); others are read as JSON or text.
+			d.keyAvro = decode.New(cfg.cols, decode.AVRO, skip)
+			d.keyAvro.SetAvro(cfg.registry)
+		}
 	}
 	return d
 }
@@ -985,6 +992,8 @@ func (d *srcDecoder) upsertKey(key []byte, row types.Row) error {
 	}
 	var err error
 	switch {
+	case d.keyAvro != nil && len(key) >= 5 && key[0] == 0:
+		err = d.keyAvro.Decode(key, d.keyRow)
 	case i < len(key) && key[i] == '{':
 		err = d.keyDec.Decode(key, d.keyRow)
 		if err != nil && len(d.keyCols) == 1 {

@@ -184,25 +184,33 @@ var errEmpty = fmt.Errorf("empty message")
 // updates ("u") both; an envelope without the image its op needs (an
 // update from a table without REPLICA IDENTITY FULL) is an error.
 func (d *Decoder) DecodeDebezium(msg []byte, before, after types.Row) (hasBefore, hasAfter bool, err error) {
-	if d.enc != JSON {
-		return false, false, fmt.Errorf("the Debezium envelope needs JSON")
-	}
-	d.reset()
-	defer d.finish()
-	d.start(msg)
-	d.ws()
-	if d.i >= len(d.b) {
-		return false, false, errEmpty
-	}
-	if d.b[d.i] != '{' {
-		return false, false, d.syntax(fmt.Sprintf("expected an object, found %s", d.found()))
-	}
 	var env envelope
-	if err := d.envelope(&env, before, after, 0); err != nil {
-		return false, false, err
-	}
-	if err := d.end(); err != nil {
-		return false, false, err
+	switch d.enc {
+	case AVRO:
+		d.reset()
+		defer d.finish()
+		if env, err = d.decodeAvroDebezium(msg, before, after); err != nil {
+			return false, false, err
+		}
+	case JSON:
+		d.reset()
+		defer d.finish()
+		d.start(msg)
+		d.ws()
+		if d.i >= len(d.b) {
+			return false, false, errEmpty
+		}
+		if d.b[d.i] != '{' {
+			return false, false, d.syntax(fmt.Sprintf("expected an object, found %s", d.found()))
+		}
+		if err := d.envelope(&env, before, after, 0); err != nil {
+			return false, false, err
+		}
+		if err := d.end(); err != nil {
+			return false, false, err
+		}
+	default:
+		return false, false, fmt.Errorf("the Debezium envelope needs JSON or Avro")
 	}
 	op := env.op
 	if !env.hasOp {

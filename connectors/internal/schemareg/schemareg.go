@@ -282,7 +282,100 @@ func (c *Client) Decode(msg []byte) (avro.Schema, any, error) {
 	if err := c.avroC.Unmarshal(s, msg[5:], &v); err != nil {
 		return nil, nil, fmt.Errorf("bad Avro data for schema %d: %v", binary.BigEndian.Uint32(msg[1:5]), err)
 	}
-	return s, v, nil
+	return s, unwrap(s, v), nil
+}
+
+// unwrap replaces, throughout v (decoded with schema s), the value of a
+// union branch hamba/avro has no Go type for, which it decodes as
+// {"<branch name>": value} (a record inside ["null", Record], as in the
+// Debezium envelope), by the value itself.
+func unwrap(s avro.Schema, v any) any {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	switch s := s.(type) {
+	case *avro.UnionSchema:
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for _, t := range s.Types() {
+				if x, ok := m[branchName(t)]; ok {
+					return unwrap(t, x)
+				}
+			}
+		}
+		if v != nil {
+			for _, t := range s.Types() {
+				if t.Type() != avro.Null {
+					return unwrap(t, v)
+				}
+			}
+		}
+	case *avro.RecordSchema:
+		if m, ok := v.(map[string]any); ok {
+			for _, f := range s.Fields() {
+				if x, ok := m[f.Name()]; ok {
+					m[f.Name()] = unwrap(f.Type(), x)
+				}
+			}
+		}
+	case *avro.ArraySchema:
+		if a, ok := v.([]any); ok {
+			for i := range a {
+				a[i] = unwrap(s.Items(), a[i])
+			}
+		}
+	case *avro.MapSchema:
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				m[k] = unwrap(s.Values(), x)
+			}
+		}
+	}
+	return v
+}
+
+// branchName is the name hamba/avro gives a union branch (its full name,
+// or its type with the logical type after a dot).
+func branchName(s avro.Schema) string {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	name := string(s.Type())
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		name += "." + string(l.Logical().Type())
+	}
+	return name
+}
+
+// DebeziumRow returns the row schema of a Debezium envelope schema: the
+// record of its "after" field (a union with null).
+func DebeziumRow(s avro.Schema) (avro.Schema, error) {
+	rec, ok := s.(*avro.RecordSchema)
+	if ok {
+		for _, f := range rec.Fields() {
+			if f.Name() != "after" {
+				continue
+			}
+			t := f.Type()
+			if u, ok := t.(*avro.UnionSchema); ok {
+				for _, b := range u.Types() {
+					if b.Type() != avro.Null {
+						t = b
+					}
+				}
+			}
+			if r, ok := t.(*avro.RefSchema); ok {
+				t = r.Schema()
+			}
+			if t.Type() == avro.Record {
+				return t, nil
+			}
+		}
+	}
+	return nil, pgerror.Unsupported("an Avro schema without an \"after\" record as a Debezium envelope").
+		WithHint("FORMAT DEBEZIUM ENCODE AVRO reads records with fields before, after (the row, a union with null) and op")
 }
 
 // Frame returns data framed with schema id (the Confluent wire format).
