@@ -27,13 +27,14 @@ type testRegistry struct {
 
 	mu       sync.Mutex
 	schemas  []string            // id-1 -> schema text
+	stypes   map[uint32]string   // id -> schemaType when not AVRO
 	subjects map[string][]uint32 // subject -> ids of its versions
 	gets     map[string]int      // path -> GETs served
 	posts    map[string]int      // subject -> registrations asked
 }
 
 func startRegistry(t *testing.T) (*testRegistry, string) {
-	r := &testRegistry{subjects: map[string][]uint32{}, gets: map[string]int{}, posts: map[string]int{}}
+	r := &testRegistry{subjects: map[string][]uint32{}, stypes: map[uint32]string{}, gets: map[string]int{}, posts: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
 	return r, srv.URL
@@ -96,7 +97,11 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 			notFound(40403, "Schema not found")
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"schema": r.schemas[id-1]})
+		ans := map[string]any{"schema": r.schemas[id-1]}
+		if st := r.stypes[uint32(id)]; st != "" {
+			ans["schemaType"] = st
+		}
+		json.NewEncoder(w).Encode(ans)
 	case strings.HasPrefix(p, "/subjects/") && strings.HasSuffix(p, "/versions/latest"):
 		subject := strings.TrimSuffix(strings.TrimPrefix(p, "/subjects/"), "/versions/latest")
 		ids := r.subjects[subject]
@@ -105,7 +110,11 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		id := ids[len(ids)-1]
-		json.NewEncoder(w).Encode(map[string]any{"subject": subject, "version": len(ids), "id": id, "schema": r.schemas[id-1]})
+		ans := map[string]any{"subject": subject, "version": len(ids), "id": id, "schema": r.schemas[id-1]}
+		if st := r.stypes[id]; st != "" {
+			ans["schemaType"] = st
+		}
+		json.NewEncoder(w).Encode(ans)
 	default:
 		notFound(404, "not found")
 	}

@@ -342,6 +342,9 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 	d := &srcDecoder{cfg: cfg, dec: decode.New(cfg.cols, cfg.enc, cfg.skip)}
 	if cfg.registry != nil {
 		d.dec.SetAvro(cfg.registry)
+		if cfg.enc == decode.PROTOBUF {
+			d.dec.SetRecords(cfg.registry.NewProtoReader(cfg.protoMessage))
+		}
 	}
 	if cfg.format == srcUpsert {
 		skip := make([]bool, len(cfg.cols))
@@ -356,7 +359,7 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 		}
 		d.keyDec = decode.New(cfg.cols, decode.JSON, skip)
 		d.keyRow = make(types.Row, len(cfg.cols))
-		if cfg.registry != nil {
+		if cfg.enc == decode.AVRO {
 			// ENCODE AVRO: a Confluent-framed key is an Avro record of
 			// the key columns (<topic>-key); others are read as JSON or text.
 			d.keyAvro = decode.New(cfg.cols, decode.AVRO, skip)

@@ -19,6 +19,28 @@ type AvroSource interface {
 	Decode(msg []byte) (avro.Schema, any, error)
 }
 
+// RecordSource reads a message into a record (field name -> value, of
+// the Go types avroValue converts): schemareg.ProtoReader for PROTOBUF.
+type RecordSource interface {
+	Record(msg []byte) (map[string]any, error)
+}
+
+// decodeRecord decodes a message of a RecordSource into row, as
+// decodeAvro does a record.
+func (d *Decoder) decodeRecord(msg []byte, row types.Row) error {
+	if len(msg) == 0 {
+		return errEmpty
+	}
+	if d.recs == nil {
+		return fmt.Errorf("ENCODE %s needs a schema registry", d.enc)
+	}
+	rec, err := d.recs.Record(msg)
+	if err != nil {
+		return err
+	}
+	return d.fillAvro(rec, row)
+}
+
 // decodeAvro decodes an Avro record into row: each column takes the field
 // of its name (the exact name, else one that matches case-insensitively);
 // a field the writer's schema lacks is NULL, one the columns lack is

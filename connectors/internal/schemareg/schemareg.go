@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
@@ -40,9 +41,10 @@ type Client struct {
 	user, pass string // HTTP basic authentication ("" user: none)
 	http       *http.Client
 
-	mu    sync.Mutex
-	byID  map[uint32]avro.Schema
-	avroC avro.API
+	mu        sync.Mutex
+	byID      map[uint32]avro.Schema
+	protoByID map[uint32]protoreflect.FileDescriptor
+	avroC     avro.API
 }
 
 // Options are the options of a registry client, as a connector reads
@@ -116,12 +118,13 @@ func New(rawURL string, policy *connector.Policy) (*Client, error) {
 		avroC.Register(string(avro.Long)+"."+string(l), time.Time{})
 	}
 	return &Client{
-		base:  strings.TrimRight(u.String(), "/"),
-		user:  user,
-		pass:  pass,
-		http:  &http.Client{Transport: tr, Timeout: 10 * time.Second},
-		byID:  map[uint32]avro.Schema{},
-		avroC: avroC,
+		base:      strings.TrimRight(u.String(), "/"),
+		user:      user,
+		pass:      pass,
+		http:      &http.Client{Transport: tr, Timeout: 10 * time.Second},
+		byID:      map[uint32]avro.Schema{},
+		protoByID: map[uint32]protoreflect.FileDescriptor{},
+		avroC:     avroC,
 	}, nil
 }
 
@@ -223,6 +226,9 @@ func (c *Client) Schema(id uint32) (avro.Schema, error) {
 	c.mu.Unlock()
 	return s, nil
 }
+
+// subjectPath escapes a subject for a URL path.
+func subjectPath(subject string) string { return url.PathEscape(subject) }
 
 // Latest returns the latest schema of subject and its id.
 func (c *Client) Latest(subject string) (avro.Schema, uint32, error) {
