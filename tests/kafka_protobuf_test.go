@@ -107,7 +107,7 @@ func TestKafkaProtobuf(t *testing.T) {
 		m.Set(f.ByName("id"), protoreflect.ValueOfInt64(2))
 		m.Set(f.ByName("note"), protoreflect.ValueOfString("second"))
 	}))
-	produce([]byte(`{"id": 3}`))                                        // not Protobuf
+	produce([]byte(`{"id": 3}`))                                           // not Protobuf
 	produce(append(binary.BigEndian.AppendUint32([]byte{0}, 99), 0, 8, 3)) // unknown schema id
 	other := dynamicpb.NewMessage(fd.Messages().ByName("Other"))
 	other.Set(other.Descriptor().Fields().ByName("x"), protoreflect.ValueOfString("?"))
