@@ -211,7 +211,7 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	enc, ok := decode.ParseEncoding(get("encode"))
 	if !ok {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "kafka source does not support ENCODE %s", get("encode")).
-			WithHint("use ENCODE JSON or CSV")
+			WithHint("use ENCODE JSON, CSV, AVRO or PROTOBUF")
 	}
 	c.enc = enc
 	if reg := get("schema.registry"); enc.NeedsRegistry() {
