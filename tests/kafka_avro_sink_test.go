@@ -262,9 +262,14 @@ func TestKafkaAvroSink(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// The password is not shown.
-	res, err := QueryText(ctx, conn, `SHOW CREATE SINK avs_goodpw`)
-	if err == nil && strings.Contains(fmt.Sprint(res.Rows), "sr-secret") {
-		t.Errorf("SHOW CREATE SINK shows the registry password: %v", res.Rows)
+	for _, name := range []string{"avs_goodpw", "avs_badpw"} {
+		res, err := QueryText(ctx, conn, `SHOW CREATE SINK `+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shown := fmt.Sprint(res.Rows); strings.Contains(shown, "sr-secret") || strings.Contains(shown, "wrong") || !strings.Contains(shown, "ENCODE AVRO") {
+			t.Errorf("SHOW CREATE SINK %s: %s, want the statement without the registry password", name, shown)
+		}
 	}
 
 	for _, bad := range []struct{ sql, code string }{
