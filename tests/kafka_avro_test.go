@@ -69,7 +69,8 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 		// same schema if the subject has it, else a new version.
 		subject, ok := strings.CutSuffix(strings.TrimPrefix(req.URL.Path, "/subjects/"), "/versions")
 		var body struct {
-			Schema string `json:"schema"`
+			Schema     string `json:"schema"`
+			SchemaType string `json:"schemaType"`
 		}
 		if !ok || json.NewDecoder(req.Body).Decode(&body) != nil || body.Schema == "" {
 			w.WriteHeader(http.StatusUnprocessableEntity)
@@ -86,6 +87,9 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 		r.schemas = append(r.schemas, body.Schema)
 		id := uint32(len(r.schemas))
 		r.subjects[subject] = append(r.subjects[subject], id)
+		if body.SchemaType != "" && body.SchemaType != "AVRO" {
+			r.stypes[id] = body.SchemaType
+		}
 		json.NewEncoder(w).Encode(map[string]any{"id": id})
 		return
 	}

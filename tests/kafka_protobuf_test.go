@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,11 +134,44 @@ func TestKafkaProtobuf(t *testing.T) {
 	})
 	waitForLines(t, conn, `SELECT "offset" FROM sluice_dead_letters WHERE source = 'orders'`, []string{"2", "3", "4"})
 
+	// A Protobuf sink: it registers a .proto of its columns under
+	// pb_out-value; a Protobuf source reads the topic back to the same rows.
+	ExecAll(t, conn,
+		`CREATE SINK pb_out FROM orders WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (schema.registry = '`+regURL+`')`,
+	)
+	// The sink registers its schema on its first write.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		reg.mu.Lock()
+		n := len(reg.subjects["pb_out-value"])
+		reg.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink pb_out registered no schema: %s", sinkError(t, conn, "pb_out"))
+		}
+	}
+	ExecAll(t, conn,
+		`CREATE SOURCE pb_back WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (message = 'sluice.pb_out_value', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW pb_back_v AS SELECT * FROM pb_back`,
+	)
+	waitForLines(t, conn, `SELECT id, '<' || item || '>', price, coalesce(note, 'NULL'), status, coalesce(ts::text, 'NULL'), tags, qty FROM pb_back_v`, []string{
+		`1 <apple> 1.5 NULL PAID 2026-12-06 10:00:00.25+00 ["x", "y"] 3`,
+		`2 <> 0 second NEW NULL [] 0`,
+		`6 <last> 0 NULL NEW NULL [] 0`,
+	})
+	reg.mu.Lock()
+	if ids := reg.subjects["pb_out-value"]; len(ids) != 1 || reg.stypes[ids[0]] != "PROTOBUF" || !strings.Contains(reg.schemas[ids[0]-1], "optional google.protobuf.Timestamp ts = 6;") {
+		t.Errorf("subject pb_out-value: ids %v, want one PROTOBUF schema with the field ts", ids)
+	}
+	reg.mu.Unlock()
+
 	for _, bad := range []struct{ sql, code string }{
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "22023"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Nope', schema.registry = '` + regURL + `')`, "22023"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = 'http://127.0.0.1:1')`, "08000"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT UPSERT ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
 		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT UPSERT ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
 	} {
 		wantCode(t, conn, bad.sql, bad.code)

@@ -15,7 +15,10 @@ package kafka
 // columns (schemareg.RecordSchema), registered under <topic>-value, and
 // for FORMAT UPSERT the key schema a record of the primary_key columns,
 // registered under <topic>-key; both are registered on the first Write
-// (the registry answers the same id for a schema it has already).
+// (the registry answers the same id for a schema it has already). ENCODE
+// PROTOBUF (FORMAT PLAIN only) likewise registers a .proto of the
+// columns (schemareg.ProtoWriter; message names its message, default
+// <topic>_value, package sluice) and writes the Confluent protobuf framing.
 //
 // Delivery. With delivery = EXACTLY_ONCE (the default) every epoch is one
 // Kafka transaction of franz-go's transactional producer (txn.go) that
@@ -64,6 +67,7 @@ const (
 	sinkEncodeJSON     = "JSON"
 	sinkEncodeCSV      = "CSV"
 	sinkEncodeAvro     = "AVRO"
+	sinkEncodeProtobuf = "PROTOBUF"
 )
 
 // sinkDefaultTxnTimeout is transaction.timeout.ms when not given. It also
@@ -105,7 +109,8 @@ type sinkOptions struct {
 // ids are set by the first register.
 type sinkAvro struct {
 	reg                    *schemareg.Client
-	valueSchema, keySchema string // keySchema "" unless FORMAT UPSERT
+	proto                  *schemareg.ProtoWriter // ENCODE PROTOBUF (valueSchema unused then)
+	valueSchema, keySchema string                 // keySchema "" unless FORMAT UPSERT
 	valueID, keyID         uint32
 }
 
@@ -121,7 +126,13 @@ func (a *sinkAvro) register(topic string) error {
 		}
 		a.keyID = id
 	}
-	id, err := a.reg.Register(topic+"-value", a.valueSchema)
+	var id uint32
+	var err error
+	if a.proto != nil {
+		id, err = a.reg.RegisterProto(topic+"-value", a.proto.Schema)
+	} else {
+		id, err = a.reg.Register(topic+"-value", a.valueSchema)
+	}
 	if err != nil {
 		return err
 	}
@@ -208,17 +219,23 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE AVRO is not supported by the kafka sink").
 				WithHint("use FORMAT UPSERT ENCODE AVRO, or FORMAT DEBEZIUM ENCODE JSON")
 		}
+	case sinkEncodeProtobuf:
+		if o.format != sinkFormatPlain {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT %s ENCODE PROTOBUF is not supported by the kafka sink", o.format).
+				WithHint("use FORMAT PLAIN ENCODE PROTOBUF, or FORMAT %s ENCODE AVRO", o.format)
+		}
 	default:
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
-			WithHint("use ENCODE JSON, CSV or AVRO")
+			WithHint("use ENCODE JSON, CSV, AVRO or PROTOBUF")
 	}
 	// The options after ENCODE …: only ENCODE AVRO's registry has any.
+	registry := o.encode == sinkEncodeAvro || o.encode == sinkEncodeProtobuf
 	for k := range cfg.FormatOptions {
-		if !slices.Contains(schemareg.Options, k) || o.encode != sinkEncodeAvro {
+		if !registry || !slices.Contains(schemareg.Options, k) && (k != "message" || o.encode != sinkEncodeProtobuf) {
 			return nil, sinkOptionError(k, "unknown option of ENCODE %s", o.encode)
 		}
 	}
-	if o.encode == sinkEncodeAvro {
+	if registry {
 		get := func(k string) string { return strings.TrimSpace(cfg.FormatOptions[k]) }
 		if get("schema.registry") == "" {
 			return nil, sinkOptionError("schema.registry", "is required with ENCODE AVRO (e.g. ENCODE AVRO (schema.registry = 'http://127.0.0.1:8081'))")
@@ -227,7 +244,18 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.avro = &sinkAvro{reg: reg, valueSchema: schemareg.RecordSchema(o.topic+"_value", o.cols, nil)}
+		o.avro = &sinkAvro{reg: reg}
+		if o.encode == sinkEncodeProtobuf {
+			name := get("message")
+			if name == "" {
+				name = o.topic + "_value"
+			}
+			if o.avro.proto, err = schemareg.NewProtoWriter(name, o.cols); err != nil {
+				return nil, err
+			}
+		} else {
+			o.avro.valueSchema = schemareg.RecordSchema(o.topic+"_value", o.cols, nil)
+		}
 		if o.format == sinkFormatUpsert && len(cfg.Key) > 0 {
 			o.avro.keySchema = schemareg.RecordSchema(o.topic+"_key", o.cols, cfg.Key)
 		}
@@ -372,9 +400,15 @@ func (e *sinkEncoder) recordAvro(buf []byte, c connector.Change, row types.Row) 
 		return buf, key, nil, nil
 	}
 	start := len(buf)
-	buf = schemareg.AppendFrame(buf, e.avro.valueID)
-	if buf, err = schemareg.AppendRecord(buf, e.cols, nil, c.After); err != nil {
-		return buf, nil, nil, err
+	if e.avro.proto != nil {
+		if buf, err = e.avro.proto.AppendMessage(buf, e.avro.valueID, c.After); err != nil {
+			return buf, nil, nil, err
+		}
+	} else {
+		buf = schemareg.AppendFrame(buf, e.avro.valueID)
+		if buf, err = schemareg.AppendRecord(buf, e.cols, nil, c.After); err != nil {
+			return buf, nil, nil, err
+		}
 	}
 	return buf, key, buf[start:len(buf):len(buf)], nil
 }
