@@ -3,11 +3,13 @@ module sluice
 go 1.26.0
 
 require (
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/cockroachdb/pebble v1.1.5
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/go-mysql-org/go-mysql v1.13.0
+	github.com/hamba/avro/v2 v2.31.0
 	github.com/jackc/pglogrepl v0.0.0-20251213150135-2e8d0df862c1
 	github.com/jackc/pgproto3/v2 v2.3.3
 	github.com/jackc/pgx/v5 v5.13.0
@@ -23,6 +25,7 @@ require (
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	golang.org/x/sys v0.48.0
+	google.golang.org/protobuf v1.34.2
 )
 
 require (
@@ -46,7 +49,6 @@ require (
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
-	github.com/hamba/avro/v2 v2.31.0 // indirect
 	github.com/jackc/chunkreader/v2 v2.0.0 // indirect
 	github.com/jackc/pgio v1.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -81,6 +83,5 @@ require (
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/protobuf v1.33.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

@@ -111,7 +111,7 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 			WithHint("a file source reads FORMAT PLAIN records")
 	}
 	enc, ok := decode.ParseEncoding(get("encode"))
-	if !ok || enc == decode.AVRO {
+	if !ok || enc.NeedsRegistry() {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "file source does not support ENCODE %s", get("encode")).
 			WithHint("use ENCODE JSON (JSON lines) or CSV")
 	}

@@ -37,7 +37,10 @@
 // columns set); the engine turns these into exact changes. FORMAT
 // DEBEZIUM: the envelope's before image is retracted (-1) and its after
 // image inserted (+1). ENCODE JSON or CSV (see connectors/internal/decode
-// for the mapping of values to column types).
+// for the mapping of values to column types); ENCODE AVRO (every FORMAT;
+// an UPSERT key may be a Confluent-framed Avro record of the key columns)
+// and ENCODE PROTOBUF (FORMAT PLAIN, option message) read their schemas
+// from a schema registry (connectors/internal/schemareg).
 //
 // Pseudo-columns. A declared column with one of these names is filled
 // from the record, not looked up in the payload:

@@ -10,6 +10,16 @@ package kafka
 // was deleted. FORMAT DEBEZIUM writes the encode.Debezium envelope
 // (before, after, op, source.epoch), keyed like PLAIN.
 //
+// ENCODE AVRO (schema.registry = '…') writes the key and value in the
+// Confluent wire format: the value schema is a record of the sink's
+// columns (schemareg.RecordSchema), registered under <topic>-value, and
+// for FORMAT UPSERT the key schema a record of the primary_key columns,
+// registered under <topic>-key; both are registered on the first Write
+// (the registry answers the same id for a schema it has already). ENCODE
+// PROTOBUF (FORMAT PLAIN only) likewise registers a .proto of the
+// columns (schemareg.ProtoWriter; message names its message, default
+// <topic>_value, package sluice) and writes the Confluent protobuf framing.
+//
 // Delivery. With delivery = EXACTLY_ONCE (the default) every epoch is one
 // Kafka transaction of franz-go's transactional producer (txn.go) that
 // also writes a progress record {"sink":ID,"epoch":N} keyed by the
@@ -31,11 +41,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sluice/connectors/internal/encode"
+	"sluice/connectors/internal/schemareg"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -54,6 +66,8 @@ const (
 	sinkFormatDebezium = "DEBEZIUM"
 	sinkEncodeJSON     = "JSON"
 	sinkEncodeCSV      = "CSV"
+	sinkEncodeAvro     = "AVRO"
+	sinkEncodeProtobuf = "PROTOBUF"
 )
 
 // sinkDefaultTxnTimeout is transaction.timeout.ms when not given. It also
@@ -88,6 +102,42 @@ type sinkOptions struct {
 	cols          []types.Column
 	key           []int
 	sec           *security // TLS and SASL (security.go)
+	avro          *sinkAvro // ENCODE AVRO's schemas
+}
+
+// sinkAvro is the registry and the schemas of an ENCODE AVRO sink; the
+// ids are set by the first register.
+type sinkAvro struct {
+	reg                    *schemareg.Client
+	proto                  *schemareg.ProtoWriter // ENCODE PROTOBUF (valueSchema unused then)
+	valueSchema, keySchema string                 // keySchema "" unless FORMAT UPSERT
+	valueID, keyID         uint32
+}
+
+// register registers the sink's schemas unless done already.
+func (a *sinkAvro) register(topic string) error {
+	if a.valueID != 0 {
+		return nil
+	}
+	if a.keySchema != "" {
+		id, err := a.reg.Register(topic+"-key", a.keySchema)
+		if err != nil {
+			return err
+		}
+		a.keyID = id
+	}
+	var id uint32
+	var err error
+	if a.proto != nil {
+		id, err = a.reg.RegisterProto(topic+"-value", a.proto.Schema)
+	} else {
+		id, err = a.reg.Register(topic+"-value", a.valueSchema)
+	}
+	if err != nil {
+		return err
+	}
+	a.valueID = id
+	return nil
 }
 
 func sinkOptionError(key, format string, args ...any) error {
@@ -164,9 +214,51 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE CSV is only supported with FORMAT PLAIN").
 				WithHint("use ENCODE JSON with FORMAT %s", o.format)
 		}
+	case sinkEncodeAvro:
+		if o.format == sinkFormatDebezium {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE AVRO is not supported by the kafka sink").
+				WithHint("use FORMAT UPSERT ENCODE AVRO, or FORMAT DEBEZIUM ENCODE JSON")
+		}
+	case sinkEncodeProtobuf:
+		if o.format != sinkFormatPlain {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT %s ENCODE PROTOBUF is not supported by the kafka sink", o.format).
+				WithHint("use FORMAT PLAIN ENCODE PROTOBUF, or FORMAT %s ENCODE AVRO", o.format)
+		}
 	default:
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
-			WithHint("use ENCODE JSON or CSV")
+			WithHint("use ENCODE JSON, CSV, AVRO or PROTOBUF")
+	}
+	// The options after ENCODE …: only ENCODE AVRO's registry has any.
+	registry := o.encode == sinkEncodeAvro || o.encode == sinkEncodeProtobuf
+	for k := range cfg.FormatOptions {
+		if !registry || !slices.Contains(schemareg.Options, k) && (k != "message" || o.encode != sinkEncodeProtobuf) {
+			return nil, sinkOptionError(k, "unknown option of ENCODE %s", o.encode)
+		}
+	}
+	if registry {
+		get := func(k string) string { return strings.TrimSpace(cfg.FormatOptions[k]) }
+		if get("schema.registry") == "" {
+			return nil, sinkOptionError("schema.registry", "is required with ENCODE AVRO (e.g. ENCODE AVRO (schema.registry = 'http://127.0.0.1:8081'))")
+		}
+		reg, err := schemareg.FromOptions(get, cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		o.avro = &sinkAvro{reg: reg}
+		if o.encode == sinkEncodeProtobuf {
+			name := get("message")
+			if name == "" {
+				name = o.topic + "_value"
+			}
+			if o.avro.proto, err = schemareg.NewProtoWriter(name, o.cols); err != nil {
+				return nil, err
+			}
+		} else {
+			o.avro.valueSchema = schemareg.RecordSchema(o.topic+"_value", o.cols, nil)
+		}
+		if o.format == sinkFormatUpsert && len(cfg.Key) > 0 {
+			o.avro.keySchema = schemareg.RecordSchema(o.topic+"_key", o.cols, cfg.Key)
+		}
 	}
 
 	switch o.format {
@@ -233,10 +325,12 @@ type sinkEncoder struct {
 	key    []int
 	format string
 	csv    bool
+	topic  string
+	avro   *sinkAvro // ENCODE AVRO
 }
 
 func newSinkEncoder(o *sinkOptions) sinkEncoder {
-	return sinkEncoder{cols: o.cols, key: o.key, format: o.format, csv: o.encode == sinkEncodeCSV}
+	return sinkEncoder{cols: o.cols, key: o.key, format: o.format, csv: o.encode == sinkEncodeCSV, topic: o.topic, avro: o.avro}
 }
 
 // record appends the key and value of one change to buf and returns buf
@@ -249,6 +343,9 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 	}
 	if row == nil {
 		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: change with neither a before nor an after row")
+	}
+	if e.avro != nil {
+		return e.recordAvro(buf, c, row)
 	}
 	if len(e.key) > 0 {
 		start := len(buf)
@@ -273,6 +370,45 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 		buf = encode.JSON(buf, e.cols, c.After)
 	case sinkFormatDebezium:
 		buf = encode.Debezium(buf, e.cols, c.Before, c.After, epoch)
+	}
+	return buf, key, buf[start:len(buf):len(buf)], nil
+}
+
+// recordAvro is record for ENCODE AVRO: FORMAT PLAIN records are unkeyed
+// unless primary_key is given (then the key is JSON, as with ENCODE
+// JSON); FORMAT UPSERT keys are Avro records of the key columns.
+func (e *sinkEncoder) recordAvro(buf []byte, c connector.Change, row types.Row) (_, key, value []byte, err error) {
+	if err := e.avro.register(e.topic); err != nil {
+		return buf, nil, nil, err
+	}
+	if len(e.key) > 0 {
+		start := len(buf)
+		if e.avro.keyID != 0 {
+			buf = schemareg.AppendFrame(buf, e.avro.keyID)
+			if buf, err = schemareg.AppendRecord(buf, e.cols, e.key, row); err != nil {
+				return buf, nil, nil, err
+			}
+		} else {
+			buf = encode.KeyJSON(buf, e.cols, e.key, row)
+		}
+		key = buf[start:len(buf):len(buf)]
+	}
+	if e.format == sinkFormatPlain && (c.After == nil || c.Before != nil) {
+		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: FORMAT PLAIN got a retraction from an input planned as append-only")
+	}
+	if c.After == nil { // FORMAT UPSERT: a tombstone
+		return buf, key, nil, nil
+	}
+	start := len(buf)
+	if e.avro.proto != nil {
+		if buf, err = e.avro.proto.AppendMessage(buf, e.avro.valueID, c.After); err != nil {
+			return buf, nil, nil, err
+		}
+	} else {
+		buf = schemareg.AppendFrame(buf, e.avro.valueID)
+		if buf, err = schemareg.AppendRecord(buf, e.cols, nil, c.After); err != nil {
+			return buf, nil, nil, err
+		}
 	}
 	return buf, key, buf[start:len(buf):len(buf)], nil
 }

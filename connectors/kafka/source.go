@@ -66,13 +66,18 @@ var srcKnownOptions = map[string]bool{
 	"format":                        true,
 	"encode":                        true,
 	"schema.registry":               true, // ENCODE AVRO (schema.registry = '…')
+	"schema.registry.username":      true,
+	"schema.registry.password":      true,
+	"schema.registry.ca":            true,
+	"message":                       true, // ENCODE PROTOBUF (message = 'pkg.Msg', …)
 }
 
 // srcConfig is a parsed source configuration.
 type srcConfig struct {
 	policy        *connector.Policy // checks every broker dialled
 	sec           *security         // TLS and SASL (security.go)
-	registry      *schemareg.Client // ENCODE AVRO's schemas
+	registry      *schemareg.Client // ENCODE AVRO's and PROTOBUF's schemas
+	protoMessage  string            // ENCODE PROTOBUF's message
 	mech          kafkasasl.Mechanism
 	name          string
 	topic         string
@@ -206,25 +211,36 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 	enc, ok := decode.ParseEncoding(get("encode"))
 	if !ok {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "kafka source does not support ENCODE %s", get("encode")).
-			WithHint("use ENCODE JSON or CSV")
+			WithHint("use ENCODE JSON, CSV, AVRO or PROTOBUF")
 	}
 	c.enc = enc
-	if reg := get("schema.registry"); enc == decode.AVRO {
+	if reg := get("schema.registry"); enc.NeedsRegistry() {
 		if reg == "" {
-			return nil, srcOptionError("schema.registry", "is required with ENCODE AVRO (e.g. 'http://127.0.0.1:8081')")
+			return nil, srcOptionError("schema.registry", "is required with ENCODE %s (e.g. 'http://127.0.0.1:8081')", enc)
 		}
-		if c.format != srcPlain {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE AVRO with FORMAT UPSERT or DEBEZIUM is not supported").
-				WithHint("use FORMAT PLAIN ENCODE AVRO")
-		}
-		if c.registry, err = schemareg.New(reg, cfg.Policy); err != nil {
+		if c.registry, err = schemareg.FromOptions(get, cfg.Policy); err != nil {
 			return nil, err
 		}
-	} else if reg != "" {
-		return nil, srcOptionError("schema.registry", "needs ENCODE AVRO")
+	} else {
+		for _, k := range schemareg.Options {
+			if get(k) != "" {
+				return nil, srcOptionError(k, "needs ENCODE AVRO or PROTOBUF")
+			}
+		}
 	}
-	if c.format == srcDebezium && enc != decode.JSON {
-		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON")
+	if enc == decode.PROTOBUF {
+		if c.protoMessage = get("message"); c.protoMessage == "" {
+			return nil, srcOptionError("message", "is required with ENCODE PROTOBUF: the full name of the records' message (e.g. 'shop.Order')")
+		}
+		if c.format != srcPlain {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT UPSERT or DEBEZIUM with ENCODE PROTOBUF is not supported").
+				WithHint("use FORMAT PLAIN ENCODE PROTOBUF, or ENCODE AVRO")
+		}
+	} else if get("message") != "" {
+		return nil, srcOptionError("message", "needs ENCODE PROTOBUF")
+	}
+	if c.format == srcDebezium && enc != decode.JSON && enc != decode.AVRO {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON or AVRO")
 	}
 	c.skip = make([]bool, len(c.cols))
 	payload := 0
@@ -267,16 +283,40 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 
 // Validate implements connector.SourceFactory.
 func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error) {
+	if len(cfg.Columns) == 0 && strings.EqualFold(strings.TrimSpace(cfg.Options["encode"]), "PROTOBUF") {
+		if strings.TrimSpace(cfg.Options["message"]) == "" {
+			return nil, srcOptionError("message", "is required with ENCODE PROTOBUF: the full name of the records' message (e.g. 'shop.Order')")
+		}
+		// The columns are the fields of message in the topic's latest
+		// value schema.
+		reg, err := schemareg.FromOptions(func(k string) string { return strings.TrimSpace(cfg.Options[k]) }, cfg.Policy)
+		if err != nil {
+			return nil, err
+		}
+		md, err := reg.ProtoMessage(strings.TrimSpace(cfg.Options["topic"])+"-value", strings.TrimSpace(cfg.Options["message"]))
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Columns, err = schemareg.ProtoColumns(md); err != nil {
+			return nil, err
+		}
+	}
 	if len(cfg.Columns) == 0 && strings.EqualFold(strings.TrimSpace(cfg.Options["encode"]), "AVRO") {
 		// The columns are the fields of the topic's latest value schema
 		// (subject <topic>-value, the registry's TopicNameStrategy).
-		reg, err := schemareg.New(cfg.Options["schema.registry"], cfg.Policy)
+		reg, err := schemareg.FromOptions(func(k string) string { return strings.TrimSpace(cfg.Options[k]) }, cfg.Policy)
 		if err != nil {
 			return nil, err
 		}
 		s, _, err := reg.Latest(strings.TrimSpace(cfg.Options["topic"]) + "-value")
 		if err != nil {
 			return nil, err
+		}
+		if strings.EqualFold(strings.TrimSpace(cfg.Options["format"]), "DEBEZIUM") {
+			// The envelope's "after" record is the row.
+			if s, err = schemareg.DebeziumRow(s); err != nil {
+				return nil, err
+			}
 		}
 		if cfg.Columns, err = schemareg.Columns(s); err != nil {
 			return nil, err

@@ -332,6 +332,7 @@ type srcDecoder struct {
 	cfg     *srcConfig
 	dec     *decode.Decoder // the value
 	keyDec  *decode.Decoder // the key columns of an upsert key
+	keyAvro *decode.Decoder // likewise, a Confluent-framed Avro key (ENCODE AVRO)
 	keyCols []int           // the key columns read from the record key (not pseudo-columns)
 	keyRow  types.Row
 	slab    []types.Datum
@@ -341,6 +342,9 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 	d := &srcDecoder{cfg: cfg, dec: decode.New(cfg.cols, cfg.enc, cfg.skip)}
 	if cfg.registry != nil {
 		d.dec.SetAvro(cfg.registry)
+		if cfg.enc == decode.PROTOBUF {
+			d.dec.SetRecords(cfg.registry.NewProtoReader(cfg.protoMessage))
+		}
 	}
 	if cfg.format == srcUpsert {
 		skip := make([]bool, len(cfg.cols))
@@ -355,6 +359,12 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 		}
 		d.keyDec = decode.New(cfg.cols, decode.JSON, skip)
 		d.keyRow = make(types.Row, len(cfg.cols))
+		if cfg.enc == decode.AVRO {
+			// ENCODE AVRO: a Confluent-framed key is an Avro record of
+			// the key columns (<topic>-key); others are read as JSON or text.
+			d.keyAvro = decode.New(cfg.cols, decode.AVRO, skip)
+			d.keyAvro.SetAvro(cfg.registry)
+		}
 	}
 	return d
 }
@@ -985,6 +995,8 @@ func (d *srcDecoder) upsertKey(key []byte, row types.Row) error {
 	}
 	var err error
 	switch {
+	case d.keyAvro != nil && len(key) >= 5 && key[0] == 0:
+		err = d.keyAvro.Decode(key, d.keyRow)
 	case i < len(key) && key[i] == '{':
 		err = d.keyDec.Decode(key, d.keyRow)
 		if err != nil && len(d.keyCols) == 1 {

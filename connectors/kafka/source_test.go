@@ -483,7 +483,8 @@ func TestSourceOptions(t *testing.T) {
 		{[]string{"on_error", "ignore"}, pgcode.InvalidParameterValue, "on_error"},
 		{[]string{"max.message.bytes", "-1"}, pgcode.InvalidParameterValue, "max.message.bytes"},
 		{[]string{"format", "avro"}, pgcode.FeatureNotSupported, "FORMAT AVRO"},
-		{[]string{"encode", "protobuf"}, pgcode.FeatureNotSupported, "ENCODE protobuf"},
+		{[]string{"encode", "protobuf"}, pgcode.InvalidParameterValue, "schema.registry: is required with ENCODE PROTOBUF"},
+		{[]string{"encode", "xml"}, pgcode.FeatureNotSupported, "ENCODE xml"},
 		{[]string{"format", "debezium", "encode", "csv"}, pgcode.FeatureNotSupported, "DEBEZIUM needs ENCODE JSON"},
 		{[]string{"group.id", "x"}, pgcode.InvalidParameterValue, "group.id: unknown option"},
 	} {

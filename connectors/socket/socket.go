@@ -80,7 +80,7 @@ func parse(cfg connector.SourceConfig) (*config, error) {
 			WithHint("a socket source reads FORMAT PLAIN records")
 	}
 	enc, ok := decode.ParseEncoding(get("encode"))
-	if !ok || enc == decode.AVRO {
+	if !ok || enc.NeedsRegistry() {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "socket source does not support ENCODE %s", get("encode")).
 			WithHint("use ENCODE JSON or CSV")
 	}

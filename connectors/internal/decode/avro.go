@@ -19,6 +19,28 @@ type AvroSource interface {
 	Decode(msg []byte) (avro.Schema, any, error)
 }
 
+// RecordSource reads a message into a record (field name -> value, of
+// the Go types avroValue converts): schemareg.ProtoReader for PROTOBUF.
+type RecordSource interface {
+	Record(msg []byte) (map[string]any, error)
+}
+
+// decodeRecord decodes a message of a RecordSource into row, as
+// decodeAvro does a record.
+func (d *Decoder) decodeRecord(msg []byte, row types.Row) error {
+	if len(msg) == 0 {
+		return errEmpty
+	}
+	if d.recs == nil {
+		return fmt.Errorf("ENCODE %s needs a schema registry", d.enc)
+	}
+	rec, err := d.recs.Record(msg)
+	if err != nil {
+		return err
+	}
+	return d.fillAvro(rec, row)
+}
+
 // decodeAvro decodes an Avro record into row: each column takes the field
 // of its name (the exact name, else one that matches case-insensitively);
 // a field the writer's schema lacks is NULL, one the columns lack is
@@ -38,6 +60,11 @@ func (d *Decoder) decodeAvro(msg []byte, row types.Row) error {
 	if !ok {
 		return fmt.Errorf("the Avro value is a %T, not a record", v)
 	}
+	return d.fillAvro(rec, row)
+}
+
+// fillAvro sets the columns of row from the fields of a decoded record.
+func (d *Decoder) fillAvro(rec map[string]any, row types.Row) error {
 	for col := range d.cols {
 		if d.skip[col] {
 			continue
@@ -111,4 +138,46 @@ func (d *Decoder) avroValue(col int, v any, dst *types.Datum) error {
 		s = string(b)
 	}
 	return d.text(col, []byte(s), false, dst)
+}
+
+// decodeAvroDebezium decodes a Debezium envelope in Avro: a record with
+// fields before and after (each the row record or null) and op.
+func (d *Decoder) decodeAvroDebezium(msg []byte, before, after types.Row) (env envelope, err error) {
+	if len(msg) == 0 {
+		return env, errEmpty
+	}
+	if d.avro == nil {
+		return env, fmt.Errorf("ENCODE AVRO needs a schema registry")
+	}
+	_, v, err := d.avro.Decode(msg)
+	if err != nil {
+		return env, err
+	}
+	rec, ok := v.(map[string]any)
+	if !ok {
+		return env, fmt.Errorf("the Avro value is a %T, not a Debezium envelope record", v)
+	}
+	for _, img := range []struct {
+		name string
+		row  types.Row
+		has  *bool
+	}{{"before", before, &env.before}, {"after", after, &env.after}} {
+		switch x := rec[img.name].(type) {
+		case nil:
+		case map[string]any:
+			if err := d.fillAvro(x, img.row); err != nil {
+				return env, err
+			}
+			*img.has = true
+		default:
+			return env, fmt.Errorf("Debezium field %q is a %T, not a record", img.name, x)
+		}
+	}
+	if op, ok := rec["op"].(string); ok && op != "" {
+		env.hasOp, env.op, env.opText = true, op[0], op
+		if len(op) != 1 {
+			env.op = 0
+		}
+	}
+	return env, nil
 }

@@ -22,7 +22,14 @@ const (
 	// AVRO is Avro records in the Confluent wire format (avro.go); the
 	// decoder needs an AvroSource (SetAvro).
 	AVRO
+	// PROTOBUF is Protobuf messages in the Confluent wire format; the
+	// decoder needs a RecordSource (SetRecords).
+	PROTOBUF
 )
+
+// NeedsRegistry reports whether e reads its schemas from a schema
+// registry (AVRO, PROTOBUF): only the kafka source has one.
+func (e Encoding) NeedsRegistry() bool { return e == AVRO || e == PROTOBUF }
 
 func (e Encoding) String() string {
 	switch e {
@@ -30,6 +37,8 @@ func (e Encoding) String() string {
 		return "CSV"
 	case AVRO:
 		return "AVRO"
+	case PROTOBUF:
+		return "PROTOBUF"
 	}
 	return "JSON"
 }
@@ -43,6 +52,8 @@ func ParseEncoding(s string) (Encoding, bool) {
 		return CSV, true
 	case "AVRO":
 		return AVRO, true
+	case "PROTOBUF":
+		return PROTOBUF, true
 	}
 	return 0, false
 }
@@ -59,8 +70,9 @@ type Decoder struct {
 	names []string // column names, for matching keys
 	ascii []bool   // name is ASCII (fast case folding)
 	enc   Encoding
-	avro  AvroSource // AVRO's schemas
-	ncsv  int        // number of CSV fields: the columns not skipped
+	avro  AvroSource   // AVRO's schemas
+	recs  RecordSource // PROTOBUF's messages
+	ncsv  int          // number of CSV fields: the columns not skipped
 
 	// next is the column after the last one matched: JSON objects usually
 	// list their keys in the declared order, so the search starts there.
@@ -141,6 +153,9 @@ func New(cols []types.Column, enc Encoding, skip []bool) *Decoder {
 	return d
 }
 
+// SetRecords gives a PROTOBUF decoder the reader of its messages.
+func (d *Decoder) SetRecords(r RecordSource) { d.recs = r }
+
 // SetAvro gives an AVRO decoder the source of its schemas.
 func (d *Decoder) SetAvro(a AvroSource) { d.avro = a }
 
@@ -161,6 +176,8 @@ func (d *Decoder) Decode(msg []byte, row types.Row) error {
 		return d.decodeCSV(msg, row)
 	case AVRO:
 		return d.decodeAvro(msg, row)
+	case PROTOBUF:
+		return d.decodeRecord(msg, row)
 	}
 	d.start(msg)
 	d.ws()
@@ -184,25 +201,33 @@ var errEmpty = fmt.Errorf("empty message")
 // updates ("u") both; an envelope without the image its op needs (an
 // update from a table without REPLICA IDENTITY FULL) is an error.
 func (d *Decoder) DecodeDebezium(msg []byte, before, after types.Row) (hasBefore, hasAfter bool, err error) {
-	if d.enc != JSON {
-		return false, false, fmt.Errorf("the Debezium envelope needs JSON")
-	}
-	d.reset()
-	defer d.finish()
-	d.start(msg)
-	d.ws()
-	if d.i >= len(d.b) {
-		return false, false, errEmpty
-	}
-	if d.b[d.i] != '{' {
-		return false, false, d.syntax(fmt.Sprintf("expected an object, found %s", d.found()))
-	}
 	var env envelope
-	if err := d.envelope(&env, before, after, 0); err != nil {
-		return false, false, err
-	}
-	if err := d.end(); err != nil {
-		return false, false, err
+	switch d.enc {
+	case AVRO:
+		d.reset()
+		defer d.finish()
+		if env, err = d.decodeAvroDebezium(msg, before, after); err != nil {
+			return false, false, err
+		}
+	case JSON:
+		d.reset()
+		defer d.finish()
+		d.start(msg)
+		d.ws()
+		if d.i >= len(d.b) {
+			return false, false, errEmpty
+		}
+		if d.b[d.i] != '{' {
+			return false, false, d.syntax(fmt.Sprintf("expected an object, found %s", d.found()))
+		}
+		if err := d.envelope(&env, before, after, 0); err != nil {
+			return false, false, err
+		}
+		if err := d.end(); err != nil {
+			return false, false, err
+		}
+	default:
+		return false, false, fmt.Errorf("the Debezium envelope needs JSON or Avro")
 	}
 	op := env.op
 	if !env.hasOp {

@@ -66,7 +66,7 @@ func SourceEncoding(conn, format, enc string) (decode.Encoding, error) {
 			WithHint("a %s source reads FORMAT PLAIN records, one per message", conn)
 	}
 	e, ok := decode.ParseEncoding(enc)
-	if !ok || e == decode.AVRO {
+	if !ok || e.NeedsRegistry() {
 		return 0, pgerror.New(pgcode.FeatureNotSupported, "%s source does not support ENCODE %s", conn, enc).
 			WithHint("use ENCODE JSON or CSV")
 	}

@@ -1,13 +1,19 @@
-// Package schemareg reads Avro schemas from a Confluent-compatible schema
-// registry (the REST protocol: GET /schemas/ids/{id},
-// GET /subjects/{subject}/versions/latest) and frames and unframes the
-// Confluent wire format (a zero byte, the schema id as 4 big-endian bytes,
-// then the Avro binary). Schemas are cached by id: an id names one schema
-// forever, so a cached one is never fetched again.
+// Package schemareg reads and registers Avro schemas in a
+// Confluent-compatible schema registry (the REST protocol: GET
+// /schemas/ids/{id}, GET /subjects/{subject}/versions/latest, POST
+// /subjects/{subject}/versions), with HTTP basic authentication and a
+// private CA if asked, and frames and unframes the Confluent wire format
+// (a zero byte, the schema id as 4 big-endian bytes, then the Avro
+// binary). Schemas are cached by id: an id names one schema forever, so a
+// cached one is never fetched again. avroenc.go derives a sink's record
+// schema from its columns and writes rows in Avro binary.
 package schemareg
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -15,11 +21,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
@@ -29,20 +37,64 @@ import (
 
 // Client is a registry client; safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	base       string // without userinfo: it is shown in messages
+	user, pass string // HTTP basic authentication ("" user: none)
+	http       *http.Client
 
-	mu    sync.Mutex
-	byID  map[uint32]avro.Schema
-	avroC avro.API
+	mu        sync.Mutex
+	byID      map[uint32]avro.Schema
+	protoByID map[uint32]protoreflect.FileDescriptor
+	avroC     avro.API
 }
 
-// New returns a client of the registry at rawURL (http or https); policy
+// Options are the options of a registry client, as a connector reads
+// them: schema.registry, schema.registry.username,
+// schema.registry.password and schema.registry.ca.
+var Options = []string{"schema.registry", "schema.registry.username", "schema.registry.password", "schema.registry.ca"}
+
+// FromOptions returns a client of the registry the options name (get
+// returns an option's value, "" when absent); the URL's userinfo is the
+// credentials when schema.registry.username is not given.
+func FromOptions(get func(string) string, policy *connector.Policy) (*Client, error) {
+	c, err := New(get("schema.registry"), policy)
+	if err != nil {
+		return nil, err
+	}
+	if u := get("schema.registry.username"); u != "" {
+		c.user, c.pass = u, get("schema.registry.password")
+	} else if get("schema.registry.password") != "" {
+		return nil, connector.OptionError("kafka", "schema.registry.password", "needs schema.registry.username")
+	}
+	if f := strings.TrimSpace(get("schema.registry.ca")); f != "" {
+		if !strings.HasPrefix(c.base, "https:") {
+			return nil, connector.OptionError("kafka", "schema.registry.ca", "needs an https schema.registry URL")
+		}
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, connector.OptionError("kafka", "schema.registry.ca", "%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, connector.OptionError("kafka", "schema.registry.ca", "%s holds no PEM certificate", f)
+		}
+		c.http.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return c, nil
+}
+
+// New returns a client of the registry at rawURL (http or https; a
+// user:password in it is sent as HTTP basic authentication); policy
 // checks the address it dials (--connector-allow-hosts).
 func New(rawURL string, policy *connector.Policy) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, connector.OptionError("kafka", "schema.registry", "%q is not an http(s) URL", rawURL)
+		return nil, connector.OptionError("kafka", "schema.registry", "%q is not an http(s) URL", redactURL(rawURL))
+	}
+	var user, pass string
+	if u.User != nil {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+		u.User = nil
 	}
 	hostPort := u.Host
 	if u.Port() == "" {
@@ -58,29 +110,80 @@ func New(rawURL string, policy *connector.Policy) (*Client, error) {
 		}
 		return dialer.DialContext(ctx, network, addr)
 	}}
+	avroC := avro.Config{}.Freeze()
+	// A union branch hamba/avro has no Go type for decodes as a map
+	// {"long.local-timestamp-micros": t}; these are times like the
+	// timestamp-micros hamba knows.
+	for _, l := range []avro.LogicalType{avro.LocalTimestampMillis, avro.LocalTimestampMicros} {
+		avroC.Register(string(avro.Long)+"."+string(l), time.Time{})
+	}
 	return &Client{
-		base:  strings.TrimRight(u.String(), "/"),
-		http:  &http.Client{Transport: tr, Timeout: 10 * time.Second},
-		byID:  map[uint32]avro.Schema{},
-		avroC: avro.Config{}.Freeze(),
+		base:      strings.TrimRight(u.String(), "/"),
+		user:      user,
+		pass:      pass,
+		http:      &http.Client{Transport: tr, Timeout: 10 * time.Second},
+		byID:      map[uint32]avro.Schema{},
+		protoByID: map[uint32]protoreflect.FileDescriptor{},
+		avroC:     avroC,
 	}, nil
+}
+
+// redactURL hides the password of a URL's userinfo.
+func redactURL(raw string) string {
+	if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return raw
 }
 
 // get fetches path and decodes its JSON answer into v.
 func (c *Client) get(path string, v any) error {
-	res, err := c.http.Get(c.base + path)
+	return c.do(http.MethodGet, path, nil, v)
+}
+
+// do sends a request (body JSON-encoded when not nil) and decodes the JSON
+// answer into v. A 401 or 403 is 28000 (wrong credentials: retrying does
+// not help), any other failure 08000.
+func (c *Client) do(method, path string, body, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return pgerror.Wrap(err, pgcode.Internal, "schema registry request")
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.ConnectionException, "schema registry %s", c.base)
+	}
+	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	}
+	if c.user != "" {
+		req.SetBasicAuth(c.user, c.pass)
+	}
+	res, err := c.http.Do(req)
 	if err != nil {
 		return pgerror.Wrap(err, pgcode.ConnectionException, "schema registry %s", c.base)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	ans, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
 	if err != nil {
 		return pgerror.Wrap(err, pgcode.ConnectionException, "schema registry %s", c.base)
 	}
-	if res.StatusCode != http.StatusOK {
-		return pgerror.New(pgcode.ConnectionException, "schema registry %s%s: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(body)))
+	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+		return pgerror.New(pgcode.InvalidAuthorizationSpecification, "schema registry %s%s: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(ans))).
+			WithHint("check schema.registry.username and schema.registry.password")
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if res.StatusCode != http.StatusOK {
+		return pgerror.New(pgcode.ConnectionException, "schema registry %s%s: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(ans)))
+	}
+	if err := json.Unmarshal(ans, v); err != nil {
 		return pgerror.New(pgcode.ConnectionException, "schema registry %s%s: bad answer: %v", c.base, path, err)
 	}
 	return nil
@@ -124,6 +227,9 @@ func (c *Client) Schema(id uint32) (avro.Schema, error) {
 	return s, nil
 }
 
+// subjectPath escapes a subject for a URL path.
+func subjectPath(subject string) string { return url.PathEscape(subject) }
+
 // Latest returns the latest schema of subject and its id.
 func (c *Client) Latest(subject string) (avro.Schema, uint32, error) {
 	var ans struct {
@@ -144,6 +250,29 @@ func (c *Client) Latest(subject string) (avro.Schema, uint32, error) {
 	return s, ans.ID, nil
 }
 
+// Register registers schema (Avro JSON text) under subject, or finds it
+// registered already (the registry answers the same id for the same
+// schema), and returns its id.
+func (c *Client) Register(subject, schema string) (uint32, error) {
+	s, err := parse("AVRO", schema)
+	if err != nil {
+		return 0, err
+	}
+	var ans struct {
+		ID uint32 `json:"id"`
+	}
+	if err := c.do(http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions", map[string]string{"schema": schema}, &ans); err != nil {
+		return 0, err
+	}
+	if ans.ID == 0 {
+		return 0, pgerror.New(pgcode.ConnectionException, "schema registry %s: registering under %s returned no id", c.base, subject)
+	}
+	c.mu.Lock()
+	c.byID[ans.ID] = s
+	c.mu.Unlock()
+	return ans.ID, nil
+}
+
 // Decode reads a Confluent-framed Avro message: its schema (fetched by id
 // on first sight) and its value as hamba/avro decodes into any (a record
 // is a map[string]any).
@@ -159,7 +288,100 @@ func (c *Client) Decode(msg []byte) (avro.Schema, any, error) {
 	if err := c.avroC.Unmarshal(s, msg[5:], &v); err != nil {
 		return nil, nil, fmt.Errorf("bad Avro data for schema %d: %v", binary.BigEndian.Uint32(msg[1:5]), err)
 	}
-	return s, v, nil
+	return s, unwrap(s, v), nil
+}
+
+// unwrap replaces, throughout v (decoded with schema s), the value of a
+// union branch hamba/avro has no Go type for, which it decodes as
+// {"<branch name>": value} (a record inside ["null", Record], as in the
+// Debezium envelope), by the value itself.
+func unwrap(s avro.Schema, v any) any {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	switch s := s.(type) {
+	case *avro.UnionSchema:
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for _, t := range s.Types() {
+				if x, ok := m[branchName(t)]; ok {
+					return unwrap(t, x)
+				}
+			}
+		}
+		if v != nil {
+			for _, t := range s.Types() {
+				if t.Type() != avro.Null {
+					return unwrap(t, v)
+				}
+			}
+		}
+	case *avro.RecordSchema:
+		if m, ok := v.(map[string]any); ok {
+			for _, f := range s.Fields() {
+				if x, ok := m[f.Name()]; ok {
+					m[f.Name()] = unwrap(f.Type(), x)
+				}
+			}
+		}
+	case *avro.ArraySchema:
+		if a, ok := v.([]any); ok {
+			for i := range a {
+				a[i] = unwrap(s.Items(), a[i])
+			}
+		}
+	case *avro.MapSchema:
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				m[k] = unwrap(s.Values(), x)
+			}
+		}
+	}
+	return v
+}
+
+// branchName is the name hamba/avro gives a union branch (its full name,
+// or its type with the logical type after a dot).
+func branchName(s avro.Schema) string {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	name := string(s.Type())
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		name += "." + string(l.Logical().Type())
+	}
+	return name
+}
+
+// DebeziumRow returns the row schema of a Debezium envelope schema: the
+// record of its "after" field (a union with null).
+func DebeziumRow(s avro.Schema) (avro.Schema, error) {
+	rec, ok := s.(*avro.RecordSchema)
+	if ok {
+		for _, f := range rec.Fields() {
+			if f.Name() != "after" {
+				continue
+			}
+			t := f.Type()
+			if u, ok := t.(*avro.UnionSchema); ok {
+				for _, b := range u.Types() {
+					if b.Type() != avro.Null {
+						t = b
+					}
+				}
+			}
+			if r, ok := t.(*avro.RefSchema); ok {
+				t = r.Schema()
+			}
+			if t.Type() == avro.Record {
+				return t, nil
+			}
+		}
+	}
+	return nil, pgerror.Unsupported("an Avro schema without an \"after\" record as a Debezium envelope").
+		WithHint("FORMAT DEBEZIUM ENCODE AVRO reads records with fields before, after (the row, a union with null) and op")
 }
 
 // Frame returns data framed with schema id (the Confluent wire format).
@@ -167,6 +389,11 @@ func Frame(id uint32, data []byte) []byte {
 	out := make([]byte, 5, 5+len(data))
 	binary.BigEndian.PutUint32(out[1:], id)
 	return append(out, data...)
+}
+
+// AppendFrame appends the Confluent wire format's header for schema id.
+func AppendFrame(buf []byte, id uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(buf, 0), id)
 }
 
 // Columns derives a source's columns from a record schema: each field a

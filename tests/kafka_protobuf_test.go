@@ -1,0 +1,179 @@
+package tests
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bufbuild/protocompile"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+)
+
+const protoShop = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order {
+  enum Status { NEW = 0; PAID = 1; }
+  int64 id = 1;
+  string item = 2;
+  double price = 3;
+  optional string note = 4;
+  Status status = 5;
+  google.protobuf.Timestamp ts = 6;
+  repeated string tags = 7;
+  uint32 qty = 8;
+}
+message Other { string x = 1; }
+`
+
+// compileTestProto compiles a .proto text for the test's producer.
+func compileTestProto(t *testing.T, text string) protoreflect.FileDescriptor {
+	t.Helper()
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"t.proto": text}),
+	})}
+	files, err := c.Compile(context.Background(), "t.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files[0]
+}
+
+// TestKafkaProtobuf reads Confluent-framed Protobuf records (magic byte,
+// schema id, message indexes, message) through a schema registry that
+// holds the .proto text (schemaType PROTOBUF): columns derived from the
+// message's fields, proto3 defaults and optional fields, enums, a
+// Timestamp, a repeated field; records that are not Protobuf, of an
+// unknown schema id or of another message are dead letters; bad options
+// and a registry that is down are refused at CREATE.
+func TestKafkaProtobuf(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "orders")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := reg.register("orders-value", protoShop)
+	reg.mu.Lock()
+	reg.stypes[id] = "PROTOBUF"
+	reg.mu.Unlock()
+
+	fd := compileTestProto(t, protoShop)
+	order := fd.Messages().ByName("Order")
+	tsd := order.Fields().ByName("ts").Message()
+	frame := func(indexes []byte, m proto.Message) []byte {
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := binary.BigEndian.AppendUint32([]byte{0}, id)
+		return append(append(out, indexes...), data...)
+	}
+	mk := func(set func(m *dynamicpb.Message, f protoreflect.FieldDescriptors)) []byte {
+		m := dynamicpb.NewMessage(order)
+		set(m, order.Fields())
+		return frame([]byte{0}, m) // [0]: the first message
+	}
+	produce := func(v []byte) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(mk(func(m *dynamicpb.Message, f protoreflect.FieldDescriptors) {
+		m.Set(f.ByName("id"), protoreflect.ValueOfInt64(1))
+		m.Set(f.ByName("item"), protoreflect.ValueOfString("apple"))
+		m.Set(f.ByName("price"), protoreflect.ValueOfFloat64(1.5))
+		m.Set(f.ByName("status"), protoreflect.ValueOfEnum(1))
+		ts := dynamicpb.NewMessage(tsd)
+		ts.Set(tsd.Fields().ByName("seconds"), protoreflect.ValueOfInt64(time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC).Unix()))
+		ts.Set(tsd.Fields().ByName("nanos"), protoreflect.ValueOfInt32(250000000))
+		m.Set(f.ByName("ts"), protoreflect.ValueOfMessage(ts))
+		l := m.Mutable(f.ByName("tags")).List()
+		l.Append(protoreflect.ValueOfString("x"))
+		l.Append(protoreflect.ValueOfString("y"))
+		m.Set(f.ByName("qty"), protoreflect.ValueOfUint32(3))
+	}))
+	// proto3 defaults: item "" and price 0 are values, the unset optional
+	// note and message ts are NULL.
+	produce(mk(func(m *dynamicpb.Message, f protoreflect.FieldDescriptors) {
+		m.Set(f.ByName("id"), protoreflect.ValueOfInt64(2))
+		m.Set(f.ByName("note"), protoreflect.ValueOfString("second"))
+	}))
+	produce([]byte(`{"id": 3}`))                                           // not Protobuf
+	produce(append(binary.BigEndian.AppendUint32([]byte{0}, 99), 0, 8, 3)) // unknown schema id
+	other := dynamicpb.NewMessage(fd.Messages().ByName("Other"))
+	other.Set(other.Descriptor().Fields().ByName("x"), protoreflect.ValueOfString("?"))
+	produce(frame([]byte{2, 2}, other)) // indexes [1]: shop.Other, not shop.Order
+	produce(mk(func(m *dynamicpb.Message, f protoreflect.FieldDescriptors) {
+		m.Set(f.ByName("id"), protoreflect.ValueOfInt64(6))
+		m.Set(f.ByName("item"), protoreflect.ValueOfString("last"))
+	}))
+
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', topic = 'orders', properties.bootstrap.server = '` + b.Addr + `'`
+	ExecAll(t, conn,
+		`CREATE SOURCE orders WITH (`+kw+`, on_error = 'dead_letter') FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW orders_v AS SELECT * FROM orders`,
+	)
+	waitForLines(t, conn, `SELECT column_name || ' ' || data_type FROM information_schema.columns WHERE table_name = 'orders'`, []string{
+		"id bigint", "item text", "note text", "price double precision", "qty bigint", "status text", "tags jsonb", "ts timestamp with time zone"})
+	waitForLines(t, conn, `SELECT id, '<' || item || '>', price, coalesce(note, 'NULL'), status, coalesce(ts::text, 'NULL'), tags, qty FROM orders_v`, []string{
+		`1 <apple> 1.5 NULL PAID 2026-12-06 10:00:00.25+00 ["x", "y"] 3`,
+		`2 <> 0 second NEW NULL [] 0`,
+		`6 <last> 0 NULL NEW NULL [] 0`,
+	})
+	waitForLines(t, conn, `SELECT "offset" FROM sluice_dead_letters WHERE source = 'orders'`, []string{"2", "3", "4"})
+
+	// A Protobuf sink: it registers a .proto of its columns under
+	// pb_out-value; a Protobuf source reads the topic back to the same rows.
+	ExecAll(t, conn,
+		`CREATE SINK pb_out FROM orders WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (schema.registry = '`+regURL+`')`,
+	)
+	// The sink registers its schema on its first write.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		reg.mu.Lock()
+		n := len(reg.subjects["pb_out-value"])
+		reg.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink pb_out registered no schema: %s", sinkError(t, conn, "pb_out"))
+		}
+	}
+	ExecAll(t, conn,
+		`CREATE SOURCE pb_back WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (message = 'sluice.pb_out_value', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW pb_back_v AS SELECT * FROM pb_back`,
+	)
+	waitForLines(t, conn, `SELECT id, '<' || item || '>', price, coalesce(note, 'NULL'), status, coalesce(ts::text, 'NULL'), tags, qty FROM pb_back_v`, []string{
+		`1 <apple> 1.5 NULL PAID 2026-12-06 10:00:00.25+00 ["x", "y"] 3`,
+		`2 <> 0 second NEW NULL [] 0`,
+		`6 <last> 0 NULL NEW NULL [] 0`,
+	})
+	reg.mu.Lock()
+	if ids := reg.subjects["pb_out-value"]; len(ids) != 1 || reg.stypes[ids[0]] != "PROTOBUF" || !strings.Contains(reg.schemas[ids[0]-1], "optional google.protobuf.Timestamp ts = 6;") {
+		t.Errorf("subject pb_out-value: ids %v, want one PROTOBUF schema with the field ts", ids)
+	}
+	reg.mu.Unlock()
+
+	for _, bad := range []struct{ sql, code string }{
+		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "22023"},
+		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Nope', schema.registry = '` + regURL + `')`, "22023"},
+		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = 'http://127.0.0.1:1')`, "08000"},
+		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT UPSERT ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT UPSERT ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
+	} {
+		wantCode(t, conn, bad.sql, bad.code)
+	}
+}
