@@ -416,6 +416,11 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		if err := refuseClockInView(b.p.Streaming && !(b.p.clockOK && clockFuncs[name]), name, len(n.Args)); err != nil {
 			return nil, err
 		}
+	case "gen_random_uuid":
+		if b.p.Streaming {
+			return nil, pgerror.Unsupported("gen_random_uuid() in a materialized view or sink").
+				WithHint("a view's rows are computed again on restart and on every change; generate the uuid when the row is inserted (a column DEFAULT gen_random_uuid())")
+		}
 	case "nextval", "setval", "currval", "lastval":
 		if b.p.Streaming {
 			return nil, pgerror.Unsupported("%s() in a materialized view or sink", name).

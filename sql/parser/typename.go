@@ -223,7 +223,7 @@ func isIntervalField(w string) bool {
 var unsupportedTypes = map[string]bool{
 	"character": true, "char": true, "bpchar": true, "national character": true, "national char": true,
 	"national character varying": true, "national char varying": true, "nchar": true,
-	"uuid": true, "timetz": true, "bit": true, "bit varying": true, "varbit": true, "money": true,
+	"timetz": true, "bit": true, "bit varying": true, "varbit": true, "money": true,
 	"inet": true, "cidr": true, "macaddr": true, "macaddr8": true, "xml": true, "point": true,
 	"line": true, "lseg": true, "box": true, "path": true, "polygon": true, "circle": true,
 	"serial": true, "bigserial": true, "smallserial": true, "serial2": true, "serial4": true, "serial8": true,
@@ -358,6 +358,8 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		t = types.TInt2Vector
 	case "oidvector":
 		t = types.TOidVector
+	case "uuid":
+		t = types.TUUID
 	default:
 		if unsupportedTypes[name] {
 			return unsupported()
