@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// uuidPgx runs the pgx half of TestUUIDClients against conn and returns
+// what it saw, one line per check.
+func uuidPgx(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []string
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := conn.Exec(ctx, "CREATE TABLE types17_pgx (id uuid PRIMARY KEY, n int)")
+	must(err)
+	a := pgtype.UUID{Bytes: [16]byte{0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11}, Valid: true}
+	// pgx sends a uuid parameter in binary (16 bytes).
+	_, err = conn.Exec(ctx, "INSERT INTO types17_pgx VALUES ($1, 1)", a)
+	must(err)
+	// Binary COPY FROM (pgx's CopyFrom).
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"types17_pgx"}, []string{"id", "n"}, pgx.CopyFromRows([][]any{
+		{[16]byte{0: 0x10, 15: 0x01}, int32(2)},
+		{[16]byte{0: 0xff}, int32(3)},
+	}))
+	must(err)
+	out = append(out, "copy binary rows "+itoa(n))
+	// Text and CSV COPY FROM, in the input forms uuid_in accepts.
+	for _, c := range []struct{ opts, data string }{
+		{"", "{C0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}\t4\nc0eebc999c0b4ef8bb6d6bb9bd380a12\t5\n"},
+		{"(FORMAT CSV)", "\"d0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\",6\n"},
+	} {
+		tag, err := conn.PgConn().CopyFrom(ctx, strings.NewReader(c.data), "COPY types17_pgx FROM STDIN "+c.opts)
+		must(err)
+		out = append(out, "copy "+c.opts+" "+tag.String())
+	}
+	_, err = conn.PgConn().CopyFrom(ctx, strings.NewReader("nope\t7\n"), "COPY types17_pgx FROM STDIN")
+	out = append(out, "copy bad input "+PgCode(err))
+	// Results in binary (pgx asks for binary for uuid): scanned into [16]byte.
+	rows, err := conn.Query(ctx, "SELECT id, n FROM types17_pgx ORDER BY id")
+	must(err)
+	for rows.Next() {
+		var id pgtype.UUID
+		var k int32
+		must(rows.Scan(&id, &k))
+		v, _ := id.Value()
+		out = append(out, "binary row "+v.(string)+" "+itoa(int64(k)))
+	}
+	must(rows.Err())
+	var k int32
+	must(conn.QueryRow(ctx, "SELECT n FROM types17_pgx WHERE id = $1", [16]byte{0: 0xff}).Scan(&k))
+	out = append(out, "lookup by binary parameter "+itoa(int64(k)))
+	var typ string
+	must(conn.QueryRow(ctx, "SELECT pg_typeof(id)::text FROM types17_pgx LIMIT 1").Scan(&typ))
+	out = append(out, "pg_typeof "+typ)
+	// COPY TO in text.
+	var sb strings.Builder
+	_, err = conn.PgConn().CopyTo(ctx, &sb, "COPY (SELECT id FROM types17_pgx WHERE n < 3 ORDER BY id) TO STDOUT")
+	must(err)
+	out = append(out, "copy out "+strings.ReplaceAll(sb.String(), "\n", "|"))
+	return out
+}
+
+// TestUUIDClients: uuid values through pgx (binary parameters and results,
+// binary/text/CSV COPY), psycopg 3 (uuid.UUID both ways, binary cursors,
+// binary COPY in and out, TypeInfo) and psycopg2 (register_uuid), against
+// Sluice and against the machine's PostgreSQL: the outputs must be equal.
+func TestUUIDClients(t *testing.T) {
+	if _, err := exec.LookPath(debianPython); err != nil {
+		t.Fatalf("%s is missing: %v", debianPython, err)
+	}
+	srv := StartServer(t, Options{})
+	pgURL := FreshPostgresDB(t, "types17_uuid")
+	run := func(url string) []string {
+		conn := MustConnect(t, url)
+		defer conn.Close(context.Background())
+		out := uuidPgx(t, conn)
+		script := filepath.Join(clientDir(t), "uuid_roundtrip.py")
+		py, err := exec.Command(debianPython, script, url, "types17_py").CombinedOutput()
+		if err != nil {
+			t.Fatalf("uuid_roundtrip.py against %s: %v\n%s", url, err, py)
+		}
+		return append(out, strings.Split(strings.TrimSpace(string(py)), "\n")...)
+	}
+	got := run(srv.ConnString())
+	want := run(pgURL)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Sluice:\n%s\nPostgreSQL:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, must := range []string{
+		"binary row a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 1",
+		"copy bad input 22P02",
+		"psycopg2 UUID a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+		"psycopg3 typeinfo 2950 2951",
+	} {
+		if !strings.Contains(strings.Join(got, "\n"), must) {
+			t.Errorf("missing %q in:\n%s", must, strings.Join(got, "\n"))
+		}
+	}
+	t.Logf("\n%s", strings.Join(got, "\n"))
+}
