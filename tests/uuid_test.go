@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -111,4 +112,68 @@ func TestUUIDClients(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", strings.Join(got, "\n"))
+}
+
+// TestUUIDSourceSink: a JSON file source decodes uuid columns from JSON
+// strings in every input form; a view groups by them; a Postgres sink
+// creates its table with a uuid column and writes the values, and a JSON
+// file sink writes them as strings.
+func TestUUIDSourceSink(t *testing.T) {
+	root := t.TempDir()
+	in, out := filepath.Join(root, "in"), filepath.Join(root, "out")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"id":"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11","n":1}
+{"id":"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}","n":2}
+{"id":"b0eebc999c0b4ef8bb6d6bb9bd380a11","n":3}
+{"id":null,"n":4}
+`
+	if err := os.WriteFile(filepath.Join(in, "a.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pgURL := FreshPostgresDB(t, "types17_uuid_sink")
+	srv := StartServer(t, Options{ExtraArgs: []string{"--file-root", root}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE SOURCE types17_src (id UUID, n INT) WITH (connector = 'file', path = 'in', pattern = '*.jsonl', poll.interval.ms = '50') FORMAT PLAIN ENCODE JSON`,
+		`CREATE MATERIALIZED VIEW types17_by_id AS SELECT id, count(*) AS c, sum(n) AS s FROM types17_src WHERE id IS NOT NULL GROUP BY id`,
+		`CREATE SINK types17_pg FROM types17_by_id WITH (connector = 'postgres', url = '`+pgURL+`', table = 'types17_out', primary_key = 'id')`,
+		`CREATE SINK types17_file FROM types17_src WITH (connector = 'file', path = 'out') FORMAT PLAIN ENCODE JSON`,
+	)
+	want := "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 uuid 2 3|b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 uuid 1 3"
+	pg := MustConnect(t, pgURL)
+	defer pg.Close(context.Background())
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		res, err := QueryText(context.Background(), pg, "SELECT id, pg_typeof(id), c, s FROM types17_out ORDER BY id")
+		if err == nil {
+			if got = strings.Join(res.Lines(), "|"); got == want {
+				break
+			}
+		} else {
+			got = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PostgreSQL sink table: %s, want %s", got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var all strings.Builder
+		files, _ := filepath.Glob(filepath.Join(out, "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			all.Write(b)
+		}
+		s := all.String()
+		if strings.Count(s, `"id":"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"`) == 2 &&
+			strings.Count(s, `"id":"b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"`) == 1 && strings.Count(s, `"id":null`) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JSON file sink wrote:\n%s", s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
