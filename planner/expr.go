@@ -117,7 +117,12 @@ func (b *binder) bindExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) 
 		return &spec.ColRef{Idx: idx, T: sc.cols[idx].t, Name: sc.cols[idx].name}, nil
 	case ast.ValueExpr:
 		return constFromValue(n)
+	case *ast.RowExpr:
+		return b.bindRow(n, sc, h)
 	case *ast.BinaryOperationExpr:
+		if x, ok, err := b.bindRowCompare(n, sc, h); ok || err != nil {
+			return x, err
+		}
 		args, err := b.bindAll(sc, h, n.L, n.R)
 		if err != nil {
 			return nil, err

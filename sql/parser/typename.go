@@ -249,6 +249,11 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		return types.TTextArray, nil
 	}
 	unsupported := func() (types.T, error) {
+		if name == "struct" || name == "record" || name == "row" {
+			// Composite values exist only in queries (planner/row.go).
+			return types.TUnknown, pgerror.Unsupported("type %s is not supported", spelled).
+				WithHint("columns of a composite type are not supported yet: store the fields as separate columns (or as jsonb) and build the value in a query with ROW(…), reading a field with (expr).f1")
+		}
 		return types.TUnknown, pgerror.Unsupported("type %s is not supported", spelled)
 	}
 	badMods := func() (types.T, error) {
