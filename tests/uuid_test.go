@@ -77,7 +77,8 @@ func uuidPgx(t *testing.T, conn *pgx.Conn) []string {
 
 // TestUUIDClients: uuid values through pgx (binary parameters and results,
 // binary/text/CSV COPY), psycopg 3 (uuid.UUID both ways, binary cursors,
-// binary COPY in and out, TypeInfo) and psycopg2 (register_uuid), against
+// binary COPY in and out, TypeInfo), psycopg2 (register_uuid) and
+// SQLAlchemy (reflection as UUID, uuid.UUID values), against
 // Sluice and against the machine's PostgreSQL: the outputs must be equal.
 func TestUUIDClients(t *testing.T) {
 	if _, err := exec.LookPath(debianPython); err != nil {
@@ -106,6 +107,7 @@ func TestUUIDClients(t *testing.T) {
 		"copy bad input 22P02",
 		"psycopg2 UUID a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
 		"psycopg3 typeinfo 2950 2951",
+		"sqlalchemy [('id', 'UUID()'), ('n', 'INTEGER()')]",
 	} {
 		if !strings.Contains(strings.Join(got, "\n"), must) {
 			t.Errorf("missing %q in:\n%s", must, strings.Join(got, "\n"))

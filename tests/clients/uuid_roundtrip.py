@@ -44,3 +44,13 @@ print("psycopg2", type(r[0]).__name__, r[0])
 cur.execute(f"SELECT id::text FROM {table} WHERE n = 3")
 print("psycopg2 text", cur.fetchone()[0])
 c2.close()
+
+# SQLAlchemy (1.4, psycopg2 dialect) reflects the column as UUID.
+import sqlalchemy as sa
+
+engine = sa.create_engine("postgresql+psycopg2://", creator=lambda: psycopg2.connect(dsn))
+print("sqlalchemy", [(c["name"], repr(c["type"])) for c in sa.inspect(engine).get_columns(table)])
+tbl = sa.Table(table, sa.MetaData(), sa.Column("id", sa.dialects.postgresql.UUID(as_uuid=True)), sa.Column("n", sa.Integer))
+with engine.connect() as c:
+    print("sqlalchemy rows", [(type(r[0]).__name__, str(r[0]), r[1]) for r in c.execute(sa.select(tbl).order_by(tbl.c.id))])
+engine.dispose()
