@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,10 @@ func uuidPgx(t *testing.T, conn *pgx.Conn) []string {
 	var typ string
 	must(conn.QueryRow(ctx, "SELECT pg_typeof(id)::text FROM types17_pgx LIMIT 1").Scan(&typ))
 	out = append(out, "pg_typeof "+typ)
+	// A record holding a uuid, in binary (record_send: field oids and values).
+	var rec any
+	must(conn.QueryRow(ctx, "SELECT ROW(1, 'x'::text, NULL::int, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid)").Scan(&rec))
+	out = append(out, fmt.Sprintf("binary record %v", rec))
 	// COPY TO in text.
 	var sb strings.Builder
 	_, err = conn.PgConn().CopyTo(ctx, &sb, "COPY (SELECT id FROM types17_pgx WHERE n < 3 ORDER BY id) TO STDOUT")

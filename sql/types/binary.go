@@ -113,6 +113,11 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 			break
 		}
 		return append(buf, d.S...), nil
+	case Record:
+		if d.K != KArray {
+			break
+		}
+		return appendRecordBinary(buf, d, t)
 	case Date:
 		if d.K != KDate {
 			break
