@@ -117,7 +117,12 @@ func (b *binder) bindExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) 
 		return &spec.ColRef{Idx: idx, T: sc.cols[idx].t, Name: sc.cols[idx].name}, nil
 	case ast.ValueExpr:
 		return constFromValue(n)
+	case *ast.RowExpr:
+		return b.bindRow(n, sc, h)
 	case *ast.BinaryOperationExpr:
+		if x, ok, err := b.bindRowCompare(n, sc, h); ok || err != nil {
+			return x, err
+		}
 		args, err := b.bindAll(sc, h, n.L, n.R)
 		if err != nil {
 			return nil, err
@@ -415,6 +420,11 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 	case "localtime", "transaction_timestamp", "statement_timestamp", "clock_timestamp", "age":
 		if err := refuseClockInView(b.p.Streaming && !(b.p.clockOK && clockFuncs[name]), name, len(n.Args)); err != nil {
 			return nil, err
+		}
+	case "gen_random_uuid":
+		if b.p.Streaming {
+			return nil, pgerror.Unsupported("gen_random_uuid() in a materialized view or sink").
+				WithHint("a view's rows are computed again on restart and on every change; generate the uuid when the row is inserted (a column DEFAULT gen_random_uuid())")
 		}
 	case "nextval", "setval", "currval", "lastval":
 		if b.p.Streaming {

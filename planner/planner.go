@@ -946,6 +946,8 @@ func exprName(e ast.ExprNode) string {
 			return strings.TrimPrefix(x.FnName.L, "__pg_")
 		}
 		return x.FnName.L
+	case *ast.RowExpr:
+		return "row" // ROW(…) and (a, b), as PostgreSQL's FigureColname
 	case *ast.CaseExpr:
 		return "case"
 	case *ast.ExistsSubqueryExpr:

@@ -112,6 +112,7 @@ var pgTypes = []typeInfo{
 	{types.TNumeric, "numeric"},
 	{types.TRegClass, "regclass"},
 	{types.TRegType, "regtype"},
+	{types.TUUID, "uuid"},
 	{types.TJSONB, "jsonb"},
 	{types.TRegNamespace, "regnamespace"},
 }

@@ -110,15 +110,36 @@ type ColumnEntry struct {
 	Default string `json:"default,omitempty"`
 	// Identity is "always" or "by default" for an identity column.
 	Identity string `json:"identity,omitempty"`
+	// Fields are a record column's fields (a view's ROW(…) column): the
+	// record type's shape id (Prec) is per process, so the shape is
+	// stored and interned again when the entry is read.
+	Fields []ColumnEntry `json:"fields,omitempty"`
 }
 
 // Type returns the column's SQL type.
 func (c ColumnEntry) Type() types.T {
+	if types.Family(c.Fam) == types.Record {
+		if len(c.Fields) == 0 {
+			return types.T{Fam: types.Record} // anonymous
+		}
+		fields := make([]types.Column, len(c.Fields))
+		for i, f := range c.Fields {
+			fields[i] = types.Column{Name: f.Name, Type: f.Type()}
+		}
+		return types.RecordType(fields)
+	}
 	return types.T{Fam: types.Family(c.Fam), Prec: c.Prec, Scale: c.Scale}
 }
 
 // ColumnOf returns the persisted form of a column.
 func ColumnOf(c types.Column) ColumnEntry {
+	if c.Type.Fam == types.Record {
+		e := ColumnEntry{Name: c.Name, Fam: uint8(types.Record)}
+		for _, f := range c.Type.RecordFields() {
+			e.Fields = append(e.Fields, ColumnOf(f))
+		}
+		return e
+	}
 	return ColumnEntry{Name: c.Name, Fam: uint8(c.Type.Fam), Prec: c.Type.Prec, Scale: c.Type.Scale}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // allowed maps each Sluice type family a source column may have to the
 // upstream types (pg_type.typname) it reads. TEXT and VARCHAR also take
-// any other type, as its text (uuid, arrays, enums, …).
+// any other type, as its text (arrays, enums, …).
 var allowed = map[types.Family][]string{
 	types.Bool:        {"bool"},
 	types.Int2:        {"int2"},
@@ -29,6 +29,7 @@ var allowed = map[types.Family][]string{
 	types.TimestampTZ: {"timestamptz"},
 	types.Interval:    {"interval"},
 	types.JSONB:       {"jsonb", "json"},
+	types.UUID:        {"uuid"},
 }
 
 // compatible reports whether a column of type t may read upstream type ty.
@@ -75,6 +76,8 @@ func suggest(ty string) string {
 		return "INTERVAL"
 	case "json", "jsonb":
 		return "JSONB"
+	case "uuid":
+		return "UUID"
 	}
 	return "TEXT"
 }

@@ -66,6 +66,8 @@ func pgColumnType(t types.T) colType {
 		return colType{"INTERVAL", 1186, t}
 	case types.JSONB:
 		return colType{"JSONB", 3802, t}
+	case types.UUID:
+		return colType{"UUID", 2950, t}
 	case types.Oid, types.RegClass:
 		// A regclass number means nothing in another database: keep the OID.
 		return colType{"OID", 26, types.TOid}

@@ -201,6 +201,7 @@ func TestParseType(t *testing.T) {
 		{"JSONB", types.TJSONB}, {"json", types.TJSONB},
 		{"oid", types.TOid}, {"name", types.TName}, {"regclass", types.TRegClass}, {`"char"`, types.TChar},
 		{"text[]", types.TTextArray}, {"_text", types.TTextArray}, {"pg_catalog.int8", types.TInt8},
+		{"UUID", types.TUUID}, {"pg_catalog.uuid", types.TUUID},
 	} {
 		got, err := ParseType(c.in)
 		if err != nil || got != c.want {
@@ -212,14 +213,14 @@ func TestParseType(t *testing.T) {
 		types.TBool, types.TInt2, types.TInt4, types.TInt8, types.TFloat4, types.TFloat8, types.TNumeric,
 		{Fam: types.Numeric, Prec: 12, Scale: 2}, types.TText, types.TVarchar, {Fam: types.Varchar, Prec: 20},
 		types.TBytea, types.TDate, types.TTime, types.TTimestamp, types.TTimestampTZ, types.TInterval,
-		types.TJSONB, types.TOid, types.TName, types.TRegClass, types.TChar, types.TTextArray,
+		types.TJSONB, types.TOid, types.TName, types.TRegClass, types.TChar, types.TTextArray, types.TUUID,
 	} {
 		got, err := ParseType(typ.String())
 		if err != nil || got != typ {
 			t.Errorf("ParseType(%q) = %v, %v; want %v", typ.String(), got, err, typ)
 		}
 	}
-	for _, bad := range []string{"foo", "char(3)", "uuid", "int[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
+	for _, bad := range []string{"foo", "char(3)", "money", "int[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
 		if _, err := ParseType(bad); err == nil {
 			t.Errorf("ParseType(%q) succeeded", bad)
 		}

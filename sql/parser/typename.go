@@ -223,7 +223,7 @@ func isIntervalField(w string) bool {
 var unsupportedTypes = map[string]bool{
 	"character": true, "char": true, "bpchar": true, "national character": true, "national char": true,
 	"national character varying": true, "national char varying": true, "nchar": true,
-	"uuid": true, "timetz": true, "bit": true, "bit varying": true, "varbit": true, "money": true,
+	"timetz": true, "bit": true, "bit varying": true, "varbit": true, "money": true,
 	"inet": true, "cidr": true, "macaddr": true, "macaddr8": true, "xml": true, "point": true,
 	"line": true, "lseg": true, "box": true, "path": true, "polygon": true, "circle": true,
 	"serial": true, "bigserial": true, "smallserial": true, "serial2": true, "serial4": true, "serial8": true,
@@ -249,6 +249,11 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		return types.TTextArray, nil
 	}
 	unsupported := func() (types.T, error) {
+		if name == "struct" || name == "record" || name == "row" {
+			// Composite values exist only in queries (planner/row.go).
+			return types.TUnknown, pgerror.Unsupported("type %s is not supported", spelled).
+				WithHint("columns of a composite type are not supported yet: store the fields as separate columns (or as jsonb) and build the value in a query with ROW(…), reading a field with (expr).f1")
+		}
 		return types.TUnknown, pgerror.Unsupported("type %s is not supported", spelled)
 	}
 	badMods := func() (types.T, error) {
@@ -358,6 +363,8 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		t = types.TInt2Vector
 	case "oidvector":
 		t = types.TOidVector
+	case "uuid":
+		t = types.TUUID
 	default:
 		if unsupportedTypes[name] {
 			return unsupported()

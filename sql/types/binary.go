@@ -108,6 +108,16 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 			break
 		}
 		return append(buf, d.S...), nil
+	case UUID:
+		if d.K != KUUID {
+			break
+		}
+		return append(buf, d.S...), nil
+	case Record:
+		if d.K != KArray {
+			break
+		}
+		return appendRecordBinary(buf, d, t)
 	case Date:
 		if d.K != KDate {
 			break
@@ -426,6 +436,8 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 		return NewString(string(b)), nil
 	case Bytea:
 		return NewBytes(b), nil
+	case UUID:
+		return decodeUUIDBinary(b)
 	case Date:
 		if err := fixed(4); err != nil {
 			return Datum{}, err

@@ -20,6 +20,7 @@ const (
 	classInterval // KInterval
 	classJSON     // KJSON
 	classArray    // KArray
+	classUUID     // KUUID
 )
 
 func kindClass(k Kind) int {
@@ -42,6 +43,8 @@ func kindClass(k Kind) int {
 		return classInterval
 	case KJSON:
 		return classJSON
+	case KUUID:
+		return classUUID
 	}
 	return classArray
 }
@@ -73,7 +76,7 @@ func Compare(a, b Datum) int {
 			return cmpFloat(a.F, b.F)
 		case KDecimal:
 			return DecCmp(a, b)
-		case KString, KBytes:
+		case KString, KBytes, KUUID:
 			return strings.Compare(a.S, b.S)
 		case KJSON:
 			return compareJSONText(a.S, b.S)
@@ -111,7 +114,7 @@ func Equal(a, b Datum) bool {
 			return true
 		case KBool, KInt, KDate, KTime, KTimestamp, KTimestampTZ:
 			return a.I == b.I
-		case KString, KBytes:
+		case KString, KBytes, KUUID:
 			return a.S == b.S
 		case KJSON:
 			return a.S == b.S || compareJSONText(a.S, b.S) == 0
@@ -418,6 +421,7 @@ const (
 	hashInterval
 	hashJSON
 	hashArray
+	hashUUID
 )
 
 // mix folds the word v into the hash h (the MurmurHash3 x64 block step).
@@ -477,6 +481,8 @@ func Hash(h uint64, d Datum) uint64 {
 		h = hashStr(mix(h, hashString), d.S)
 	case KBytes:
 		h = hashStr(mix(h, hashBytes), d.S)
+	case KUUID:
+		h = hashStr(mix(h, hashUUID), d.S)
 	case KJSON:
 		h = hashJSONText(mix(h, hashJSON), d.S)
 	case KDate:

@@ -37,6 +37,7 @@ const (
 	keyDecNaN    = 0x35
 	keyString    = 0x40
 	keyBytes     = 0x48
+	keyUUID      = 0x49 // then the 16 bytes
 	keyDate      = 0x50
 	keyTimestamp = 0x51
 	keyTSTZ      = 0x52
@@ -77,6 +78,8 @@ func AppendKey(buf []byte, d Datum) []byte {
 		return appendKeyString(append(buf, keyString), d.S)
 	case KBytes:
 		return appendKeyString(append(buf, keyBytes), d.S)
+	case KUUID:
+		return append(append(buf, keyUUID), d.S...)
 	case KJSON:
 		// Keys are equal when the values are (jsonb's '1.0' = '1'), so
 		// numbers are keyed in their shortest form; a decoded key prints
@@ -251,6 +254,19 @@ func (r *keyReader) uint64() (uint64, bool) {
 	return v, true
 }
 
+// n reads n bytes, unmasked.
+func (r *keyReader) n(n int) ([]byte, bool) {
+	if len(r.b)-r.i < n {
+		return nil, false
+	}
+	out := make([]byte, n)
+	for j := range out {
+		out[j] = r.b[r.i+j] ^ r.mask
+	}
+	r.i += n
+	return out, true
+}
+
 // DecodeKey decodes one value encoded by AppendKey from the front of buf
 // and returns it with the rest of buf. Corrupt input gives XX001.
 func DecodeKey(buf []byte) (Datum, []byte, error) {
@@ -318,6 +334,12 @@ func (r *keyReader) decode(depth int) (Datum, error) {
 		return NewDecimal(0, 0), nil
 	case keyDecPos, keyDecNeg:
 		return r.decimal(tag == keyDecNeg)
+	case keyUUID:
+		b, ok := r.n(16)
+		if !ok {
+			return short()
+		}
+		return Datum{K: KUUID, S: string(b)}, nil
 	case keyString, keyBytes, keyJSON:
 		s, err := r.str()
 		if err != nil {

@@ -21,7 +21,7 @@ var typeNames = map[string]T{
 	"date": TDate, "time": TTime, "time without time zone": TTime, "timestamp": TTimestamp,
 	"timestamp without time zone": TTimestamp, "timestamptz": TTimestampTZ, "timestamp with time zone": TTimestampTZ,
 	"interval": TInterval, "numeric": TNumeric, "decimal": TNumeric, "regclass": TRegClass, "jsonb": TJSONB,
-	"regtype": TRegType, "regproc": TRegProc, "regnamespace": TRegNamespace,
+	"regtype": TRegType, "regproc": TRegProc, "regnamespace": TRegNamespace, "uuid": TUUID,
 }
 
 // pseudoTypes are the pseudo-types pg_proc names (no values have them).
@@ -95,7 +95,7 @@ var arrayElems = map[uint32]uint32{
 	1000: 16, 1001: 17, 1002: 18, 1003: 19, 1005: 21, 1007: 23,
 	1008: 24, 1009: 25, 1015: 1043, 1016: 20, 1021: 700, 1022: 701,
 	1028: 26, 1115: 1114, 1182: 1082, 1183: 1083, 1185: 1184, 1187: 1186,
-	1231: 1700, 2210: 2205, 2211: 2206, 3807: 3802, 4090: 4089,
+	1231: 1700, 2210: 2205, 2211: 2206, 2951: 2950, 3807: 3802, 4090: 4089,
 }
 
 // ArrayElemOID returns the element type of an array type's oid.

@@ -54,6 +54,8 @@ func AppendText(b []byte, d Datum, t T) []byte {
 		return append(b, d.S...)
 	case KBytes:
 		return appendByteaHex(b, d.S)
+	case KUUID:
+		return appendUUID(b, d.S)
 	case KDate:
 		return appendDate(b, d.I)
 	case KTime:
@@ -230,6 +232,8 @@ func ParseText(s string, t T) (Datum, error) {
 		return parseInterval(s)
 	case JSONB:
 		return parseJSON(s)
+	case UUID:
+		return parseUUID(s)
 	case TextArray:
 		return parseTextArray(s)
 	case Int2Array, BoolArray:
@@ -863,6 +867,10 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		if d.K == KJSON {
 			return d, nil
 		}
+	case UUID:
+		if d.K == KUUID {
+			return d, nil
+		}
 	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
 			return d, nil
@@ -905,6 +913,8 @@ func kindType(k Kind) T {
 		return TJSONB
 	case KArray:
 		return TTextArray
+	case KUUID:
+		return TUUID
 	}
 	return TUnknown
 }

@@ -37,10 +37,11 @@ const (
 	Record       // record: a composite value (record.go), fields in Datum.A
 	Int2Array    // smallint[] (catalog: pg_constraint.conkey): text[] values whose elements are int2 (typedarray.go)
 	BoolArray    // boolean[] (array_agg of booleans), likewise
+	UUID         // uuid (uuid.go): KUUID values
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = BoolArray
+const lastFamily = UUID
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -95,6 +96,7 @@ var (
 	TOidVector    = T{Fam: OidVector}
 	TInt2Array    = T{Fam: Int2Array}
 	TBoolArray    = T{Fam: BoolArray}
+	TUUID         = T{Fam: UUID}
 )
 
 // OID returns the Postgres type OID of t.
@@ -158,6 +160,8 @@ func (t T) OID() uint32 {
 		return 1005
 	case BoolArray:
 		return 1000
+	case UUID:
+		return 2950
 	}
 	return 705 // unknown
 }
@@ -176,6 +180,9 @@ func FromOID(oid uint32) (T, bool) {
 			return t, true
 		}
 	}
+	if oid == TUUID.OID() {
+		return TUUID, true
+	}
 	return TUnknown, false
 }
 
@@ -190,7 +197,7 @@ func (t T) Size() int16 {
 		return 4
 	case Int8, Float8, Time, Timestamp, TimestampTZ:
 		return 8
-	case Interval:
+	case Interval, UUID:
 		return 16
 	case Name:
 		return 64
@@ -288,6 +295,8 @@ func (t T) String() string {
 		return "smallint[]"
 	case BoolArray:
 		return "boolean[]"
+	case UUID:
+		return "uuid"
 	}
 	return "unknown"
 }
@@ -339,6 +348,7 @@ const (
 	KInterval    // M months, X days, I microseconds
 	KJSON        // S = canonical JSON text
 	KArray       // A = elements
+	KUUID        // S = the 16 bytes (uuid.go)
 )
 
 // Datum is one SQL value. It is a small struct passed by value; rows are

@@ -33,6 +33,7 @@ const (
 	valArray       = 14
 	valArrayNil    = 15
 	valDecimalBig  = 16 // scale, sign (±1), magnitude bytes: a decimal in the big form
+	valUUID        = 17 // the 16 bytes
 )
 
 // maxValueDepth bounds array nesting when decoding.
@@ -65,6 +66,8 @@ func AppendValue(buf []byte, d Datum) []byte {
 		return appendValueBytes(append(buf, valString), d.S)
 	case KBytes:
 		return appendValueBytes(append(buf, valBytes), d.S)
+	case KUUID:
+		return append(append(buf, valUUID), d.S...)
 	case KJSON:
 		return appendValueBytes(append(buf, valJSON), d.S)
 	case KDate:
@@ -196,6 +199,11 @@ func decodeValue(buf []byte, depth int) (Datum, []byte, error) {
 			return Datum{}, nil, errCorruptValue("bad big decimal")
 		}
 		return decBigForm(sg < 0, mag, int32(x)), b, nil
+	case valUUID:
+		if len(b) < 16 {
+			return short()
+		}
+		return Datum{K: KUUID, S: string(b[:16])}, b[16:], nil
 	case valString, valBytes, valJSON:
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {

@@ -342,7 +342,7 @@ func unsafeString(b []byte) string {
 func keepsInput(t types.T) bool {
 	switch t.Fam {
 	case types.Bool, types.Int2, types.Int4, types.Int8, types.Oid, types.Float4, types.Float8,
-		types.Numeric, types.Date, types.Time, types.Timestamp, types.TimestampTZ, types.Interval:
+		types.Numeric, types.Date, types.Time, types.Timestamp, types.TimestampTZ, types.Interval, types.UUID:
 		return false
 	}
 	return true
