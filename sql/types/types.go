@@ -37,10 +37,16 @@ const (
 	Record       // record: a composite value (record.go), fields in Datum.A
 	Int2Array    // smallint[] (catalog: pg_constraint.conkey): text[] values whose elements are int2 (typedarray.go)
 	BoolArray    // boolean[] (array_agg of booleans), likewise
+	// Arrays whose elements are values of their element type (elemarray.go).
+	Int4Array        // integer[]
+	Int8Array        // bigint[]
+	Float8Array      // double precision[]
+	NumericArray     // numeric[]
+	TimestampTZArray // timestamp with time zone[]
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = BoolArray
+const lastFamily = TimestampTZArray
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -95,6 +101,11 @@ var (
 	TOidVector    = T{Fam: OidVector}
 	TInt2Array    = T{Fam: Int2Array}
 	TBoolArray    = T{Fam: BoolArray}
+	TInt4Array    = T{Fam: Int4Array}
+	TInt8Array    = T{Fam: Int8Array}
+	TFloat8Array  = T{Fam: Float8Array}
+	TNumericArray = T{Fam: NumericArray}
+	TTstzArray    = T{Fam: TimestampTZArray}
 )
 
 // OID returns the Postgres type OID of t.
@@ -158,6 +169,16 @@ func (t T) OID() uint32 {
 		return 1005
 	case BoolArray:
 		return 1000
+	case Int4Array:
+		return 1007
+	case Int8Array:
+		return 1016
+	case Float8Array:
+		return 1022
+	case NumericArray:
+		return 1231
+	case TimestampTZArray:
+		return 1185
 	}
 	return 705 // unknown
 }
@@ -173,6 +194,11 @@ func FromOID(oid uint32) (T, bool) {
 			t.Scale = -1
 		}
 		if t.OID() == oid {
+			return t, true
+		}
+	}
+	for f := Int4Array; f <= TimestampTZArray; f++ {
+		if t := (T{Fam: f}); t.OID() == oid {
 			return t, true
 		}
 	}
@@ -288,6 +314,16 @@ func (t T) String() string {
 		return "smallint[]"
 	case BoolArray:
 		return "boolean[]"
+	case Int4Array:
+		return "integer[]"
+	case Int8Array:
+		return "bigint[]"
+	case Float8Array:
+		return "double precision[]"
+	case NumericArray:
+		return "numeric[]"
+	case TimestampTZArray:
+		return "timestamp with time zone[]"
 	}
 	return "unknown"
 }
