@@ -704,7 +704,7 @@ func funcName(parts []token) string {
 			sb.WriteString(quoteIdent(p.val))
 		case p.kind == tkQIdent:
 			sb.WriteString(quoteIdent(p.val))
-		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val]):
+		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val] || tidbKeywordNames[p.val]):
 			sb.WriteString(quoteIdent(p.val))
 		default:
 			sb.WriteString(p.val)
