@@ -226,8 +226,20 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 	if flags != 0 && flags != 1 {
 		return Datum{}, errBinary("invalid array flags")
 	}
+	// A client that declared the parameter smallint[] (psycopg's lists of
+	// small numbers) sends int2 elements: they convert as PostgreSQL's
+	// assignment cast int2[] -> int4[] converts them.
+	src := elem
 	if elemOid != elem.OID() {
-		return Datum{}, pgerror.New(pgcode.DatatypeMismatch, "binary data has array element type %d instead of expected %d (%s)", elemOid, elem.OID(), elem)
+		st, ok := FromOID(elemOid)
+		switch {
+		case ok && (elem.Fam == Int4 || elem.Fam == Int8) && (st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
+		case ok && elem.Fam == Float8 && (st.Fam == Float4 || st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
+		case ok && elem.Fam == Numeric && (st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
+		default:
+			return Datum{}, pgerror.New(pgcode.DatatypeMismatch, "binary data has array element type %d instead of expected %d (%s)", elemOid, elem.OID(), elem)
+		}
+		src = st
 	}
 	p := b[12:]
 	if len(p) < 8*int(ndim) {
@@ -267,9 +279,14 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 		if n < 0 || int(n) > len(p) {
 			return Datum{}, errBinary("invalid array element length %d", n)
 		}
-		v, err := DecodeBinary(p[:n], elem)
+		v, err := DecodeBinary(p[:n], src)
 		if err != nil {
 			return Datum{}, err
+		}
+		if src != elem {
+			if v, err = Cast(v, src, elem); err != nil {
+				return Datum{}, err
+			}
 		}
 		leaves[i] = v
 		p = p[n:]
