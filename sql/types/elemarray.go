@@ -1,7 +1,9 @@
 package types
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 
 	"sluice/sql/pgcode"
@@ -296,4 +298,74 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 	}
 	a, _ := nestArray(leaves, dims[:ndim])
 	return Datum{K: KArray, A: a}, nil
+}
+
+// ArrayFromJSON converts the JSON array text (a source's field) to a
+// value of the array type t: numbers and strings are read by the element
+// type's input function, null is NULL, nested arrays are further
+// dimensions; an object inside is 22P02.
+func ArrayFromJSON(text string, t T) (Datum, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "invalid JSON array: %v", err)
+	}
+	var conv func(v any) (Datum, error)
+	conv = func(v any) (Datum, error) {
+		switch x := v.(type) {
+		case nil:
+			return Null, nil
+		case []any:
+			out := make([]Datum, len(x))
+			for i, e := range x {
+				d, err := conv(e)
+				if err != nil {
+					return Datum{}, err
+				}
+				out[i] = d
+			}
+			return Datum{K: KArray, A: out}, nil
+		case json.Number:
+			return NewString(x.String()), nil
+		case string:
+			return NewString(x), nil
+		case bool:
+			if x {
+				return NewString("true"), nil
+			}
+			return NewString("false"), nil
+		}
+		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "malformed array literal: a JSON object is not an element of %s", t)
+	}
+	d, err := conv(v)
+	if err != nil {
+		return Datum{}, err
+	}
+	if d.K != KArray {
+		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "malformed array literal: expected a JSON array for %s", t)
+	}
+	var dims []int
+	if err := checkArrayShape(d.A, jsonDims(d.A, dims), new(bool)); err != nil {
+		return Datum{}, err
+	}
+	switch {
+	case t.Fam == TextArray:
+		return d, nil
+	case IsElemArray(t.Fam):
+		return ToElemArray(d, t)
+	}
+	elem, _ := ArrayElem(t.Fam)
+	return checkTypedArray(d, elem)
+}
+
+func jsonDims(a []Datum, dims []int) []int {
+	for len(a) > 0 {
+		dims = append(dims, len(a))
+		if a[0].K != KArray {
+			break
+		}
+		a = a[0].A
+	}
+	return dims
 }
