@@ -3,10 +3,13 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -119,5 +122,77 @@ func TestArraysPsycopgRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(got, "binary [23, 1007, 1009] [(10, [1, None, 3], ['a b', 'q\"', None]), (11, [4, 5], ['x', ''])]") {
 		t.Fatalf("psycopg output: %s", got)
+	}
+}
+
+// TestArraysFileSourceSink: a JSON source's arrays decode into integer[],
+// text[], double precision[] and integer[][] columns, a materialized view
+// computes over them, and a JSON sink writes the arrays out as JSON arrays.
+func TestArraysFileSourceSink(t *testing.T) {
+	root := t.TempDir()
+	in, out := filepath.Join(root, "in"), filepath.Join(root, "out")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"id":1,"a":[1,2,null],"b":["x y","q\"",null],"c":[1.5,2],"m":[[1,2],[3,4]]}
+{"id":2,"a":[],"b":[],"c":null,"m":[]}
+{"id":3,"a":["7",8],"b":["z"],"c":[0.25],"m":[[5]]}
+`
+	if err := os.WriteFile(filepath.Join(in, "a.jsonl"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := StartServer(t, Options{ExtraArgs: []string{"--file-root", root}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE SOURCE arrs (id BIGINT, a INT[], b TEXT[], c DOUBLE PRECISION[], m INT[][]) WITH (connector = 'file', path = 'in', pattern = '*.jsonl', poll.interval.ms = '50') FORMAT PLAIN ENCODE JSON`,
+		`CREATE MATERIALIZED VIEW arrs_v AS SELECT id, a, b, c, m, cardinality(a) AS n, array_append(a, 0) AS a0 FROM arrs`,
+		`CREATE SINK arrs_out FROM arrs_v WITH (connector = 'file', path = 'out') FORMAT PLAIN ENCODE JSON`)
+	want := []string{
+		`1 {1,2,NULL} {"x y","q\"",NULL} {1.5,2} {{1,2},{3,4}} 3 {1,2,NULL,0}`,
+		`2 {} {} NULL {} 0 {0}`,
+		`3 {7,8} {z} {0.25} {{5}} 2 {7,8,0}`,
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := QueryText(context.Background(), conn, "SELECT * FROM arrs_v ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Lines()
+		if strings.Join(got, "\n") == strings.Join(want, "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("view:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantOut := []string{
+		`{"id":1,"a":[1,2,null],"b":["x y","q\"",null],"c":[1.5,2],"m":[[1,2],[3,4]],"n":3,"a0":[1,2,null,0]}`,
+		`{"id":2,"a":[],"b":[],"c":null,"m":[],"n":0,"a0":[0]}`,
+		`{"id":3,"a":[7,8],"b":["z"],"c":[0.25],"m":[[5]],"n":2,"a0":[7,8,0]}`,
+	}
+	for {
+		var got []string
+		names, _ := filepath.Glob(filepath.Join(out, "part-*"))
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if l != "" {
+					got = append(got, l)
+				}
+			}
+		}
+		sort.Strings(got)
+		if strings.Join(got, "\n") == strings.Join(wantOut, "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink wrote:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantOut, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
