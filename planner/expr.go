@@ -367,6 +367,9 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		if len(n.Args) != 2 {
 			return nil, pgerror.New(pgcode.Syntax, "bad cast")
 		}
+		if x, ok, err := b.bindArrayCtorCast(n, sc, h); ok || err != nil {
+			return x, err
+		}
 		x, err := b.bind(n.Args[0], sc, h)
 		if err != nil {
 			return nil, err

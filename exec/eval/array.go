@@ -46,6 +46,9 @@ func resolveArrayCtor(name string, args []types.T) (*resolution, error) {
 	if r := resolveTypedArrayCtor(args); r != nil {
 		return r, nil
 	}
+	if err := errCtorMismatch(args); err != nil {
+		return nil, err
+	}
 	casts := make([]types.T, len(args))
 	nested := false
 	for i, t := range args {

@@ -550,3 +550,27 @@ func resolveTypedArrayCtor(args []types.T) *resolution {
 		}, nil
 	}}
 }
+
+// errCtorMismatch is PostgreSQL's 42804 for ARRAY[...] of numbers,
+// booleans and timestamptz values that have no common type (ARRAY[1,
+// true]); nil for other mixes, which make text[] as before.
+func errCtorMismatch(args []types.T) error {
+	var first types.T
+	for _, t := range args {
+		if t.Fam == types.Unknown {
+			continue
+		}
+		c := category(t.Fam)
+		if c != 'N' && t.Fam != types.Bool && t.Fam != types.TimestampTZ {
+			return nil
+		}
+		if first.Fam == types.Unknown {
+			first = t
+			continue
+		}
+		if c != category(first.Fam) || (c == 'D') != (category(first.Fam) == 'D') {
+			return pgerror.New(pgcode.DatatypeMismatch, "ARRAY types %s and %s cannot be matched", typeName(first), typeName(t))
+		}
+	}
+	return nil
+}
