@@ -58,3 +58,6 @@ func (b *binder) bindCastCtor(ctor *ast.FuncCallExpr, elem types.T, sc *scope, h
 	}
 	return b.call("__pg_array", args)
 }
+
+// isTstz reports whether f is read or printed in the session's zone.
+func isTstz(f types.Family) bool { return f == types.TimestampTZ || f == types.TimestampTZArray }

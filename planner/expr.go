@@ -482,7 +482,7 @@ func (b *binder) castTo(x spec.Expr, t types.T) (spec.Expr, error) {
 		if from.Fam == types.Unknown {
 			from = types.TText
 		}
-		if loc := b.p.loc(); (from.Fam == types.TimestampTZ) != (t.Fam == types.TimestampTZ) && loc != nil && loc != time.UTC {
+		if loc := b.p.loc(); isTstz(from.Fam) != isTstz(t.Fam) && loc != nil && loc != time.UTC {
 			// Read or printed in the session's zone: exec/eval knows how.
 			f, _, err := foldValuesExpr(&spec.Cast{E: &spec.Const{D: c.D, T: from}, T: t}, loc)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"time"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -368,4 +369,58 @@ func jsonDims(a []Datum, dims []int) []int {
 		a = a[0].A
 	}
 	return dims
+}
+
+// tstzLeavesIn returns the leaves of a timestamptz[] as their text in
+// zone loc (a session's TimeZone).
+func tstzLeavesIn(elems []Datum, loc *time.Location) []Datum {
+	out := make([]Datum, len(elems))
+	for i, e := range elems {
+		switch e.K {
+		case KArray:
+			out[i] = Datum{K: KArray, A: tstzLeavesIn(e.A, loc)}
+		case KTimestampTZ:
+			out[i] = NewString(string(AppendTimestampTZ(nil, e.I, loc)))
+		default:
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// parseTstzArrayIn parses a timestamptz[] whose elements that name no
+// zone are read in zone loc.
+func parseTstzArrayIn(s string, loc *time.Location) (Datum, error) {
+	d, err := parseTextArray(s)
+	if err != nil {
+		return Datum{}, err
+	}
+	var conv func(es []Datum) ([]Datum, error)
+	conv = func(es []Datum) ([]Datum, error) {
+		out := make([]Datum, len(es))
+		for i, e := range es {
+			switch e.K {
+			case KArray:
+				sub, err := conv(e.A)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = Datum{K: KArray, A: sub}
+			case KString:
+				v, err := parseTimestampIn(e.S, loc)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = v
+			default:
+				out[i] = e
+			}
+		}
+		return out, nil
+	}
+	a, err := conv(d.A)
+	if err != nil {
+		return Datum{}, err
+	}
+	return Datum{K: KArray, A: a}, nil
 }
