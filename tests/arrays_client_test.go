@@ -196,3 +196,36 @@ func TestArraysFileSourceSink(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestArraysPostgresSink: a view's integer[], text[], numeric[] and
+// boolean[] columns reach a PostgreSQL table as the same array types
+// (binary COPY with the element oids), exactly as Sluice prints them.
+func TestArraysPostgresSink(t *testing.T) {
+	pgURL := FreshPostgresDB(t, "arrays17_sink")
+	ctx := context.Background()
+	pg := MustConnect(t, pgURL)
+	srv := StartServer(t, Options{})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE TABLE t (id INT PRIMARY KEY, a INT[], b TEXT[], d NUMERIC[], e BOOLEAN[])`,
+		`INSERT INTO t VALUES (1, '{1,NULL,3}', ARRAY['x y', NULL], '{1.50,-2}', '{t,f}'), (2, '{}', '{}', NULL, '{}')`,
+		`CREATE MATERIALIZED VIEW tv AS SELECT id, a, b, d, e, array_append(a, id) AS a2 FROM t`,
+		`CREATE SINK s FROM tv WITH (connector = 'postgres', url = '`+pgURL+`', table = 'arrays17_out', primary_key = 'id')`,
+		`FLUSH`)
+	want := "1 {1,NULL,3} {\"x y\",NULL} {1.50,-2} {t,f} {1,NULL,3,1} integer[] boolean[]\n2 {} {} NULL {} {2} integer[] boolean[]"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := QueryText(ctx, pg, "SELECT id, a, b, d, e, a2, pg_typeof(a)::text, pg_typeof(e)::text FROM arrays17_out ORDER BY id")
+		got := ""
+		if err == nil {
+			got = strings.Join(res.Lines(), "\n")
+		}
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PostgreSQL table (err %v):\n%s\nwant:\n%s", err, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
