@@ -492,7 +492,7 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 		return parseJSON(string(b[1:]))
 	case TextArray:
 		return decodeArrayBinary(b)
-	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Int2Array, BoolArray:
 		return decodeElemArrayBinary(b, t)
 	}
 	return Datum{}, errBinary("no binary input function available for type %s", t)
