@@ -372,6 +372,9 @@ func (b *binder) bindFunc(n *ast.FuncCallExpr, sc *scope, h hook) (spec.Expr, er
 		if len(n.Args) != 2 {
 			return nil, pgerror.New(pgcode.Syntax, "bad cast")
 		}
+		if x, ok, err := b.bindArrayCtorCast(n, sc, h); ok || err != nil {
+			return x, err
+		}
 		x, err := b.bind(n.Args[0], sc, h)
 		if err != nil {
 			return nil, err
@@ -489,7 +492,7 @@ func (b *binder) castTo(x spec.Expr, t types.T) (spec.Expr, error) {
 		if from.Fam == types.Unknown {
 			from = types.TText
 		}
-		if loc := b.p.loc(); (from.Fam == types.TimestampTZ) != (t.Fam == types.TimestampTZ) && loc != nil && loc != time.UTC {
+		if loc := b.p.loc(); isTstz(from.Fam) != isTstz(t.Fam) && loc != nil && loc != time.UTC {
 			// Read or printed in the session's zone: exec/eval knows how.
 			f, _, err := foldValuesExpr(&spec.Cast{E: &spec.Const{D: c.D, T: from}, T: t}, loc)
 			if err != nil {

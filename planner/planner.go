@@ -987,6 +987,9 @@ func castColname(x *ast.FuncCallExpr) (name string, strong, ok bool) {
 // pgTypeName is the column name Postgres gives a bare cast: the type's
 // internal name.
 func pgTypeName(s string) string {
+	if e, ok := strings.CutSuffix(s, "[]"); ok {
+		return pgTypeName(e) // an array cast is named after its element type
+	}
 	switch s {
 	case "bigint":
 		return "int8"

@@ -266,6 +266,16 @@ func (b *binder) bindQuantifiedArray(n *ast.FuncCallExpr, sc *scope, h hook) (sp
 	if err != nil {
 		return nil, err
 	}
+	if types.IsElemArray(arr.Type().Fam) {
+		// x op ANY (int[] …): compared with the element type.
+		et, _ := types.ArrayElem(arr.Type().Fam)
+		if left.Type().Fam == types.Unknown {
+			if left, err = b.castTo(left, et); err != nil {
+				return nil, err
+			}
+		}
+		return &spec.Func{Name: n.FnName.L, Args: []spec.Expr{left, &spec.Const{D: types.NewString(op), T: types.TText}, arr}, T: types.TBool}, nil
+	}
 	if arr, err = b.castTo(arr, types.TTextArray); err != nil {
 		return nil, err
 	}
@@ -317,6 +327,10 @@ func (p *Planner) bindBatchAgg(b *binder, a *ast.AggregateFuncExpr, filter ast.E
 		t := argT
 		if call.Func == "array_agg" && x.Type().IsString() {
 			t = x.Type()
+		}
+		if at, ok := types.ArrayOf(x.Type()); ok && call.Func == "array_agg" && types.IsElemArray(at.Fam) {
+			t, _ = types.ArrayElem(at.Fam)
+			ret = at // integer[], bigint[], … (sql/types/elemarray.go)
 		}
 		if call.Func == "array_agg" && x.Type().Fam == types.Bool {
 			t, ret = types.TBool, types.TBoolArray // elements made "t"/"f" (exec/job)

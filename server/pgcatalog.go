@@ -102,13 +102,18 @@ var pgTypes = []typeInfo{
 	{types.TFloat8, "float8"},
 	{types.TBoolArray, "_bool"},
 	{types.TInt2Array, "_int2"},
+	{types.TInt4Array, "_int4"},
 	{types.TTextArray, "_text"},
+	{types.TInt8Array, "_int8"},
+	{types.TFloat8Array, "_float8"},
 	{types.TVarchar, "varchar"},
 	{types.TDate, "date"},
 	{types.TTime, "time"},
 	{types.TTimestamp, "timestamp"},
 	{types.TTimestampTZ, "timestamptz"},
+	{types.TTstzArray, "_timestamptz"},
 	{types.TInterval, "interval"},
+	{types.TNumericArray, "_numeric"},
 	{types.TNumeric, "numeric"},
 	{types.TRegClass, "regclass"},
 	{types.TRegType, "regtype"},
@@ -227,7 +232,7 @@ func init() {
 			col := func(rel int64, i int, c types.Column, notNull bool) types.Row {
 				t := c.Type
 				ndims := 0
-				if t.Fam == types.TextArray || t.Fam == types.Int2Array {
+				if types.IsArray(t.Fam) {
 					ndims = 1
 				}
 				byval := t.Size() > 0 && t.Size() <= 8

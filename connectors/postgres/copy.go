@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,11 @@ func pgColumnType(t types.T) colType {
 		return colType{`"char"`, 18, t}
 	case types.TextArray:
 		return colType{"TEXT[]", 1009, t}
+	}
+	if types.IsElemArray(t.Fam) || t.Fam == types.BoolArray || t.Fam == types.Int2Array {
+		// integer[], numeric[], …: the same array type there, sent in
+		// binary with its element type's oid.
+		return colType{strings.ToUpper(t.String()), t.OID(), t}
 	}
 	// Text, and catalog names (which PostgreSQL would cut at 63 bytes).
 	return colType{"TEXT", 25, types.TText}

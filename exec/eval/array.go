@@ -43,6 +43,12 @@ func init() {
 // resolveArrayCtor types ARRAY[a, b, ...]: every element becomes text, or
 // text[] for the rows of a multi-dimensional constructor.
 func resolveArrayCtor(name string, args []types.T) (*resolution, error) {
+	if r := resolveTypedArrayCtor(args); r != nil {
+		return r, nil
+	}
+	if err := errCtorMismatch(args); err != nil {
+		return nil, err
+	}
 	casts := make([]types.T, len(args))
 	nested := false
 	for i, t := range args {
@@ -120,11 +126,14 @@ func resolveQuantified(name string, args []types.T) (*resolution, error) {
 		return nil, notFound(name, args)
 	}
 	arr := args[2]
-	if arr.Fam != types.TextArray && arr.Fam != types.Unknown && !types.IsVector(arr.Fam) {
+	if arr.Fam != types.TextArray && arr.Fam != types.Unknown && !types.IsVector(arr.Fam) && !types.IsElemArray(arr.Fam) {
 		return nil, pgerror.New(pgcode.WrongObjectType, "op ANY/ALL (array) requires array on right side")
 	}
 	left := args[0]
 	casts := []types.T{left, types.TText, types.TTextArray}
+	if types.IsElemArray(arr.Fam) {
+		casts[2] = arr
+	}
 	return &resolution{ret: types.TBool, casts: casts, build: func(b *bctx) (Fn, error) {
 		opd, ok := b.konst(1)
 		if !ok || opd.K != types.KString {
@@ -132,6 +141,9 @@ func resolveQuantified(name string, args []types.T) (*resolution, error) {
 		}
 		op := normName(opd.S)
 		elem, err := ArrayElemType(op, b.args[0].t)
+		if et, ok := types.ArrayElem(b.args[2].t.Fam); ok && types.IsElemArray(b.args[2].t.Fam) {
+			elem, err = et, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -237,7 +237,7 @@ func baseCast(from, to types.T, ctx *Context) (func(types.Datum) (types.Datum, e
 		return func(d types.Datum) (types.Datum, error) {
 			return types.NewString(types.FormatTextIn(d, from, ctx.loc())), nil
 		}, nil
-	case category(ff) == 'S' && tf == types.TimestampTZ:
+	case category(ff) == 'S' && (tf == types.TimestampTZ || tf == types.TimestampTZArray):
 		return func(d types.Datum) (types.Datum, error) { return types.ParseTextIn(d.S, plainTo, ctx.loc()) }, nil
 	}
 	return func(d types.Datum) (types.Datum, error) { return types.Cast(d, from, plainTo) }, nil

@@ -26,6 +26,9 @@ func anyArgs(d types.Datum) builder { return constFn(d) }
 // formatType is format_type(oid, typmod).
 func formatType(oid int64, typmod int64, hasMod bool) string {
 	t, ok := types.FromOID(uint32(oid))
+	if types.IsElemArray(t.Fam) {
+		ok = false // numeric(10,2)[]: the element's typmod
+	}
 	if !ok {
 		if n, ok := types.PseudoTypeName(uint32(oid)); ok {
 			return n

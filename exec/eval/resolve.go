@@ -32,7 +32,8 @@ func category(f types.Family) byte {
 		return 'D'
 	case types.Interval:
 		return 'T'
-	case types.TextArray, types.Int2Vector, types.OidVector, types.Int2Array, types.BoolArray:
+	case types.TextArray, types.Int2Vector, types.OidVector, types.Int2Array, types.BoolArray,
+		types.Int4Array, types.Int8Array, types.Float8Array, types.NumericArray, types.TimestampTZArray:
 		return 'A'
 	case types.Char:
 		return 'Z'

@@ -414,6 +414,9 @@ func resolveConcatOp(name string, args []types.T) (*resolution, error) {
 	if isJSONOrUnknown(l) && isJSONOrUnknown(r) && (l == types.JSONB || r == types.JSONB) {
 		return resolveJSONConcat()
 	}
+	if types.IsElemArray(l) || types.IsElemArray(r) {
+		return resolveElemArrayConcat(args)
+	}
 	if l == types.TextArray || r == types.TextArray {
 		return resolveArrayCat(args)
 	}

@@ -227,7 +227,9 @@ func TestArrayForms(t *testing.T) {
 		e    spec.Expr
 		want string
 	}{
-		{&spec.Func{Name: "__pg_array", Args: []spec.Expr{text("a"), &spec.Const{D: types.NewInt(2), T: types.TInt4}}}, "{a,2}"},
+		// An untyped element takes the others' type, as in PostgreSQL
+		// (ARRAY['a', 2] is 22P02 there and here).
+		{&spec.Func{Name: "__pg_array", Args: []spec.Expr{text("12"), &spec.Const{D: types.NewInt(2), T: types.TInt4}}}, "{12,2}"},
 		{&spec.Func{Name: "__pg_any", Args: []spec.Expr{oid, text("="), arr("1", "10")}}, "t"},
 		{&spec.Func{Name: "__pg_any", Args: []spec.Expr{oid, text("="), arr("1", "NULL")}}, "NULL"},
 		{&spec.Func{Name: "__pg_any", Args: []spec.Expr{oid, text("="), arr()}}, "f"},

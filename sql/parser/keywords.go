@@ -58,6 +58,10 @@ lead nth_value ntile percent_rank rank row_number current_date current_time
 current_timestamp current_user current_role localtime localtimestamp utc_date
 utc_time utc_timestamp left right repeat replace mod if database`)
 
+// tidbKeywordNames are function names TiDB's grammar does not take
+// unquoted as a call although they are not reserved.
+var tidbKeywordNames = wordSet(`cardinality`)
+
 func wordSet(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {

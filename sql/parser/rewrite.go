@@ -733,7 +733,14 @@ func (r *rewriter) fromItem(st *level) frag {
 		r.syntaxErr(t)
 	}
 	if r.tok().isWord("with") && r.peek(1).isWord("ordinality") {
-		r.unsupported(r.tok(), "WITH ORDINALITY is not supported")
+		// unnest(a) WITH ORDINALITY: the table function
+		// __pg_unnest_ordinality(a) (columns unnest, ordinality).
+		if n := len(r.tfs); n > 0 && r.tfs[n-1].name == "unnest" && len(r.tfs[n-1].args) == 1 && out != nil {
+			r.tfs[n-1].name = "__pg_unnest_ordinality"
+			r.i += 2
+		} else {
+			r.unsupported(r.tok(), "WITH ORDINALITY is supported only for unnest(array)")
+		}
 	}
 	if r.tok().isWord("tablesample") {
 		r.unsupported(r.tok(), "TABLESAMPLE is not supported")

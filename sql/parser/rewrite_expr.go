@@ -384,7 +384,15 @@ func (r *rewriter) subscript(left expr) expr {
 	}
 	r.expectPunct("]")
 	if !slice {
-		return call("__pg_subscript", open.pos, left.f, lo)
+		// a[i][j]: one call with every index, so that a multidimensional
+		// array is indexed as PostgreSQL indexes it.
+		args := []frag{left.f, lo}
+		for len(args) < 4 && r.tok().isPunct("[") && r.chainedIndex() {
+			r.i++
+			args = append(args, r.parseExpr(0).f)
+			r.expectPunct("]")
+		}
+		return call("__pg_subscript", open.pos, args...)
 	}
 	null := frag{syn("NULL", open.pos)}
 	if lo == nil {
@@ -394,6 +402,29 @@ func (r *rewriter) subscript(left expr) expr {
 		hi = null
 	}
 	return call("__pg_slice", open.pos, left.f, lo, hi)
+}
+
+// chainedIndex reports whether the "[" at the cursor opens a plain index
+// (no slice) that ends before the statement does.
+func (r *rewriter) chainedIndex() bool {
+	depth := 0
+	for j := r.i; j < len(r.toks); j++ {
+		t := r.toks[j]
+		switch {
+		case t.isPunct("[") || t.isPunct("("):
+			depth++
+		case t.isPunct("]") || t.isPunct(")"):
+			depth--
+			if depth == 0 {
+				return true
+			}
+		case depth == 1 && t.isPunct(":"):
+			return false
+		case t.kind == tkEOF:
+			return false
+		}
+	}
+	return false
 }
 
 // prefix parses a prefix operator expression or a primary.
@@ -673,7 +704,7 @@ func funcName(parts []token) string {
 			sb.WriteString(quoteIdent(p.val))
 		case p.kind == tkQIdent:
 			sb.WriteString(quoteIdent(p.val))
-		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val]):
+		case len(parts) == 1 && (tidbReserved[p.val] && !tidbFuncKeywords[p.val] || tidbSeqFuncs[p.val] || tidbKeywordNames[p.val]):
 			sb.WriteString(quoteIdent(p.val))
 		default:
 			sb.WriteString(p.val)

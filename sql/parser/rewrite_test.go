@@ -72,7 +72,7 @@ func TestRewriteCasts(t *testing.T) {
 		{"names", `SELECT a::bigint, b::numeric(12,2), c::double precision, d::timestamp with time zone, e::regclass, f::text[], g::oid, h::name, i::pg_catalog.text, j::varchar(3)`,
 			"SELECT __PG_CAST(`a`, 'bigint'),__PG_CAST(`b`, 'numeric(12,2)'),__PG_CAST(`c`, 'double precision'),__PG_CAST(`d`, 'timestamp with time zone'),__PG_CAST(`e`, 'regclass'),__PG_CAST(`f`, 'text[]'),__PG_CAST(`g`, 'oid'),__PG_CAST(`h`, 'name'),__PG_CAST(`i`, 'text'),__PG_CAST(`j`, 'character varying(3)')"},
 		{"unsupported type names pass through", `SELECT a::pg_catalog.regtype, b::int[], c::foo`,
-			"SELECT __PG_CAST(`a`, 'regtype'),__PG_CAST(`b`, 'int[]'),__PG_CAST(`c`, 'foo')"},
+			"SELECT __PG_CAST(`a`, 'regtype'),__PG_CAST(`b`, 'integer[]'),__PG_CAST(`c`, 'foo')"},
 		{"CAST", `SELECT CAST(a AS INT), CAST(b AS character varying), CAST(c AS timestamp)`,
 			"SELECT __PG_CAST(`a`, 'integer'),__PG_CAST(`b`, 'character varying'),__PG_CAST(`c`, 'timestamp without time zone')"},
 		{"left operands", `SELECT (a + b)::text, f(x)::int, a.b.c::int, x[1]::int, 'abc'::text, 1::text, $1::int`,
@@ -215,9 +215,9 @@ func TestRewritePrecedence(t *testing.T) {
 func TestRewriteArrays(t *testing.T) {
 	runRewriteCases(t, []rewriteCase{
 		{"subscripts", `SELECT a[1], a[1][2], a[1:2], a[:2], a[2:], (f(x))[1] FROM t`,
-			"SELECT __PG_SUBSCRIPT(`a`, 1),__PG_SUBSCRIPT(__PG_SUBSCRIPT(`a`, 1), 2),__PG_SLICE(`a`, 1, 2),__PG_SLICE(`a`, NULL, 2),__PG_SLICE(`a`, 2, NULL),__PG_SUBSCRIPT((F(`x`)), 1) FROM `t`"},
+			"SELECT __PG_SUBSCRIPT(`a`, 1),__PG_SUBSCRIPT(`a`, 1, 2),__PG_SLICE(`a`, 1, 2),__PG_SLICE(`a`, NULL, 2),__PG_SLICE(`a`, 2, NULL),__PG_SUBSCRIPT((F(`x`)), 1) FROM `t`"},
 		{"constructors", `SELECT ARRAY[1, 2], ARRAY[[1,2],[3,4]], ARRAY[]::int[], ARRAY(SELECT 1)`,
-			"SELECT __PG_ARRAY(1, 2),__PG_ARRAY(__PG_ARRAY(1, 2), __PG_ARRAY(3, 4)),__PG_CAST(__PG_ARRAY(), 'int[]'),__PG_ARRAY_SUBQUERY((SELECT 1))"},
+			"SELECT __PG_ARRAY(1, 2),__PG_ARRAY(__PG_ARRAY(1, 2), __PG_ARRAY(3, 4)),__PG_CAST(__PG_ARRAY(), 'integer[]'),__PG_ARRAY_SUBQUERY((SELECT 1))"},
 	})
 }
 

@@ -214,13 +214,14 @@ func TestParseType(t *testing.T) {
 		{Fam: types.Numeric, Prec: 12, Scale: 2}, types.TText, types.TVarchar, {Fam: types.Varchar, Prec: 20},
 		types.TBytea, types.TDate, types.TTime, types.TTimestamp, types.TTimestampTZ, types.TInterval,
 		types.TJSONB, types.TOid, types.TName, types.TRegClass, types.TChar, types.TTextArray, types.TUUID,
+		types.TInt4Array, types.TInt8Array, types.TFloat8Array, types.TNumericArray, types.TTstzArray,
 	} {
 		got, err := ParseType(typ.String())
 		if err != nil || got != typ {
 			t.Errorf("ParseType(%q) = %v, %v; want %v", typ.String(), got, err, typ)
 		}
 	}
-	for _, bad := range []string{"foo", "char(3)", "money", "int[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
+	for _, bad := range []string{"foo", "char(3)", "money", "real[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
 		if _, err := ParseType(bad); err == nil {
 			t.Errorf("ParseType(%q) succeeded", bad)
 		}

@@ -378,8 +378,12 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		return badMods()
 	}
 	if dims > 0 {
-		if t.Fam == types.Text && dims == 1 {
-			return types.TTextArray, nil
+		// One array type for any number of dimensions, as in PostgreSQL
+		// (the dimensions are in the value).
+		switch t.Fam {
+		case types.Text, types.Bool, types.Int2, types.Int4, types.Int8, types.Float8, types.Numeric, types.TimestampTZ:
+			at, _ := types.ArrayOf(t)
+			return at, nil
 		}
 		return unsupported()
 	}

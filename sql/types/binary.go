@@ -174,6 +174,11 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		}
 		elem, _ := ArrayElem(t.Fam)
 		return appendTypedArrayBinary(buf, d.A, elem)
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+		if d.K != KArray {
+			break
+		}
+		return appendElemArrayBinary(buf, d.A, t)
 	}
 	return buf, errEncode(d, t)
 }
@@ -499,6 +504,8 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 		return parseJSON(string(b[1:]))
 	case TextArray:
 		return decodeArrayBinary(b)
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Int2Array, BoolArray:
+		return decodeElemArrayBinary(b, t)
 	}
 	return Datum{}, errBinary("no binary input function available for type %s", t)
 }

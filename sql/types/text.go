@@ -239,6 +239,8 @@ func ParseText(s string, t T) (Datum, error) {
 	case Int2Array, BoolArray:
 		elem, _ := ArrayElem(t.Fam)
 		return parseTypedArray(s, elem)
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+		return parseElemArray(s, t)
 	case Int2Vector, OidVector:
 		elem := TInt2
 		if t.Fam == OidVector {
@@ -873,7 +875,14 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		}
 	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
+			if IsElemArray(from.Fam) {
+				return Datum{K: KArray, A: LeavesToText(d.A)}, nil
+			}
 			return d, nil
+		}
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+		if d.K == KArray {
+			return ToElemArray(d, to)
 		}
 	case Int2Array, BoolArray:
 		if d.K == KArray {

@@ -21,6 +21,9 @@ func ArrayElem(f Family) (elem T, ok bool) {
 	case BoolArray:
 		return TBool, true
 	}
+	if e, ok := elemArrayElem[f]; ok {
+		return e, true
+	}
 	return TUnknown, false
 }
 

@@ -38,10 +38,16 @@ const (
 	Int2Array    // smallint[] (catalog: pg_constraint.conkey): text[] values whose elements are int2 (typedarray.go)
 	BoolArray    // boolean[] (array_agg of booleans), likewise
 	UUID         // uuid (uuid.go): KUUID values
+	// Arrays whose elements are values of their element type (elemarray.go).
+	Int4Array        // integer[]
+	Int8Array        // bigint[]
+	Float8Array      // double precision[]
+	NumericArray     // numeric[]
+	TimestampTZArray // timestamp with time zone[]
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = UUID
+const lastFamily = TimestampTZArray
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -97,6 +103,11 @@ var (
 	TInt2Array    = T{Fam: Int2Array}
 	TBoolArray    = T{Fam: BoolArray}
 	TUUID         = T{Fam: UUID}
+	TInt4Array    = T{Fam: Int4Array}
+	TInt8Array    = T{Fam: Int8Array}
+	TFloat8Array  = T{Fam: Float8Array}
+	TNumericArray = T{Fam: NumericArray}
+	TTstzArray    = T{Fam: TimestampTZArray}
 )
 
 // OID returns the Postgres type OID of t.
@@ -162,6 +173,16 @@ func (t T) OID() uint32 {
 		return 1000
 	case UUID:
 		return 2950
+	case Int4Array:
+		return 1007
+	case Int8Array:
+		return 1016
+	case Float8Array:
+		return 1022
+	case NumericArray:
+		return 1231
+	case TimestampTZArray:
+		return 1185
 	}
 	return 705 // unknown
 }
@@ -182,6 +203,11 @@ func FromOID(oid uint32) (T, bool) {
 	}
 	if oid == TUUID.OID() {
 		return TUUID, true
+	}
+	for f := Int4Array; f <= TimestampTZArray; f++ {
+		if t := (T{Fam: f}); t.OID() == oid {
+			return t, true
+		}
 	}
 	return TUnknown, false
 }
@@ -297,6 +323,16 @@ func (t T) String() string {
 		return "boolean[]"
 	case UUID:
 		return "uuid"
+	case Int4Array:
+		return "integer[]"
+	case Int8Array:
+		return "bigint[]"
+	case Float8Array:
+		return "double precision[]"
+	case NumericArray:
+		return "numeric[]"
+	case TimestampTZArray:
+		return "timestamp with time zone[]"
 	}
 	return "unknown"
 }

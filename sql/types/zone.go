@@ -286,6 +286,9 @@ func AppendTextIn(b []byte, d Datum, t T, loc *time.Location) []byte {
 	if d.K == KTimestampTZ {
 		return AppendTimestampTZ(b, d.I, loc)
 	}
+	if d.K == KArray && t.Fam == TimestampTZArray && loc != nil && loc != time.UTC {
+		return appendArrayText(b, tstzLeavesIn(d.A, loc))
+	}
 	return AppendText(b, d, t)
 }
 
@@ -300,6 +303,9 @@ func FormatTextIn(d Datum, t T, loc *time.Location) string {
 func ParseTextIn(s string, t T, loc *time.Location) (Datum, error) {
 	if t.Fam == TimestampTZ && loc != nil && loc != time.UTC {
 		return parseTimestampIn(s, loc)
+	}
+	if t.Fam == TimestampTZArray && loc != nil && loc != time.UTC {
+		return parseTstzArrayIn(s, loc)
 	}
 	return ParseText(s, t)
 }

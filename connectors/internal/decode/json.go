@@ -411,6 +411,19 @@ func (d *Decoder) value(col int, dst *types.Datum) error {
 			return d.text(col, []byte(w), false, dst)
 		}
 		return d.colErr(col, "expected %s, got %s", typeName(t), w)
+	case c == '[' && types.IsArray(t.Fam):
+		// A JSON array into an array column: its elements as the
+		// element type reads them (nested arrays: more dimensions).
+		d.jbuf = d.jbuf[:0]
+		if err := d.skipValue(&d.jbuf, 0); err != nil {
+			return err
+		}
+		v, err := types.ArrayFromJSON(string(d.jbuf), t)
+		if err != nil {
+			return d.colErr(col, "%s", err.Error())
+		}
+		*dst = v
+		return nil
 	case c == '{' || c == '[':
 		if t.Fam != types.JSONB {
 			kind := "object"

@@ -125,6 +125,9 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 		buf = base64.StdEncoding.AppendEncode(buf, []byte(d.S))
 		return append(buf, '"')
 	}
+	if d.K == types.KArray && types.IsArray(t.Fam) {
+		return arrayValue(buf, d.A, t)
+	}
 	switch d.K {
 	case types.KString:
 		return String(buf, d.S)
@@ -223,4 +226,31 @@ func CSVField(buf []byte, s string) []byte {
 		buf = append(buf, s[i])
 	}
 	return append(buf, '"')
+}
+
+// arrayValue appends an array as a JSON array of its elements (nested
+// arrays for further dimensions), each as Value writes its element type.
+func arrayValue(buf []byte, elems []types.Datum, t types.T) []byte {
+	elem, ok := types.ArrayElem(t.Fam)
+	if !ok {
+		elem = types.TText
+	}
+	buf = append(buf, '[')
+	for i, e := range elems {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		switch {
+		case e.K == types.KArray:
+			buf = arrayValue(buf, e.A, t)
+			continue
+		case e.K == types.KString && elem.Fam != types.Text:
+			// smallint[] and boolean[] hold their elements' text.
+			if v, err := types.ParseText(e.S, elem); err == nil {
+				e = v
+			}
+		}
+		buf = Value(buf, e, elem)
+	}
+	return append(buf, ']')
 }
