@@ -262,12 +262,19 @@ func TestDashboard(t *testing.T) {
 	if last.Charts != 3 {
 		t.Errorf("the page draws %d of its 3 charts", last.Charts)
 	}
-	// The history the charts draw: sampled every second, the bid source
-	// keeps it above zero.
+	// The history the charts draw: sampled every second (the first sample
+	// only sets the baseline, so a server a second old has one point), the
+	// bid source keeps it above zero.
 	var peak float64
-	hist := getDashState(t, base).History
-	for _, h := range hist {
-		peak = max(peak, h.RowsPerSecond)
+	var hist []server.DashSample
+	for ; ; time.Sleep(200 * time.Millisecond) {
+		hist, peak = getDashState(t, base).History, 0
+		for _, h := range hist {
+			peak = max(peak, h.RowsPerSecond)
+		}
+		if (len(hist) >= 2 && peak > 0) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(hist) < 2 || peak <= 0 {
 		t.Errorf("/api/state history = %+v, want samples with source rows/s", hist)
