@@ -101,15 +101,66 @@ type group struct {
 	ref   bool
 }
 
+//
+// A group holds one acc per aggregate, so the rarely used parts sit
+// behind pointers (nil until used): 40 bytes an aggregate instead of 192
+// for a count or an integer sum.
 type acc struct {
-	n int64       // non-null inputs; of a DISTINCT aggregate, its distinct values
-	i int64       // integer sum
-	d types.Datum // decimal sum
-	f float64     // float sum
-	// d2 and ext: the sum of squares and the per-scale or per-bit counts
-	// of the aggregates of aggstats.go (hasExtState).
+	n  int64        // non-null inputs; of a DISTINCT aggregate, its distinct values
+	i  int64        // integer sum
+	f  float64      // float sum
+	dp *types.Datum // decimal or interval sum, append-only min/max (nil: NULL)
+	xs *accStats    // the state of the aggregates of aggstats.go
+}
+
+// accStats is the sum of squares and the per-scale or per-bit counts of
+// the aggregates of aggstats.go (hasExtState).
+type accStats struct {
 	d2  types.Datum
 	ext []int64
+}
+
+// d returns the decimal sum, interval sum or extreme (NULL if none).
+func (ac *acc) d() types.Datum {
+	if ac.dp == nil {
+		return types.Null
+	}
+	return *ac.dp
+}
+
+// setD sets what d returns (in place once it has been set).
+func (ac *acc) setD(v types.Datum) {
+	if ac.dp == nil {
+		if v.IsNull() {
+			return
+		}
+		ac.dp = new(types.Datum)
+	}
+	*ac.dp = v
+}
+
+// stats returns the aggstats state, made on first use.
+func (ac *acc) stats() *accStats {
+	if ac.xs == nil {
+		ac.xs = &accStats{}
+	}
+	return ac.xs
+}
+
+// d2 returns the sum of squares (NULL if none).
+func (ac *acc) d2() types.Datum {
+	if ac.xs == nil {
+		return types.Null
+	}
+	return ac.xs.d2
+}
+
+// ext returns the per-scale or per-bit counts (nil if none).
+func (ac *acc) ext() []int64 {
+	if ac.xs == nil {
+		return nil
+	}
+	return ac.xs.ext
 }
 
 // vset is one class's multiset in a group.
@@ -525,8 +576,10 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		if diff < 0 {
 			return pgerror.New(pgcode.Internal, "a retraction reached an aggregation planned for an append-only input")
 		}
-		if c := types.Compare(v, ac.d); ac.n == 0 || (ag.Func == "min" && c < 0) || (ag.Func == "max" && c > 0) {
-			ac.d = v
+		if ac.n == 0 {
+			ac.setD(v)
+		} else if c := types.Compare(v, *ac.dp); (ag.Func == "min" && c < 0) || (ag.Func == "max" && c > 0) {
+			*ac.dp = v
 		}
 		ac.n += diff
 		return nil
@@ -553,12 +606,12 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 			return a.addDec(ac, v, diff)
 		case types.KInterval:
 			// Interval sums keep months/days/micros in d.
-			if ac.d.K != types.KInterval {
-				ac.d = types.NewInterval(0, 0, 0)
+			if ac.dp == nil || ac.dp.K != types.KInterval {
+				ac.setD(types.NewInterval(0, 0, 0))
 			}
-			ac.d.M += v.M * int32(diff)
-			ac.d.X += v.X * int32(diff)
-			ac.d.I += v.I * diff
+			ac.dp.M += v.M * int32(diff)
+			ac.dp.X += v.X * int32(diff)
+			ac.dp.I += v.I * diff
 		default:
 			return pgerror.New(pgcode.DatatypeMismatch, "cannot sum values of this type")
 		}
@@ -567,20 +620,24 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 }
 
 func (a *Agg) addDec(ac *acc, v types.Datum, diff int64) error {
-	if ac.d.K != types.KDecimal {
-		ac.d = types.NewDecimal(0, 0)
+	if ac.dp == nil || ac.dp.K != types.KDecimal {
+		ac.setD(types.NewDecimal(0, 0))
 	}
 	var err error
+	var sum types.Datum
 	if diff == 1 {
-		ac.d, err = types.DecAdd(ac.d, v)
+		sum, err = types.DecAdd(*ac.dp, v)
 	} else if diff == -1 {
-		ac.d, err = types.DecSub(ac.d, v)
+		sum, err = types.DecSub(*ac.dp, v)
 	} else {
 		var m types.Datum
 		m, err = types.DecMul(v, types.DecFromInt(diff))
 		if err == nil {
-			ac.d, err = types.DecAdd(ac.d, m)
+			sum, err = types.DecAdd(*ac.dp, m)
 		}
+	}
+	if err == nil {
+		*ac.dp = sum
 	}
 	return err
 }
@@ -650,7 +707,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 			if ac.n == 0 {
 				return types.Null
 			}
-			return ac.d
+			return ac.d()
 		}
 		var best *setEntry
 		for _, e := range vs.m {
@@ -673,7 +730,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 	}
 	// sum / avg, possibly DISTINCT
 	n := ac.n
-	sumI, sumF, sumD := ac.i, ac.f, ac.d
+	sumI, sumF, sumD := ac.i, ac.f, ac.d()
 	if ag.Distinct {
 		sumI, sumF, sumD = 0, 0, types.Datum{}
 		for _, e := range vs.m {
@@ -895,7 +952,7 @@ func (a *Agg) encodeGroup(g *group) []byte {
 	n := 1 + len(g.key) + 2 + 4*len(g.accs)
 	for j := range g.accs {
 		if hasExtState(a.aggs[j].Func) {
-			n += 2 + len(g.accs[j].ext)
+			n += 2 + len(g.accs[j].ext())
 		}
 	}
 	for c := range g.sets {
@@ -917,13 +974,13 @@ func (a *Agg) encodeGroup(g *group) []byte {
 		buf = types.AppendValue(buf, types.NewInt(ac.n))
 		buf = types.AppendValue(buf, types.NewInt(ac.i))
 		buf = types.AppendValue(buf, types.NewFloat(ac.f))
-		buf = types.AppendValue(buf, ac.d)
+		buf = types.AppendValue(buf, ac.d())
 	}
 	for j := range g.accs {
 		if ac := &g.accs[j]; hasExtState(a.aggs[j].Func) {
-			buf = types.AppendValue(buf, ac.d2)
-			buf = types.AppendValue(buf, types.NewInt(int64(len(ac.ext))))
-			for _, x := range ac.ext {
+			buf = types.AppendValue(buf, ac.d2())
+			buf = types.AppendValue(buf, types.NewInt(int64(len(ac.ext()))))
+			for _, x := range ac.ext() {
 				buf = types.AppendValue(buf, types.NewInt(x))
 			}
 		}
@@ -975,19 +1032,24 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 	g.emitted = next().Bool()
 	for i := range g.accs {
 		ac := &g.accs[i]
-		ac.n, ac.i, ac.f, ac.d = next().I, next().I, next().F, next()
+		ac.n, ac.i, ac.f = next().I, next().I, next().F
+		ac.setD(next())
 	}
 	for j := range g.accs {
 		if ac := &g.accs[j]; hasExtState(a.aggs[j].Func) {
-			ac.d2 = next()
+			d2 := next()
 			ne := int(next().I)
 			if ne < 0 || ne > len(r) {
 				return nil, bad
 			}
-			if ne > 0 {
-				ac.ext = make([]int64, ne)
-				for k := range ac.ext {
-					ac.ext[k] = next().I
+			if !d2.IsNull() || ne > 0 {
+				xs := ac.stats()
+				xs.d2 = d2
+				if ne > 0 {
+					xs.ext = make([]int64, ne)
+					for k := range xs.ext {
+						xs.ext[k] = next().I
+					}
 				}
 			}
 		}

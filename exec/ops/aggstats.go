@@ -86,11 +86,11 @@ func updateStats(ac *acc, v types.Datum, diff int64) error {
 			return nil
 		}
 		x = v
-		s := int(v.X)
-		if s >= len(ac.ext) {
-			ac.ext = append(ac.ext, make([]int64, s+1-len(ac.ext))...)
+		s, xs := int(v.X), ac.stats()
+		if s >= len(xs.ext) {
+			xs.ext = append(xs.ext, make([]int64, s+1-len(xs.ext))...)
 		}
-		ac.ext[s] += diff
+		xs.ext[s] += diff
 	default:
 		return pgerror.New(pgcode.DatatypeMismatch, "cannot compute the variance of values of this type")
 	}
@@ -107,13 +107,17 @@ func updateStats(ac *acc, v types.Datum, diff int64) error {
 			return err
 		}
 	}
-	if ac.d.K != types.KDecimal {
-		ac.d, ac.d2 = types.NewDecimal(0, 0), types.NewDecimal(0, 0)
+	xs := ac.stats()
+	if ac.dp == nil || ac.dp.K != types.KDecimal {
+		ac.setD(types.NewDecimal(0, 0))
+		xs.d2 = types.NewDecimal(0, 0)
 	}
-	if ac.d, err = types.DecAdd(ac.d, x); err != nil {
+	sum, err := types.DecAdd(*ac.dp, x)
+	if err != nil {
 		return err
 	}
-	ac.d2, err = types.DecAdd(ac.d2, x2)
+	*ac.dp = sum
+	xs.d2, err = types.DecAdd(xs.d2, x2)
 	return err
 }
 
@@ -138,13 +142,13 @@ func statsResult(ac *acc, ag *spec.AggCall) (types.Datum, error) {
 	// The sums at the scale PostgreSQL's would have: the largest scale of
 	// the inputs.
 	scale := int32(0)
-	for s := len(ac.ext) - 1; s > 0; s-- {
-		if ac.ext[s] > 0 {
+	for ext, s := ac.ext(), len(ac.ext())-1; s > 0; s-- {
+		if ext[s] > 0 {
 			scale = int32(s)
 			break
 		}
 	}
-	sumX, sumX2 := ac.d, ac.d2
+	sumX, sumX2 := ac.d(), ac.d2()
 	var err error
 	if !float {
 		if sumX, err = types.DecRound(sumX, scale); err != nil {
@@ -218,13 +222,14 @@ func updateBits(ac *acc, f string, v types.Datum, diff int64) {
 		}
 		return
 	}
-	if len(ac.ext) < 64 {
-		ac.ext = append(ac.ext, make([]int64, 64-len(ac.ext))...)
+	xs := ac.stats()
+	if len(xs.ext) < 64 {
+		xs.ext = append(xs.ext, make([]int64, 64-len(xs.ext))...)
 	}
 	u := uint64(v.I)
 	for b := 0; u != 0; b++ {
 		if u&1 != 0 {
-			ac.ext[b] += diff
+			xs.ext[b] += diff
 		}
 		u >>= 1
 	}
@@ -239,8 +244,9 @@ func bitsResult(ac *acc, f string) types.Datum {
 		return types.NewInt(ac.i)
 	}
 	var u uint64
-	for b := 0; b < len(ac.ext) && b < 64; b++ {
-		if (f == "bit_or" && ac.ext[b] > 0) || (f == "bit_and" && ac.ext[b] == ac.n) {
+	ext := ac.ext()
+	for b := 0; b < len(ext) && b < 64; b++ {
+		if (f == "bit_or" && ext[b] > 0) || (f == "bit_and" && ext[b] == ac.n) {
 			u |= 1 << b
 		}
 	}
