@@ -101,7 +101,6 @@ type group struct {
 	ref   bool
 }
 
-//
 // A group holds one acc per aggregate, so the rarely used parts sit
 // behind pointers (nil until used): 40 bytes an aggregate instead of 192
 // for a count or an integer sum.
