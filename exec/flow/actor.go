@@ -63,6 +63,7 @@ const (
 	PhaseSending                 // blocked sending downstream (backpressure)
 	PhaseDone                    // Run has returned
 	PhaseReading                 // a source in its connector's Read
+	PhaseHeld                    // a source holding its reads: the state cache is over its limit
 )
 
 // PhaseName names phase p.
@@ -80,6 +81,8 @@ func PhaseName(p int32) string {
 		return "done"
 	case PhaseReading:
 		return "reading"
+	case PhaseHeld:
+		return "held (state cache over its limit)"
 	}
 	return "unknown"
 }

@@ -17,6 +17,11 @@ type Coordinator struct {
 	db       *storage.DB
 	interval time.Duration
 	logf     func(string, ...any)
+	// bell asks for a barrier now (RequestBarrier): a source holding its
+	// reads while the state cache is over its limit needs epochs to
+	// commit and a barrier after them, at whose checkpoint the operators
+	// evict.
+	bell chan struct{}
 
 	ddl sync.Mutex // one graph change at a time
 	// gate orders barrier injection against Atomic: inject holds it
@@ -83,7 +88,7 @@ const maxInflight = 8
 // NewCoordinator returns a coordinator over db that resumes after the
 // committed epoch.
 func NewCoordinator(db *storage.DB, interval time.Duration, logf func(string, ...any)) *Coordinator {
-	c := &Coordinator{db: db, interval: interval, logf: logf, commitCh: make(chan uint64, 1024), done: make(chan struct{})}
+	c := &Coordinator{db: db, interval: interval, logf: logf, commitCh: make(chan uint64, 1024), done: make(chan struct{}), bell: make(chan struct{}, 1)}
 	c.mu.sources = map[SourceActor]struct{}{}
 	c.mu.inflight = map[uint64]*epochState{}
 	c.mu.epoch = db.CommittedEpoch()
@@ -172,14 +177,36 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			// now so that it can be evicted, unless an epoch is already
 			// on its way (its commit lets them evict) or one started
 			// very recently.
-			c.mu.Lock()
-			idle := len(c.mu.inflight) == 0
-			c.mu.Unlock()
-			if idle && time.Since(last) >= minEarlyBarrier {
-				c.inject(false, false)
+			if c.earlyBarrier(last) {
+				last = time.Now()
+			}
+		case <-c.bell:
+			if c.earlyBarrier(last) {
 				last = time.Now()
 			}
 		}
+	}
+}
+
+// earlyBarrier injects a barrier before the interval if no epoch is in
+// flight and the last one was injected minEarlyBarrier ago or more.
+func (c *Coordinator) earlyBarrier(last time.Time) bool {
+	c.mu.Lock()
+	idle := len(c.mu.inflight) == 0
+	c.mu.Unlock()
+	if !idle || time.Since(last) < minEarlyBarrier {
+		return false
+	}
+	c.inject(false, false)
+	return true
+}
+
+// RequestBarrier asks for a barrier as soon as no epoch is in flight
+// (and minEarlyBarrier has passed since the last early one).
+func (c *Coordinator) RequestBarrier() {
+	select {
+	case c.bell <- struct{}{}:
+	default:
 	}
 }
 

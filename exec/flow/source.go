@@ -150,8 +150,13 @@ type ReaderSource struct {
 	// failed, so that nothing is read that its discarded epochs lose.
 	Halt atomic.Bool
 	opID uint64
-	dead []connector.DeadLetter
-	wm   *sourceWatermark
+	// dataEpoch is the epoch of the rows read last (the one after the
+	// last barrier emitted then); holdTimer paces a held source (see
+	// overLimit).
+	dataEpoch uint64
+	holdTimer *time.Timer
+	dead      []connector.DeadLetter
+	wm        *sourceWatermark
 	// commit is the source's Committer (nil: none); pending holds the
 	// positions saved at barriers whose epochs have not committed yet.
 	commit  connector.Committer
@@ -388,9 +393,18 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			continue
 		}
 		r.notifyCommitted()
+		if r.overLimit() {
+			if err := r.hold(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		b := types.NewBatch(1024)
 		r.phase.Store(PhaseReading)
 		n, err := r.src.Read(ctx, b, 1024)
+		if n > 0 {
+			r.dataEpoch = r.passed.Load() + 1
+		}
 		if err == nil && n > 0 && r.Failpoint != nil {
 			if ferr := r.Failpoint(ctx, n); ferr != nil {
 				return nil // only a stopping job ends a blocked failpoint
@@ -443,6 +457,53 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// overLimit reports whether the source should hold its reads: the
+// operators' state is over the state cache's limit, and the epoch of the
+// rows it read last has not both committed and been followed by a
+// barrier's checkpoint, at which the operators evict the state that
+// epoch made clean. Reading on would only add state that cannot be
+// evicted yet (the overshoot of the epochs in flight); once that
+// checkpoint has committed too, the source reads on whatever the cache
+// holds, so that state that cannot be evicted never stops it.
+func (r *ReaderSource) overLimit() bool {
+	c := r.coord.db.StateCache()
+	if c.Used() <= c.Limit() || r.dataEpoch == 0 {
+		return false
+	}
+	return r.coord.db.CommittedEpoch() < r.dataEpoch+1
+}
+
+// holdPoll is how often a held source looks at the cache again.
+const holdPoll = 5 * time.Millisecond
+
+// hold waits a little for the state cache, asking for the barriers whose
+// commits let the operators evict, and forwards a barrier if one comes.
+// The time counts as blocked (backpressure).
+func (r *ReaderSource) hold(ctx context.Context) error {
+	r.coord.RequestBarrier()
+	prev := r.phase.Swap(PhaseHeld)
+	defer r.phase.Store(prev)
+	start := time.Now()
+	if r.holdTimer == nil {
+		r.holdTimer = time.NewTimer(holdPoll)
+	} else {
+		r.holdTimer.Reset(holdPoll)
+	}
+	defer func() {
+		if r.Stats != nil {
+			r.Stats.BlockedNanos.Add(time.Since(start).Nanoseconds())
+		}
+	}()
+	select {
+	case b := <-r.barriers:
+		r.holdTimer.Stop()
+		return r.barrier(ctx, b)
+	case <-r.holdTimer.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 func (r *ReaderSource) position() []byte {

@@ -1,13 +1,10 @@
 package ops
 
 import (
-	"encoding/binary"
 	"sort"
 
 	"sluice/exec/flow"
 	"sluice/exec/spec"
-	"sluice/sql/pgcode"
-	"sluice/sql/pgerror"
 	"sluice/sql/types"
 	"sluice/storage"
 )
@@ -67,6 +64,7 @@ type Window struct {
 	endCol              int // output column of session_end; -1 if none
 	wm, flushedWm       int64
 	hasWm, hasFlushedWm bool
+	spill               windowSpill // windowspill.go
 }
 
 type addedRow struct {
@@ -90,6 +88,13 @@ type wpart struct {
 	// from is the first position of rows changed since the partition's
 	// output was last computed (len(rows) when none).
 	from int
+	// Spilling (windowspill.go): mem estimates the partition's memory;
+	// saved is the epoch that last wrote it; dirty says it changed since
+	// the last barrier; ref that a row reached it since the last
+	// eviction pass.
+	mem        int64
+	saved      uint64
+	dirty, ref bool
 }
 
 // NewWindow creates the operator of node n with id opID; appendOnly says
@@ -110,38 +115,8 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 	if db == nil {
 		return w, nil
 	}
-	err := db.Scan(storage.StatePrefix(w.opID), func(k, v []byte) error {
-		pk, rowb, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
-		if !ok {
-			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
-		}
-		cnt, m2 := binary.Varint(v)
-		if m2 <= 0 || cnt < 0 {
-			return pgerror.New(pgcode.DataCorrupted, "corrupt window state")
-		}
-		if cnt == 0 { // a row that went (see storage's countMerger)
-			return nil
-		}
-		row, err := types.DecodeRow(rowb)
-		if err != nil {
-			return err
-		}
-		p := w.parts[string(pk)]
-		if p == nil {
-			p = &wpart{}
-			w.parts[string(pk)] = p
-		}
-		for ; cnt > 0; cnt-- {
-			p.rows = append(p.rows, row)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := w.loadState(db); err != nil {
 		return nil, err
-	}
-	for _, p := range w.parts {
-		sort.SliceStable(p.rows, func(i, j int) bool { return w.cmp(p.rows[i], p.rows[j]) < 0 })
-		p.emitted = w.compute(p)
 	}
 	return w, nil
 }
@@ -211,16 +186,20 @@ func (w *Window) dropClosedSessions() {
 		if n == 0 {
 			continue
 		}
+		w.markDirty(pk, p)
 		for _, r := range p.rows[:n] {
 			// Equal rows are adjacent: a copy left behind is rows[n].
 			w.removed(pk, r, n == len(p.rows) || w.cmp(p.rows[n], r) != 0)
+			w.charge(p, -rowMem(r))
 		}
 		clear(p.rows[:n])
 		p.rows = p.rows[n:]
-		p.emitted = p.emitted[min(n, len(p.emitted)):]
+		m := min(n, len(p.emitted))
+		w.charge(p, -int64(m)*w.outMem())
+		p.emitted = p.emitted[m:]
 		p.from = len(p.rows)
 		if len(p.rows) == 0 {
-			delete(w.parts, pk)
+			w.dropPart(pk, p)
 		}
 	}
 }
@@ -339,10 +318,9 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		for _, c := range w.n.PartitionBy {
 			w.kbuf = types.AppendKey(w.kbuf, r[c])
 		}
-		p := w.parts[string(w.kbuf)]
-		if p == nil {
-			p = &wpart{}
-			w.parts[string(w.kbuf)] = p
+		p, err := w.partition(w.kbuf)
+		if err != nil {
+			return err
 		}
 		k := string(w.kbuf)
 		if _, ok := w.touched[k]; !ok {
@@ -355,6 +333,7 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			copy(p.rows[j+1:], p.rows[j:])
 			p.rows[j] = r
 			p.from = min(p.from, j)
+			w.charge(p, rowMem(r))
 			w.inserted(k, r)
 		}
 		for d := b.Diffs[i]; d < 0; d++ {
@@ -362,11 +341,15 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			if j < len(p.rows) && w.cmp(p.rows[j], r) == 0 {
 				gone := p.rows[j]
 				p.rows = append(p.rows[:j], p.rows[j+1:]...)
+				w.charge(p, -rowMem(gone))
 				// Equal rows are adjacent: a copy left behind is now rows[j].
 				w.removed(k, gone, j == len(p.rows) || w.cmp(p.rows[j], gone) != 0)
 				p.from = min(p.from, j)
 			}
 		}
+	}
+	if w.spill.bytes-w.spill.reported > reportStep {
+		w.report()
 	}
 	if w.trims() || len(w.touched) > maxPending {
 		return w.Flush(out)
@@ -398,7 +381,9 @@ func (w *Window) Flush(out *flow.Emitter) error {
 			return err
 		}
 		clear(p.emitted[keep:])
+		was := len(p.emitted)
 		p.emitted = append(p.emitted[:keep], fresh...) // the kept prefix stays in place
+		w.charge(p, int64(len(p.emitted)-was)*w.outMem())
 		p.from = len(p.rows)
 		if w.trims() {
 			// Rows beyond the limit never re-enter an append-only input's
@@ -406,7 +391,7 @@ func (w *Window) Flush(out *flow.Emitter) error {
 			w.trim(k, p, p.emitted)
 		}
 		if len(p.rows) == 0 {
-			delete(w.parts, k)
+			w.dropPart(k, p)
 		}
 	}
 	clear(w.touched)
@@ -424,6 +409,7 @@ func (w *Window) trim(pk string, p *wpart, now []types.Row) {
 		for _, r := range p.rows[j:] {
 			// rows[j-1] <= last < r: no copy of r stays.
 			w.removed(pk, r, true)
+			w.charge(p, -rowMem(r))
 		}
 		clear(p.rows[j:])
 		p.rows = p.rows[:j]
@@ -700,5 +686,10 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}
 	clear(w.added)
+	if w.spill.db != nil {
+		committed := w.spill.db.CommittedEpoch()
+		w.settle(b.Epoch, committed)
+		w.evict(committed)
+	}
 	return nil
 }

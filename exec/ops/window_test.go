@@ -23,11 +23,16 @@ import (
 // sometimes recreated from the store; with an append-only input (inserts
 // only) a Top-N drops the rows beyond its limit, from the store too.
 func TestWindowIncrementalEqualsRecompute(t *testing.T) {
-	t.Run("retractions", func(t *testing.T) { testWindowRandom(t, false) })
-	t.Run("append-only", func(t *testing.T) { testWindowRandom(t, true) })
+	t.Run("retractions", func(t *testing.T) { testWindowRandom(t, false, false) })
+	t.Run("append-only", func(t *testing.T) { testWindowRandom(t, true, false) })
+	// A state cache of 0 bytes: every clean partition is evicted at each
+	// checkpoint and read back when a row reaches it; some epochs commit
+	// only after the next batch (the store lags the operator).
+	t.Run("retractions, spill", func(t *testing.T) { testWindowRandom(t, false, true) })
+	t.Run("append-only, spill", func(t *testing.T) { testWindowRandom(t, true, true) })
 }
 
-func testWindowRandom(t *testing.T, appendOnly bool) {
+func testWindowRandom(t *testing.T, appendOnly, spill bool) {
 	// Input columns: partition, order value (few distinct: many peers),
 	// time in µs for sessions, value.
 	cols := []types.Column{{Name: "p", Type: types.TInt8}, {Name: "o", Type: types.TInt8}, {Name: "ts", Type: types.TTimestamp}, {Name: "v", Type: types.TInt8}}
@@ -50,10 +55,30 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 			n.Cols = cols
 			rng := rand.New(rand.NewSource(7))
 			ck := newCheckpointer(t)
+			if spill {
+				ck.db.StateCache().SetLimit(0)
+			}
 			w, err := ops.NewWindow(n, len(cols), appendOnly, 1, ck.db)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// evicted and loaded count the partitions spilled and read back
+			// (by restarts too) over every instance of the operator.
+			evicted, loaded := 0, 0
+			if spill {
+				defer func() {
+					ev, ld := w.Spills()
+					t.Logf("spilled %d partitions and read back %d", evicted+ev, loaded+ld)
+					if evicted+ev == 0 || loaded+ld == 0 {
+						t.Errorf("spilled %d partitions and read back %d", evicted+ev, loaded+ld)
+					}
+				}()
+			}
+			parts := 3
+			if spill {
+				parts = 12 // some stay untouched for an epoch: clean, evicted
+			}
+			var commit func() // an epoch that commits after the next batch
 			c := newCollector()
 			var live []types.Row
 			steps := 400
@@ -76,7 +101,7 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 						live = append(live, r)
 						continue
 					}
-					r := types.Row{types.NewInt(int64(rng.Intn(3))), types.NewInt(int64(rng.Intn(6))),
+					r := types.Row{types.NewInt(int64(rng.Intn(parts))), types.NewInt(int64(rng.Intn(6))),
 						types.NewTimestamp(int64(rng.Intn(200))), types.NewInt(int64(rng.Intn(100)))}
 					b.Add(r, 1)
 					live = append(live, r)
@@ -90,7 +115,14 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 					}
 					return w.Flush(out)
 				})
-				if rng.Intn(10) == 0 {
+				if commit != nil {
+					commit()
+					commit = nil
+				}
+				if spill && rng.Intn(8) == 0 {
+					flush = true
+					commit = ck.begin(t, []flow.Operator{w}, []*collector{c})
+				} else if rng.Intn(10) == 0 {
 					flush = true
 					ck.checkpoint(t, []flow.Operator{w}, []*collector{c})
 					if !(appendOnly && n.Limit >= 0) {
@@ -99,6 +131,8 @@ func testWindowRandom(t *testing.T, appendOnly bool) {
 						wantStored(t, ck.db, 1, live)
 					}
 					if rng.Intn(2) == 0 {
+						ev, ld := w.Spills()
+						evicted, loaded = evicted+ev, loaded+ld
 						if w, err = ops.NewWindow(n, len(cols), appendOnly, 1, ck.db); err != nil {
 							t.Fatal(err)
 						}
