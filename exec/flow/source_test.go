@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,6 +313,9 @@ type fakeReader struct {
 	reads  atomic.Int64
 	seeked atomic.Int64
 	closed atomic.Bool
+	// cache, if set, is charged 10 bytes a row read (as an operator whose
+	// state cannot be evicted would charge it).
+	cache *storage.StateCache
 }
 
 func (f *fakeReader) Read(_ context.Context, b *types.Batch, max int) (int, error) {
@@ -334,6 +338,9 @@ func (f *fakeReader) Read(_ context.Context, b *types.Batch, max int) (int, erro
 		b.Add(types.Row{types.NewInt(n + i)}, 1)
 	}
 	f.next.Store(n + k)
+	if f.cache != nil {
+		f.cache.Add(10 * k)
+	}
 	return int(k), nil
 }
 
@@ -518,5 +525,53 @@ func TestReaderSourcePause(t *testing.T) {
 	l := out.upTo(t, "b1p")
 	if int64(len(l)-1) != pos {
 		t.Fatalf("%d rows before the pause barrier, position %d", len(l)-1, pos)
+	}
+}
+
+// TestReaderSourceHoldsWhileStateCacheOver: while the operators' state is
+// over the state cache's limit, a reader source reads a batch only once
+// the epoch of its last rows has committed and a later barrier has too
+// (the checkpoint at which operators evict what that epoch made clean),
+// asking the coordinator for those barriers (its ticker never fires
+// here); state that is never evicted slows the source but never stops it.
+func TestReaderSourceHoldsWhileStateCacheOver(t *testing.T) {
+	db := openDB(t)
+	cache := db.StateCache()
+	cache.SetLimit(100)
+	coord, _ := startCoordinator(t, db, time.Hour)
+	f := &fakeReader{limit: 45, cache: cache}
+	rs, err := NewReaderSource(db, coord, "r", readerOp, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord.AddSource(rs)
+	out := consume(t, rs.Out)
+	run(t, "reader", rs.Run)
+	poll(t, "every row read", func() bool { return f.next.Load() == 45 })
+	// Reads of 3 rows, 10 bytes each: the cache is past its 100 bytes
+	// after the fourth read (rows 0-11).
+	var l []string
+	poll(t, "the last row", func() bool { l = out.log(); return slices.Contains(l, "44") })
+	barriers, held := 0, 0
+	for _, s := range l {
+		if strings.HasPrefix(s, "b") {
+			barriers++
+			continue
+		}
+		var r int
+		fmt.Sscan(s, &r)
+		if r%3 == 0 && r >= 12 {
+			if barriers < 2 {
+				t.Fatalf("row %d was read %d barriers after the one before, want 2 or more: %v", r, barriers, l)
+			}
+			held++
+		}
+		barriers = 0
+	}
+	if held != 11 {
+		t.Fatalf("%d reads held, want 11: %v", held, l)
+	}
+	if rs.Stats.BlockedNanos.Load() == 0 {
+		t.Fatal("the time held is not counted as backpressure")
 	}
 }
