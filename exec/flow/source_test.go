@@ -5,7 +5,8 @@
 // ReaderSource seeks a Seekable connector to its saved position, saves the
 // position of exactly the rows before each barrier, keeps forwarding
 // barriers after end of input or a read error, stays idle while paused,
-// and saves nothing for a source that cannot seek.
+// holds its reads while the state cache is over its limit, and saves
+// nothing for a source that cannot seek.
 package flow
 
 import (
