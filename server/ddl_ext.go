@@ -13,6 +13,12 @@ import (
 func (s *session) runDDLExt(ctx context.Context, st parser.Statement, w pgwire.ResultWriter) error {
 	switch x := st.(type) {
 	case *parser.AlterTable:
+		if x.Source {
+			if err := s.alterSource(ctx, x, w); err != nil {
+				return err
+			}
+			return w.Complete("ALTER SOURCE")
+		}
 		if err := s.alterTable(ctx, x, w); err != nil {
 			return err
 		}

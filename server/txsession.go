@@ -42,6 +42,9 @@ func ddlTag(st parser.Statement) string {
 	case *parser.Drop:
 		return "DROP " + strings.ToUpper(x.Kind)
 	case *parser.AlterTable:
+		if x.Source {
+			return "ALTER SOURCE"
+		}
 		return "ALTER TABLE"
 	case *parser.CreateIndex:
 		return "CREATE INDEX"

@@ -13,6 +13,53 @@ import (
 // SEQUENCE and CREATE SCHEMA (the statement types are in
 // statements_ddl.go).
 
+// alterSource parses ALTER SOURCE [IF EXISTS] name ADD [COLUMN] [IF NOT
+// EXISTS] column type, the one change of a source's definition built: a
+// source's columns are what its decoders produce, and the jobs reading it
+// decode with the columns they were planned with, so a new column is for
+// the views created after it.
+func (r *rewriter) alterSource() Statement {
+	t := r.tok()
+	r.i++
+	a := &AlterTable{Source: true}
+	if r.tok().isWord("if") && r.peek(1).isWord("exists") {
+		r.i += 2
+		a.IfExists = true
+	}
+	a.Name = r.nameChainString()
+	w := r.tok()
+	if !w.isWord("add") {
+		what := "this form"
+		if w.kind == tkIdent {
+			what = strings.ToUpper(w.val)
+		}
+		r.fail(pgerror.Unsupported("ALTER SOURCE %s is not supported", what).WithPosition(charPos(r.src, w.pos)).
+			WithHint("ALTER SOURCE … ADD COLUMN is; for another change create another source (CREATE SOURCE … with the same connector options) and the new views over it: the views over the old source keep running."))
+	}
+	r.i++
+	if c := r.tok(); c.isWord("constraint") || c.isWord("unique") || c.isWord("check") || c.isWord("primary") || c.isWord("foreign") {
+		r.unsupported(c, "ALTER SOURCE ADD %s is not supported", strings.ToUpper(c.val))
+	}
+	if r.tok().isWord("column") {
+		r.i++
+	}
+	a.Action = "add column"
+	a.IfNotExists = r.ifNotExists()
+	var b relBody
+	r.tableElement(&b)
+	if len(b.cols) != 1 {
+		r.syntaxErr(t)
+	}
+	a.Def = b.cols[0]
+	a.Column = a.Def.Name
+	d := a.Def
+	if d.NotNull || d.PrimaryKey || d.Default != nil || d.Unique || len(d.Checks) > 0 || d.Serial || d.Identity != "" {
+		r.fail(pgerror.Unsupported("a source column takes no constraint or default").WithPosition(charPos(r.src, t.pos)).
+			WithHint("a source's values are what its records hold (NULL where a record has none); constrain them in a view"))
+	}
+	return a
+}
+
 // alterTable parses ALTER TABLE [IF EXISTS] [ONLY] name action.
 func (r *rewriter) alterTable() Statement {
 	r.expectWord("alter")
@@ -34,12 +81,7 @@ func (r *rewriter) alterTable() Statement {
 		return r.alterResume()
 	}
 	if t.isWord("source") {
-		// A source's columns are what its decoders produce; the jobs
-		// reading it decode with the columns they were planned with, but
-		// changing the source's own definition (its SQL text, options and
-		// the formats' column mapping) is not built yet.
-		r.fail(pgerror.Unsupported("ALTER SOURCE is not supported").WithPosition(charPos(r.src, t.pos)).
-			WithHint("Create another source with the new column (CREATE SOURCE … with the same connector options) and the new views over it; the views over the old source keep running."))
+		return r.alterSource()
 	}
 	if !t.isWord("table") {
 		if t.kind == tkIdent {

@@ -63,6 +63,8 @@ type AlterTable struct {
 	stmtText
 	Name     string
 	IfExists bool
+	// Source: ALTER SOURCE (only ADD COLUMN).
+	Source bool
 	// Action is one of "add column", "drop column", "rename column",
 	// "rename", "set default", "drop default", "set not null",
 	// "drop not null", "add constraint", "drop constraint", "owner to".
