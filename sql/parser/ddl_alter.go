@@ -40,6 +40,18 @@ func (r *rewriter) alterSource() Statement {
 	if c := r.tok(); c.isWord("constraint") || c.isWord("unique") || c.isWord("check") || c.isWord("primary") || c.isWord("foreign") {
 		r.unsupported(c, "ALTER SOURCE ADD %s is not supported", strings.ToUpper(c.val))
 	}
+	r.addColumn(a, t)
+	d := a.Def
+	if d.NotNull || d.PrimaryKey || d.Default != nil || d.Unique || len(d.Checks) > 0 || d.Serial || d.Identity != "" {
+		r.fail(pgerror.Unsupported("a source column takes no constraint or default").WithPosition(charPos(r.src, t.pos)).
+			WithHint("a source's values are what its records hold (NULL where a record has none); constrain them in a view"))
+	}
+	return a
+}
+
+// addColumn parses the rest of ADD [COLUMN] [IF NOT EXISTS] column into a
+// (t: the statement's action token, for a syntax error).
+func (r *rewriter) addColumn(a *AlterTable, t token) {
 	if r.tok().isWord("column") {
 		r.i++
 	}
@@ -52,12 +64,6 @@ func (r *rewriter) alterSource() Statement {
 	}
 	a.Def = b.cols[0]
 	a.Column = a.Def.Name
-	d := a.Def
-	if d.NotNull || d.PrimaryKey || d.Default != nil || d.Unique || len(d.Checks) > 0 || d.Serial || d.Identity != "" {
-		r.fail(pgerror.Unsupported("a source column takes no constraint or default").WithPosition(charPos(r.src, t.pos)).
-			WithHint("a source's values are what its records hold (NULL where a record has none); constrain them in a view"))
-	}
-	return a
 }
 
 // alterTable parses ALTER TABLE [IF EXISTS] [ONLY] name action.
@@ -134,18 +140,7 @@ func (r *rewriter) alterTable() Statement {
 			}
 			break
 		}
-		if r.tok().isWord("column") {
-			r.i++
-		}
-		a.Action = "add column"
-		a.IfNotExists = r.ifNotExists()
-		var b relBody
-		r.tableElement(&b)
-		if len(b.cols) != 1 {
-			r.syntaxErr(t)
-		}
-		a.Def = b.cols[0]
-		a.Column = a.Def.Name
+		r.addColumn(a, t)
 	case t.isWord("drop"):
 		r.i++
 		if r.tok().isWord("constraint") {
