@@ -155,6 +155,11 @@ type ReaderSource struct {
 	// overLimit).
 	dataEpoch uint64
 	holdTimer *time.Timer
+	// held: the source has held since its last read; futile: a hold
+	// ended over the limit, so it holds no more until the cache is under
+	// it (overLimit); holds counts the reads held.
+	held, futile bool
+	holds        int
 	dead      []connector.DeadLetter
 	wm        *sourceWatermark
 	// commit is the source's Committer (nil: none); pending holds the
@@ -403,7 +408,7 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 		r.phase.Store(PhaseReading)
 		n, err := r.src.Read(ctx, b, 1024)
 		if n > 0 {
-			r.dataEpoch = r.passed.Load() + 1
+			r.dataEpoch, r.held = r.passed.Load()+1, false
 		}
 		if err == nil && n > 0 && r.Failpoint != nil {
 			if ferr := r.Failpoint(ctx, n); ferr != nil {
@@ -467,12 +472,26 @@ func (r *ReaderSource) Run(ctx context.Context) error {
 // evicted yet (the overshoot of the epochs in flight); once that
 // checkpoint has committed too, the source reads on whatever the cache
 // holds, so that state that cannot be evicted never stops it.
+//
+// A hold is futile when that checkpoint has committed and the cache is
+// still over its limit: what holds it cannot be evicted (state of
+// operators that do not spill, or of other sources' epochs). The source
+// then stops holding until the cache is under its limit again, rather than
+// waiting two checkpoints for every batch.
 func (r *ReaderSource) overLimit() bool {
 	c := r.coord.db.StateCache()
-	if c.Used() <= c.Limit() || r.dataEpoch == 0 {
+	if c.Used() <= c.Limit() {
+		r.futile = false
 		return false
 	}
-	return r.coord.db.CommittedEpoch() < r.dataEpoch+1
+	if r.futile || r.dataEpoch == 0 {
+		return false
+	}
+	if r.coord.db.CommittedEpoch() < r.dataEpoch+1 {
+		return true
+	}
+	r.futile = r.held
+	return false
 }
 
 // holdPoll is how often a held source looks at the cache again.
@@ -482,6 +501,10 @@ const holdPoll = 5 * time.Millisecond
 // commits let the operators evict, and forwards a barrier if one comes.
 // The time counts as blocked (backpressure).
 func (r *ReaderSource) hold(ctx context.Context) error {
+	if !r.held {
+		r.held = true
+		r.holds++
+	}
 	r.coord.RequestBarrier()
 	prev := r.phase.Swap(PhaseHeld)
 	defer r.phase.Store(prev)

@@ -534,45 +534,74 @@ func TestReaderSourcePause(t *testing.T) {
 // the epoch of its last rows has committed and a later barrier has too
 // (the checkpoint at which operators evict what that epoch made clean),
 // asking the coordinator for those barriers (its ticker never fires
-// here); state that is never evicted slows the source but never stops it.
+// here). State that a checkpoint does not evict makes the hold futile: the
+// source then reads on without holding until the cache is under its limit
+// again; state that checkpoints evict is held for again and again.
 func TestReaderSourceHoldsWhileStateCacheOver(t *testing.T) {
-	db := openDB(t)
-	cache := db.StateCache()
-	cache.SetLimit(100)
-	coord, _ := startCoordinator(t, db, time.Hour)
-	f := &fakeReader{limit: 45, cache: cache}
-	rs, err := NewReaderSource(db, coord, "r", readerOp, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coord.AddSource(rs)
-	out := consume(t, rs.Out)
-	run(t, "reader", rs.Run)
-	poll(t, "every row read", func() bool { return f.next.Load() == 45 })
-	// Reads of 3 rows, 10 bytes each: the cache is past its 100 bytes
-	// after the fourth read (rows 0-11).
-	var l []string
-	poll(t, "the last row", func() bool { l = out.log(); return slices.Contains(l, "44") })
-	barriers, held := 0, 0
-	for _, s := range l {
-		if strings.HasPrefix(s, "b") {
-			barriers++
-			continue
-		}
-		var r int
-		fmt.Sscan(s, &r)
-		if r%3 == 0 && r >= 12 {
-			if barriers < 2 {
-				t.Fatalf("row %d was read %d barriers after the one before, want 2 or more: %v", r, barriers, l)
+	for _, evicts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("evicts=%v", evicts), func(t *testing.T) {
+			db := openDB(t)
+			cache := db.StateCache()
+			cache.SetLimit(100)
+			coord, _ := startCoordinator(t, db, time.Hour)
+			const rows = 90
+			f := &fakeReader{limit: rows, cache: cache}
+			rs, err := NewReaderSource(db, coord, "r", readerOp, f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			held++
-		}
-		barriers = 0
-	}
-	if held != 11 {
-		t.Fatalf("%d reads held, want 11: %v", held, l)
-	}
-	if rs.Stats.BlockedNanos.Load() == 0 {
-		t.Fatal("the time held is not counted as backpressure")
+			coord.AddSource(rs)
+			out := consume(t, rs.Out)
+			if evicts {
+				// An operator whose checkpoints evict all it holds.
+				ch := NewChan()
+				rs.Out.Attach(ch)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				t.Cleanup(func() { cancel(); <-done })
+				go func() {
+					defer close(done)
+					for {
+						select {
+						case m := <-ch:
+							if m.Kind == MsgBarrier {
+								cache.Add(-cache.Used())
+							}
+						case <-ctx.Done():
+							return
+						}
+					}
+				}()
+			}
+			stop := run(t, "reader", rs.Run)
+			poll(t, "every row read", func() bool { return f.next.Load() == rows })
+			var l []string
+			poll(t, "the last row", func() bool { l = out.log(); return slices.Contains(l, fmt.Sprint(rows-1)) })
+			stop()
+			// Reads of 3 rows, 10 bytes each: the cache is past its 100
+			// bytes after the fourth read (rows 0-11); without eviction the
+			// read of row 12 waits for two barriers (with it, for the
+			// barrier that empties the cache).
+			barriers := 0
+			for _, s := range l {
+				if strings.HasPrefix(s, "b") {
+					barriers++
+					continue
+				}
+				if s == "12" && (barriers < 2 && !evicts || barriers < 1) {
+					t.Fatalf("row 12 was read %d barriers after row 11: %v", barriers, l)
+				}
+				barriers = 0
+			}
+			if evicts && rs.holds < 2 {
+				t.Fatalf("%d reads held; state evicted at each checkpoint should be held for again: %v", rs.holds, l)
+			}
+			if !evicts && rs.holds != 1 {
+				t.Fatalf("%d reads held, want 1 (then the hold is futile): %v", rs.holds, l)
+			}
+			if rs.Stats.BlockedNanos.Load() == 0 {
+				t.Fatal("the time held is not counted as backpressure")
+			}
+		})
 	}
 }
