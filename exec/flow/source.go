@@ -160,8 +160,8 @@ type ReaderSource struct {
 	// it (overLimit); holds counts the reads held.
 	held, futile bool
 	holds        int
-	dead      []connector.DeadLetter
-	wm        *sourceWatermark
+	dead         []connector.DeadLetter
+	wm           *sourceWatermark
 	// commit is the source's Committer (nil: none); pending holds the
 	// positions saved at barriers whose epochs have not committed yet.
 	commit  connector.Committer

@@ -36,6 +36,17 @@ type consumer struct {
 
 func consume(t *testing.T, o *Output) *consumer {
 	c := &consumer{}
+	drain(t, o, func(m Msg) {
+		c.mu.Lock()
+		c.msgs = append(c.msgs, m)
+		c.mu.Unlock()
+	})
+	return c
+}
+
+// drain attaches a consumer to o that calls f with each message until the
+// test ends.
+func drain(t *testing.T, o *Output, f func(Msg)) {
 	ch := NewChan()
 	o.Attach(ch)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,15 +57,12 @@ func consume(t *testing.T, o *Output) *consumer {
 		for {
 			select {
 			case m := <-ch:
-				c.mu.Lock()
-				c.msgs = append(c.msgs, m)
-				c.mu.Unlock()
+				f(m)
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	return c
 }
 
 // log describes the messages received so far: rows as their first
@@ -554,24 +562,11 @@ func TestReaderSourceHoldsWhileStateCacheOver(t *testing.T) {
 			out := consume(t, rs.Out)
 			if evicts {
 				// An operator whose checkpoints evict all it holds.
-				ch := NewChan()
-				rs.Out.Attach(ch)
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				t.Cleanup(func() { cancel(); <-done })
-				go func() {
-					defer close(done)
-					for {
-						select {
-						case m := <-ch:
-							if m.Kind == MsgBarrier {
-								cache.Add(-cache.Used())
-							}
-						case <-ctx.Done():
-							return
-						}
+				drain(t, rs.Out, func(m Msg) {
+					if m.Kind == MsgBarrier {
+						cache.Add(-cache.Used())
 					}
-				}()
+				})
 			}
 			stop := run(t, "reader", rs.Run)
 			poll(t, "every row read", func() bool { return f.next.Load() == rows })
