@@ -325,6 +325,17 @@ func TestTxnDDLAndImplicit(t *testing.T) {
 	if n := txQueryInt(t, other, `SELECT count(*) FROM t1 WHERE id = 100`); n != 1 {
 		t.Fatalf("with implicit_flush a write was not visible to another session on its acknowledgement")
 	}
+	// RisingWave's spelling, in another session (its setting is its own).
+	rw := srv.ConnectSimple(t)
+	ExecAll(t, rw, `SET RW_IMPLICIT_FLUSH TO true`)
+	ExecAll(t, rw, `INSERT INTO t1 VALUES (101, 'rw flushed')`)
+	if n := txQueryInt(t, other, `SELECT count(*) FROM t1 WHERE id = 101`); n != 1 {
+		t.Fatalf("with RW_IMPLICIT_FLUSH a write was not visible to another session on its acknowledgement")
+	}
+	var v string
+	if err := rw.QueryRow(ctx, `SHOW rw_implicit_flush`).Scan(&v); err != nil || (v != "true" && v != "on") {
+		t.Fatalf("SHOW rw_implicit_flush = %q, %v", v, err)
+	}
 }
 
 // TestTxnCrashAtomicity SIGKILLs the server while writers commit blocks
