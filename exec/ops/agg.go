@@ -80,6 +80,10 @@ const setSlots = 4
 type setClass struct {
 	arg   int
 	slots []int // aggregate indexes
+	// countOnly: every aggregate of the class is a count(DISTINCT …), whose
+	// result is its counter: the multiset is only asked whether a value is
+	// in it, so its entries can be evicted one by one (aggspill.go).
+	countOnly bool
 }
 
 type setRef struct{ class, slot int }
@@ -172,6 +176,13 @@ type vset struct {
 	// checkpoint writes only the changed ones.
 	changed []string
 	split   bool
+	// spilled: the store may hold entries of the set that are not in
+	// memory (evicted, or not read back with the group); the set then
+	// stays split, and an entry whose count drops to zero stays as a
+	// tombstone until its deletion is committed. cold: such entries may be
+	// missing from the filter of evicted entries, so a value not in memory
+	// is looked up in the store (aggspill.go).
+	spilled, cold bool
 }
 
 // splitSetAt is the size from which a multiset is stored entry by entry.
@@ -184,8 +195,13 @@ type setEntry struct {
 	v       types.Datum
 	n       [setSlots]int64
 	k       string // the entry's key in its set
+	saved   uint64 // the epoch that last wrote the entry (split sets)
 	changed bool   // k is in the set's changed list
+	ref     bool   // touched since the last eviction pass
 }
+
+// zero reports whether every count of e is zero: a tombstone.
+func (e *setEntry) zero() bool { return e.n == [setSlots]int64{} }
 
 type touch struct {
 	old    types.Row
@@ -223,14 +239,27 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		a.set[j] = setRef{class: c, slot: len(a.classes[c].slots)}
 		a.classes[c].slots = append(a.classes[c].slots, j)
 	}
+	for c := range a.classes {
+		cl := &a.classes[c]
+		cl.countOnly = !slices.ContainsFunc(cl.slots, func(j int) bool {
+			return a.aggs[j].Func != "count" || !a.aggs[j].Distinct
+		})
+	}
 	if db != nil {
 		if err := a.loadState(db); err != nil {
 			return nil, err
 		}
 	}
 	if a.global && a.groups[""] == nil {
-		a.groups[""] = a.newGroup(nil)
-		a.dirty[""] = struct{}{}
+		// A full state cache may have left the one group in the store.
+		g, err := a.lookup(nil)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			a.groups[""] = a.newGroup(nil)
+			a.dirty[""] = struct{}{}
+		}
 	}
 	return a, nil
 }
@@ -307,7 +336,9 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 		}
 		for c := range a.classes {
-			a.updateSet(g, c, r, diff)
+			if err := a.updateSet(g, c, r, diff); err != nil {
+				return err
+			}
 		}
 	}
 	if a.eowc {
@@ -502,11 +533,11 @@ func rowsEqual(x, y types.Row) bool {
 
 // updateSet adds diff copies of row r to class c's multiset of group g,
 // counted in the slots whose FILTER r passes.
-func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
+func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) error {
 	cl := &a.classes[c]
 	v := r[cl.arg]
 	if v.IsNull() {
-		return
+		return nil
 	}
 	var pass [setSlots]bool
 	any := false
@@ -516,7 +547,7 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 		}
 	}
 	if !any {
-		return
+		return nil
 	}
 	vs := &g.sets[c]
 	if vs.m == nil {
@@ -524,6 +555,12 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 	}
 	a.kb = types.AppendKey(a.kb[:0], v)
 	e := vs.m[string(a.kb)]
+	if e == nil && vs.spilled {
+		var err error
+		if e, err = a.readEntry(g, c, a.kb); err != nil {
+			return err
+		}
+	}
 	if e == nil {
 		k := string(a.kb)
 		e = &setEntry{v: v, k: k}
@@ -534,6 +571,7 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 		e.changed = true
 		vs.changed = append(vs.changed, e.k)
 	}
+	e.ref = true
 	live := false
 	for s, j := range cl.slots {
 		if pass[s] {
@@ -550,10 +588,11 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) {
 		}
 		live = live || e.n[s] != 0
 	}
-	if !live {
+	if !live && !vs.spilled { // a spilled set keeps a tombstone
 		delete(vs.m, e.k)
 		a.spill.bytes -= entryBytes(e.k)
 	}
+	return nil
 }
 
 // update applies diff copies of row r to the accumulator of an aggregate
@@ -842,7 +881,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		for c := range g.sets {
 			vs := &g.sets[c]
 			if cleared && vs.split {
-				vs.split = false
+				vs.split, vs.spilled, vs.cold = false, false, false
 				vs.changed = vs.changed[:0] // rewritten whole below if still large
 			}
 			// The batch copies keys and values: one buffer serves each.
@@ -856,8 +895,9 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 					ek = append(ek[:ek0], vk...)
 					b.W.Set(ek, a.encodeEntry(c, e))
 					e.changed = false
+					e.saved = b.Epoch
 				}
-			case len(vs.m) < splitSetAt/2 && vs.split:
+			case len(vs.m) < splitSetAt/2 && vs.split && !vs.spilled:
 				// Back to inline: drop the entries.
 				vs.split = false
 				b.W.DeleteRange(ek, storage.PrefixEnd(ek))
@@ -870,9 +910,15 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 					switch e := vs.m[vk]; {
 					case e == nil:
 						b.W.Delete(ek)
-					case e.changed: // else listed twice, written already
+					case !e.changed: // listed twice, written already
+					case e.zero(): // a spilled set's tombstone
+						b.W.Delete(ek)
+						e.changed = false
+						e.saved = b.Epoch
+					default:
 						b.W.Set(ek, a.encodeEntry(c, e))
 						e.changed = false
+						e.saved = b.Epoch
 					}
 				}
 			}

@@ -63,6 +63,21 @@ func allAggs() []spec.AggCall {
 	}
 }
 
+// distinctCountAggs are count(DISTINCT) aggregates only (with and without
+// a FILTER, two arguments) besides count(*): their multisets keep counts
+// alone, so their entries are evicted one by one.
+func distinctCountAggs() []spec.AggCall {
+	distinct := func(a spec.AggCall) spec.AggCall { a.Distinct = true; return a }
+	filter := func(a spec.AggCall) spec.AggCall { a.Filter = cFlag; return a }
+	return []spec.AggCall{
+		agg("count_star", -1, types.TInt8),
+		distinct(agg("count", cI, types.TInt8)),
+		filter(distinct(agg("count", cI, types.TInt8))),
+		distinct(agg("count", cS, types.TInt8)),
+		distinct(agg("count", cN, types.TInt8)),
+	}
+}
+
 func aggNode(groupBy []int, aggs []spec.AggCall) *spec.Node {
 	return &spec.Node{Kind: spec.Agg, GroupBy: groupBy, Aggs: aggs}
 }
@@ -418,25 +433,35 @@ func TestAggRandomWithRestore(t *testing.T) {
 		// spill: a state cache of 0 bytes, so that every clean group is
 		// evicted at each checkpoint and read back from the store.
 		spill bool
+		// distinct: count(DISTINCT) aggregates only (distinctCountAggs),
+		// whose set entries are evicted and read back one by one.
+		distinct bool
 	}{
-		{"grouped", []int{cG}, 0, false, false},
-		{"two keys", []int{cG, cFlag}, 0, false, false},
-		{"global", nil, 0, false, false},
-		{"grouped, split sets", []int{cG}, 4, false, false},
-		{"global, split sets", nil, 3, false, false},
-		{"grouped, append-only", []int{cG}, 0, true, false},
-		{"global, append-only", nil, 0, true, false},
-		{"grouped, spill", []int{cG}, 0, false, true},
-		{"two keys, spill", []int{cG, cFlag}, 0, false, true},
-		{"grouped, split sets, spill", []int{cG}, 4, false, true},
-		{"grouped, append-only, spill", []int{cG}, 0, true, true},
+		{"grouped", []int{cG}, 0, false, false, false},
+		{"two keys", []int{cG, cFlag}, 0, false, false, false},
+		{"global", nil, 0, false, false, false},
+		{"grouped, split sets", []int{cG}, 4, false, false, false},
+		{"global, split sets", nil, 3, false, false, false},
+		{"grouped, append-only", []int{cG}, 0, true, false, false},
+		{"global, append-only", nil, 0, true, false, false},
+		{"grouped, spill", []int{cG}, 0, false, true, false},
+		{"two keys, spill", []int{cG, cFlag}, 0, false, true, false},
+		{"grouped, split sets, spill", []int{cG}, 4, false, true, false},
+		{"grouped, append-only, spill", []int{cG}, 0, true, true, false},
+		{"distinct counts, split sets, spill", []int{cG}, 4, false, true, true},
+		{"global distinct counts, split sets, spill", nil, 4, false, true, true},
+		{"distinct counts, append-only, split sets, spill", []int{cG}, 4, true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.split > 0 {
 				defer ops.SetSplitSetAt(tc.split)()
 			}
 			rng := rand.New(rand.NewSource(42))
-			n := aggNode(tc.groupBy, allAggs())
+			aggs := allAggs()
+			if tc.distinct {
+				aggs = distinctCountAggs()
+			}
+			n := aggNode(tc.groupBy, aggs)
 			n.InputAppendOnly = tc.appendOnly
 			ck := newCheckpointer(t)
 			if tc.spill {
@@ -458,8 +483,16 @@ func TestAggRandomWithRestore(t *testing.T) {
 				defer func() {
 					ev, ld := a.Spills()
 					_, bld := b.Spills()
-					if (ev == 0 && !tc.appendOnly) || ld+bld == 0 {
+					if tc.groupBy != nil && ((ev == 0 && !tc.appendOnly) || ld+bld == 0) {
 						t.Errorf("spilled %d groups and read back %d (restored: %d)", ev, ld, bld)
+					}
+					if tc.distinct {
+						eo, ei, er := a.EntrySpills()
+						_, bei, ber := b.EntrySpills()
+						t.Logf("entries: evicted %d, read back %d by the uninterrupted, %d by the restored; store reads %d, %d", eo, ei, bei, er, ber)
+						if eo == 0 || ei == 0 || bei == 0 {
+							t.Errorf("set entries evicted %d, read back %d and %d (restored)", eo, ei, bei)
+						}
 					}
 				}()
 			}
@@ -568,7 +601,7 @@ func TestAggRandomWithRestore(t *testing.T) {
 					}
 					continue
 				}
-				want := refAgg(t, input, tc.groupBy, allAggs(), tc.groupBy == nil && started)
+				want := refAgg(t, input, tc.groupBy, aggs, tc.groupBy == nil && started)
 				if !ca.total.equal(want) {
 					t.Fatalf("step %d: output\n%v\nwant\n%v", stepNo, ca.total, want)
 				}

@@ -33,16 +33,34 @@ type aggSpill struct {
 	// group lookups, reads those that went to the store.
 	evicted, loaded int
 	lookups, reads  int64
+	// entryKeys is a Bloom filter (sparse: 16 bits a key) of the store
+	// keys of evicted multiset entries (count(DISTINCT) sets only,
+	// setClass.countOnly): a value the filter rules out is new to its set
+	// and costs no read.
+	// entriesOut and entriesIn count entries evicted and read back,
+	// entryReads the store reads for entries.
+	entryKeys                         keyFilter
+	entriesOut, entriesIn, entryReads int64
+	// covered holds the groups evicted with a split count(DISTINCT) set
+	// whose entries were all added to entryKeys then: read back, such a
+	// set is not cold. (A group left in the store at start-up is.)
+	covered map[string]struct{}
 }
 
 // StateStats implements flow.StateReporter.
 func (a *Agg) StateStats() flow.StateStats {
-	return flow.StateStats{Bytes: a.spill.bytes, Keys: int64(len(a.groups)), Lookups: a.spill.lookups, Misses: a.spill.reads}
+	return flow.StateStats{Bytes: a.spill.bytes, Keys: int64(len(a.groups)), Lookups: a.spill.lookups, Misses: a.spill.reads + a.spill.entryReads}
 }
 
 // Spills returns how many groups the aggregation has evicted and read
 // back.
 func (a *Agg) Spills() (evicted, loaded int) { return a.spill.evicted, a.spill.loaded }
+
+// EntrySpills returns how many count(DISTINCT) multiset entries the
+// aggregation has evicted and read back, and its store reads for entries.
+func (a *Agg) EntrySpills() (evicted, loaded, reads int64) {
+	return a.spill.entriesOut, a.spill.entriesIn, a.spill.entryReads
+}
 
 // entryBytes estimates the memory of one multiset entry of key k.
 func entryBytes(k string) int64 { return 2*int64(len(k)) + 160 }
@@ -69,6 +87,7 @@ var errLoaded = errors.New("state cache full")
 func (a *Agg) loadState(db *storage.DB) error {
 	s := &a.spill
 	s.db, s.cache = db, db.StateCache()
+	s.entryKeys.sparse = true
 	room := s.cache.Limit() - s.cache.Used()
 	err := db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
 		gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
@@ -90,7 +109,7 @@ func (a *Agg) loadState(db *storage.DB) error {
 			}
 			g.k = string(gkb)
 			a.groups[g.k] = g
-			s.bytes += groupBytes(g.key, len(g.k), len(a.aggs))
+			s.bytes += a.groupMem(g) // with its inline sets
 		case 's':
 			if len(rest) < 2 {
 				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
@@ -100,6 +119,13 @@ func (a *Agg) loadState(db *storage.DB) error {
 			if g == nil || ci >= len(g.sets) {
 				return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
 			}
+			if a.classes[ci].countOnly && s.bytes >= room {
+				// Left in the store: a value not in memory is read.
+				vs := &g.sets[ci]
+				vs.split, vs.spilled, vs.cold = true, true, true
+				return nil
+			}
+			s.bytes += entryBytes(string(rest[2:]))
 			return a.restoreStored(g, ci, string(rest[2:]), v)
 		default:
 			return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
@@ -108,13 +134,6 @@ func (a *Agg) loadState(db *storage.DB) error {
 	})
 	if err != nil && err != errLoaded {
 		return err
-	}
-	for _, g := range a.groups {
-		for c := range g.sets {
-			for k := range g.sets[c].m {
-				s.bytes += entryBytes(k)
-			}
-		}
 	}
 	a.report()
 	return nil
@@ -166,14 +185,26 @@ func (a *Agg) readBack(k string) (*group, error) {
 		return nil, err
 	}
 	g.k = k
-	if len(a.classes) > 0 {
-		sp := a.setPrefix(k)
+	// The stored entries of a count(DISTINCT) set stay there: the group's
+	// counters hold its results, and a value is read when a row brings it
+	// (if the filter of evicted entries does not rule it out).
+	_, covered := a.spill.covered[k]
+	delete(a.spill.covered, k)
+	for c := range a.classes {
+		if !a.classes[c].countOnly {
+			continue
+		}
+		if vs := &g.sets[c]; len(vs.m) == 0 { // inline sets came with the header
+			vs.split, vs.spilled, vs.cold = true, true, !covered
+		}
+	}
+	for c := range a.classes {
+		if a.classes[c].countOnly {
+			continue
+		}
+		sp := a.setEntryKeyInto(nil, k, c)
 		err := a.spill.db.Scan(sp, func(key, v []byte) error {
-			rest := key[len(sp):]
-			if len(rest) == 0 {
-				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set key")
-			}
-			return a.restoreStored(g, int(rest[0]), string(rest[1:]), v)
+			return a.restoreStored(g, c, string(key[len(sp):]), v)
 		})
 		if err != nil {
 			return nil, err
@@ -183,6 +214,108 @@ func (a *Agg) readBack(k string) (*group, error) {
 	a.spill.bytes += a.groupMem(g)
 	a.spill.loaded++
 	return g, nil
+}
+
+// readEntry reads the stored entry of value key vk in class c's set of
+// group g (spilled), puts it in the set and returns it; nil if the store
+// has none. The filter of evicted entries answers for values never
+// evicted unless the set is cold.
+func (a *Agg) readEntry(g *group, c int, vk []byte) (*setEntry, error) {
+	s := &a.spill
+	vs := &g.sets[c]
+	a.ekBuf = append(a.setEntryKeyInto(a.ekBuf[:0], g.k, c), vk...)
+	if !vs.cold && !s.entryKeys.has(string(a.ekBuf)) {
+		return nil, nil
+	}
+	s.entryReads++
+	v, err := s.db.Get(a.ekBuf)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	r, err := types.DecodeRow(v)
+	if err != nil || len(r) != 1+len(a.classes[c].slots) {
+		return nil, pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
+	}
+	e := &setEntry{v: r[0], k: string(vk)}
+	for sl := range a.classes[c].slots {
+		e.n[sl] = r[1+sl].I
+	}
+	vs.m[e.k] = e
+	s.bytes += entryBytes(e.k)
+	s.entriesIn++
+	return e, nil
+}
+
+// coverEntries adds the stored entries of group g's split count(DISTINCT)
+// sets that are in memory to the filter of evicted entries, as g is
+// evicted: if none of its sets is cold, every stored entry is then in the
+// filter, and g is covered.
+func (a *Agg) coverEntries(g *group) {
+	s := &a.spill
+	split, cold := false, false
+	for c := range g.sets {
+		vs := &g.sets[c]
+		if !a.classes[c].countOnly || !vs.split {
+			continue
+		}
+		split, cold = true, cold || vs.cold
+		for vk, e := range vs.m {
+			if !e.zero() {
+				a.ekBuf = append(a.setEntryKeyInto(a.ekBuf[:0], g.k, c), vk...)
+				s.entryKeys.add(string(a.ekBuf))
+			}
+		}
+	}
+	if split && !cold {
+		if s.covered == nil {
+			s.covered = map[string]struct{}{}
+		}
+		s.covered[g.k] = struct{}{}
+	}
+}
+
+// evictEntries drops clean entries of count(DISTINCT) sets from memory
+// (written by a committed epoch, not touched since the last pass) until
+// the aggregation's memory is at most target, and returns it. Tombstones
+// whose deletion is committed simply go.
+func (a *Agg) evictEntries(own, target int64, committed uint64) int64 {
+	s := &a.spill
+	for pass := 0; pass < 2 && own > target; pass++ {
+		for _, g := range a.groups {
+			if own <= target {
+				break
+			}
+			for c := range g.sets {
+				vs := &g.sets[c]
+				if !a.classes[c].countOnly || !vs.split || len(vs.changed) > 0 {
+					continue
+				}
+				for vk, e := range vs.m {
+					if own <= target {
+						break
+					}
+					if e.changed || e.saved > committed {
+						continue
+					}
+					if e.ref && !e.zero() {
+						e.ref = false
+						continue
+					}
+					if !e.zero() {
+						a.ekBuf = append(a.setEntryKeyInto(a.ekBuf[:0], g.k, c), vk...)
+						s.entryKeys.add(string(a.ekBuf))
+						s.entriesOut++
+					}
+					n := entryBytes(vk)
+					own -= n
+					s.bytes -= n
+					delete(vs.m, vk)
+					vs.spilled = true
+				}
+			}
+		}
+	}
+	return own
 }
 
 // storedKeys calls f with the key of every group in the store that is
@@ -281,10 +414,14 @@ func (a *Agg) evict(committed uint64) {
 			n := a.groupMem(g)
 			own -= n
 			s.bytes -= n
+			a.coverEntries(g)
 			delete(a.groups, k)
 			s.spilled = true
 			s.evicted++
 		}
+	}
+	if own > target {
+		a.evictEntries(own, target, committed)
 	}
 	a.report()
 }
