@@ -353,7 +353,7 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		a.touched = a.touched[:0]
 		return nil
 	}
-	if a.spill.bytes-a.spill.reported > reportStep {
+	if a.mem()-a.spill.reported > reportStep {
 		a.report()
 	}
 	if len(a.touched) > maxPending {

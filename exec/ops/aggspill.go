@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"errors"
-
 	"sluice/exec/flow"
 
 	"sluice/sql/pgcode"
@@ -41,6 +39,10 @@ type aggSpill struct {
 	// entryReads the store reads for entries.
 	entryKeys                         keyFilter
 	entriesOut, entriesIn, entryReads int64
+	// groupKeys is a Bloom filter (sparse) of the keys of the groups in
+	// the store but not in memory (evicted, or left there at start-up): a
+	// group it rules out is new and costs no read.
+	groupKeys keyFilter
 	// covered holds the groups evicted with a split count(DISTINCT) set
 	// whose entries were all added to entryKeys then: read back, such a
 	// set is not cold. (A group left in the store at start-up is.)
@@ -49,7 +51,7 @@ type aggSpill struct {
 
 // StateStats implements flow.StateReporter.
 func (a *Agg) StateStats() flow.StateStats {
-	return flow.StateStats{Bytes: a.spill.bytes, Keys: int64(len(a.groups)), Lookups: a.spill.lookups, Misses: a.spill.reads + a.spill.entryReads}
+	return flow.StateStats{Bytes: a.mem(), Keys: int64(len(a.groups)), Lookups: a.spill.lookups, Misses: a.spill.reads + a.spill.entryReads}
 }
 
 // Spills returns how many groups the aggregation has evicted and read
@@ -76,19 +78,18 @@ func (a *Agg) groupMem(g *group) int64 {
 	return n
 }
 
-// errLoaded stops the start-up scan once the cache is full.
-var errLoaded = errors.New("state cache full")
-
 // loadState reads the stored groups while the state cache has room; the
-// others stay in the store and are read back when a row needs them. A
-// group's header (h) sorts just before its set entries (s), all under its
-// key in one vnode (headerKey), so the scan stops at the first header that
-// does not fit with every group before it whole.
+// others stay in the store, their keys in the filter of groups not in
+// memory, and are read back when a row needs them. A group's header (h)
+// sorts just before its set entries (s), all under its key in one vnode
+// (headerKey); the entries of a large count(DISTINCT) set that no longer
+// fit stay in the store too (the set is cold).
 func (a *Agg) loadState(db *storage.DB) error {
 	s := &a.spill
 	s.db, s.cache = db, db.StateCache()
-	s.entryKeys.sparse = true
+	s.entryKeys.sparse, s.groupKeys.sparse = true, true
 	room := s.cache.Limit() - s.cache.Used()
+	full := false // the cache is full: the other groups' keys go to the filter
 	err := db.Scan(storage.StatePrefix(a.opID), func(k, v []byte) error {
 		gkb, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
 		if !ok || len(rest) == 0 {
@@ -99,9 +100,10 @@ func (a *Agg) loadState(db *storage.DB) error {
 			if len(rest) != 1 {
 				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate state key")
 			}
-			if s.bytes >= room {
+			if full = full || s.bytes >= room; full {
 				s.spilled = true
-				return errLoaded
+				s.groupKeys.add(string(gkb))
+				return nil
 			}
 			g, err := a.decodeGroup(v)
 			if err != nil {
@@ -116,6 +118,9 @@ func (a *Agg) loadState(db *storage.DB) error {
 			}
 			ci := int(rest[1])
 			g := a.groups[string(gkb)]
+			if g == nil && full {
+				return nil // an entry of a group left in the store
+			}
 			if g == nil || ci >= len(g.sets) {
 				return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
 			}
@@ -132,7 +137,7 @@ func (a *Agg) loadState(db *storage.DB) error {
 		}
 		return nil
 	})
-	if err != nil && err != errLoaded {
+	if err != nil {
 		return err
 	}
 	a.report()
@@ -169,6 +174,9 @@ func (a *Agg) lookup(k []byte) (*group, error) {
 	}
 	if _, ok := a.spill.gone[string(k)]; ok {
 		return nil, nil // dropped by an epoch that may not be committed
+	}
+	if !a.spill.groupKeys.has(string(k)) {
+		return nil, nil // never evicted: a new group
 	}
 	return a.readBack(string(k))
 }
@@ -358,14 +366,20 @@ func (a *Agg) storedKeys(f func(k string, key types.Row)) error {
 // the rows of one checkpoint interval.
 const reportStep = 1 << 20
 
+// mem is the aggregation's memory: its groups and its filters.
+func (a *Agg) mem() int64 {
+	return a.spill.bytes + a.spill.groupKeys.bytes() + a.spill.entryKeys.bytes()
+}
+
 // report tells the state cache the memory the groups hold now.
 func (a *Agg) report() {
 	s := &a.spill
 	if s.cache == nil {
 		return
 	}
-	s.cache.Add(s.bytes - s.reported)
-	s.reported = s.bytes
+	m := a.mem()
+	s.cache.Add(m - s.reported)
+	s.reported = m
 }
 
 // settle forgets the drops of committed epochs.
@@ -397,7 +411,7 @@ func (a *Agg) evict(committed uint64) {
 		return
 	}
 	a.report()
-	own := s.bytes
+	own := a.mem()
 	target := s.cache.Target(own)
 	for pass := 0; pass < 2 && own > target; pass++ {
 		for k, g := range a.groups {
@@ -415,6 +429,7 @@ func (a *Agg) evict(committed uint64) {
 			own -= n
 			s.bytes -= n
 			a.coverEntries(g)
+			s.groupKeys.add(k)
 			delete(a.groups, k)
 			s.spilled = true
 			s.evicted++
@@ -440,5 +455,6 @@ func (a *Agg) chargeGroup(key types.Row, k []byte) error {
 // cache's count when the aggregation stops.
 func (a *Agg) Release() {
 	a.spill.bytes = 0
+	a.spill.groupKeys, a.spill.entryKeys = keyFilter{}, keyFilter{}
 	a.report()
 }
