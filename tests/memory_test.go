@@ -132,6 +132,81 @@ func TestMemoryGroupBySpills(t *testing.T) {
 	}
 }
 
+// TestMemoryDistinctSpills: count(DISTINCT) over few groups with many
+// values (Nexmark q16's shape) under --memory-limit 256MiB. 1,200,000 rows
+// bring 600,000 values into 4 groups, each value twice, 600,000 rows
+// apart: the sets' entries are evicted one by one, and the second
+// occurrence of a value must find its evicted entry (a read back, or the
+// count would be 1 too high).
+func TestMemoryDistinctSpills(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	if testing.Short() {
+		t.Skip("counts 600k distinct values")
+	}
+	const (
+		rows   = 1_200_000
+		values = 600_000 // v = id % values; id % 4 = v % 4, id % 3 = v % 3
+	)
+	srv := StartServer(t, Options{PlainBuild: true, ExtraArgs: []string{"--memory-limit", "256MiB"}})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		fmt.Sprintf(`CREATE SOURCE g (id BIGINT) WITH (connector = 'datagen',
+			fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '%d',
+			datagen.rows.per.second = '0')`, rows),
+		fmt.Sprintf(`CREATE MATERIALIZED VIEW v AS SELECT id %% 4 AS k, count(*) AS c,
+			count(DISTINCT id %% %d) AS d, count(DISTINCT id %% %d) FILTER (WHERE id %% 3 = 0) AS d3
+			FROM g GROUP BY id %% 4`, values, values))
+	start := time.Now()
+	ctx := context.Background()
+	deadline := time.Now().Add(8 * time.Minute)
+	for {
+		var c int64
+		if err := conn.QueryRow(ctx, "SELECT coalesce(sum(c), 0) FROM v").Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		if c == rows {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the view counts %d rows of %d", time.Since(start), c, rows)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	elapsed := time.Since(start)
+	rs, err := conn.Query(ctx, "SELECT k, c, d, d3 FROM v ORDER BY k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rs.Next() {
+		var k, c, d, d3 int64
+		if err := rs.Scan(&k, &c, &d, &d3); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %d %d %d", k, c, d, d3))
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Each group holds 300,000 rows, the 150,000 values v with v % 4 = k,
+	// of which 50,000 have v % 3 = 0.
+	want := []string{"0 300000 150000 50000", "1 300000 150000 50000", "2 300000 150000 50000", "3 300000 150000 50000"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("view v:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
+	t.Logf("%d rows, %d distinct values in 4 groups in %v (%.0f rows/s); peak RSS %d MiB", rows, values, elapsed.Round(time.Second), rows/elapsed.Seconds(), peak>>10)
+	if peak > distinctSpillRSSBound {
+		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, distinctSpillRSSBound>>10)
+	}
+}
+
+// distinctSpillRSSBound bounds TestMemoryDistinctSpills' peak RSS (README
+// "Memory" gives the figures).
+const distinctSpillRSSBound = 480 << 10 // KiB
+
 // groupBySpillRSSBound bounds TestMemoryGroupBySpills' peak RSS: the 256
 // MiB limit plus what the runtime and Pebble hold beyond it, plus the
 // overshoot at full speed: state written by an epoch can be evicted only
