@@ -2,11 +2,14 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // idleRSSBound is the most an idle server (no jobs) may keep resident
@@ -77,23 +80,9 @@ func TestMemoryGroupBySpills(t *testing.T) {
 			fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '%d',
 			datagen.rows.per.second = '0')`, rows),
 		fmt.Sprintf(`CREATE MATERIALIZED VIEW v AS SELECT id %% %d AS k, count(*) AS c, sum(id) AS s, max(id) AS m FROM g GROUP BY id %% %d`, groups, groups))
-	start := time.Now()
 	ctx := context.Background()
-	deadline := time.Now().Add(8 * time.Minute)
-	for {
-		var c, n int64
-		if err := conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(c), 0) FROM v").Scan(&n, &c); err != nil {
-			t.Fatal(err)
-		}
-		if c == rows {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the view holds %d rows of %d groups", time.Since(start), c, n)
-		}
-		time.Sleep(2 * time.Second)
-	}
-	elapsed := time.Since(start)
+	elapsed := awaitQuery(t, conn, 8*time.Minute, 2*time.Second, fmt.Sprintf("%d rows", rows),
+		"SELECT coalesce(sum(c), 0) || ' rows' FROM v")
 	// The recomputation: group k holds the ids k, k+groups, … up to rows.
 	var wantTwo, wantS, wantM int64
 	for k := int64(0); k < groups; k++ {
@@ -158,23 +147,9 @@ func TestMemoryDistinctSpills(t *testing.T) {
 		fmt.Sprintf(`CREATE MATERIALIZED VIEW v AS SELECT id %% 4 AS k, count(*) AS c,
 			count(DISTINCT id %% %d) AS d, count(DISTINCT id %% %d) FILTER (WHERE id %% 3 = 0) AS d3
 			FROM g GROUP BY id %% 4`, values, values))
-	start := time.Now()
 	ctx := context.Background()
-	deadline := time.Now().Add(8 * time.Minute)
-	for {
-		var c int64
-		if err := conn.QueryRow(ctx, "SELECT coalesce(sum(c), 0) FROM v").Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		if c == rows {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the view counts %d rows of %d", time.Since(start), c, rows)
-		}
-		time.Sleep(2 * time.Second)
-	}
-	elapsed := time.Since(start)
+	elapsed := awaitQuery(t, conn, 8*time.Minute, 2*time.Second, fmt.Sprintf("%d rows", rows),
+		"SELECT coalesce(sum(c), 0) || ' rows' FROM v")
 	rs, err := conn.Query(ctx, "SELECT k, c, d, d3 FROM v ORDER BY k")
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +181,28 @@ func TestMemoryDistinctSpills(t *testing.T) {
 // distinctSpillRSSBound bounds TestMemoryDistinctSpills' peak RSS (README
 // "Memory" gives the figures).
 const distinctSpillRSSBound = 480 << 10 // KiB
+
+// awaitQuery polls query (one text value; no row reads as "") every
+// interval until it returns want, and fails the test with the last value
+// after within. It returns how long that took.
+func awaitQuery(t *testing.T, conn *pgx.Conn, within, every time.Duration, want, query string, args ...any) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		var got string
+		err := conn.QueryRow(context.Background(), query, args...).Scan(&got)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if got == want {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("after %v %s gives %q, want %q", time.Since(start).Round(time.Second), query, got, want)
+		}
+		time.Sleep(every)
+	}
+}
 
 // groupBySpillRSSBound bounds TestMemoryGroupBySpills' peak RSS: the 256
 // MiB limit plus what the runtime and Pebble hold beyond it, plus the
@@ -243,26 +240,9 @@ func TestMemoryJoinForgetsCounts(t *testing.T) {
 	}
 	ExecAll(t, conn, src("a"), src("b"),
 		`CREATE MATERIALIZED VIEW j AS SELECT count(*) AS n, sum(a.id) AS s FROM a JOIN b ON a.id = b.id + 1`)
-	start := time.Now()
-	ctx := context.Background()
-	deadline := time.Now().Add(5 * time.Minute)
 	// Keys 2..rows match once each.
 	want := fmt.Sprintf("%d %d", rows-1, int64(rows)*(rows+1)/2-1)
-	for {
-		var got string
-		err := conn.QueryRow(ctx, "SELECT coalesce(n || ' ' || s, '') FROM j").Scan(&got)
-		if err != nil && !strings.Contains(err.Error(), "no rows") {
-			t.Fatal(err)
-		}
-		if got == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the view holds %q, want %q", time.Since(start), got, want)
-		}
-		time.Sleep(time.Second)
-	}
-	elapsed := time.Since(start)
+	elapsed := awaitQuery(t, conn, 5*time.Minute, time.Second, want, "SELECT coalesce(n || ' ' || s, '') FROM j")
 	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
 	t.Logf("2 x %d rows joined in %v (%.0f rows/s); peak RSS %d MiB", rows, elapsed.Round(time.Second), 2*rows/elapsed.Seconds(), peak>>10)
 	if peak > joinSpillRSSBound {
@@ -310,23 +290,10 @@ func TestMemoryTopNSpills(t *testing.T) {
 		wantSum += id
 	}
 	want := fmt.Sprintf("%d %d %d", keys, wantSum, rows-keys)
-	start := time.Now()
 	ctx := context.Background()
-	deadline := time.Now().Add(6 * time.Minute)
-	for {
-		var got string
-		if err := conn.QueryRow(ctx, "SELECT count(*) || ' ' || coalesce(sum(id), 0) || ' ' || count(*) FILTER (WHERE id > $1) FROM v", keys).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the view holds (keys, sum of ids, revisited keys) %s; want %s", time.Since(start), got, want)
-		}
-		time.Sleep(2 * time.Second)
-	}
-	elapsed := time.Since(start)
+	// (keys, sum of ids, revisited keys)
+	elapsed := awaitQuery(t, conn, 6*time.Minute, 2*time.Second, want,
+		"SELECT count(*) || ' ' || coalesce(sum(id), 0) || ' ' || count(*) FILTER (WHERE id > $1) FROM v", keys)
 	var bad int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM v WHERE k <> id % $1 OR length(pad) <> 300", keys).Scan(&bad); err != nil {
 		t.Fatal(err)
