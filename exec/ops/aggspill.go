@@ -284,9 +284,9 @@ func (a *Agg) coverEntries(g *group) {
 
 // evictEntries drops clean entries of count(DISTINCT) sets from memory
 // (written by a committed epoch, not touched since the last pass) until
-// the aggregation's memory is at most target, and returns it. Tombstones
-// whose deletion is committed simply go.
-func (a *Agg) evictEntries(own, target int64, committed uint64) int64 {
+// the aggregation's memory (own) is at most target. Tombstones whose
+// deletion is committed simply go.
+func (a *Agg) evictEntries(own, target int64, committed uint64) {
 	s := &a.spill
 	for pass := 0; pass < 2 && own > target; pass++ {
 		for _, g := range a.groups {
@@ -323,7 +323,6 @@ func (a *Agg) evictEntries(own, target int64, committed uint64) int64 {
 			}
 		}
 	}
-	return own
 }
 
 // storedKeys calls f with the key of every group in the store that is
