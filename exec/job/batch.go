@@ -18,6 +18,11 @@ import (
 // the rows of its root (a multiset, unordered). Runtime errors are errors
 // (strict), unlike in views.
 func RunBatch(ctx context.Context, plan *spec.Plan, snap *storage.Snapshot, ectx *eval.Context) ([]types.Row, error) {
+	// A context cancelled before the query starts fails it even when the
+	// query is small enough to finish before any operator looks at ctx.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	res, err := Open(ctx, plan, snap, ectx, Shape{Limit: -1})
 	if err != nil {
 		return nil, err
