@@ -300,6 +300,7 @@ func (e *Engine) bulkCommit(ctx context.Context, b *bulkLoad) (uint64, chan stru
 	// Durable from here on: the source gets the rows even if the client
 	// has gone away.
 	pctx := context.WithoutCancel(ctx)
+	tw.src.AwaitRoom(ctx) // the dataflow's state is over its cache
 	epoch, err := e.coord.Atomic(func() error {
 		for i, bt := range batches {
 			tw.seq = seqs[i]

@@ -574,6 +574,7 @@ func (sp *copySpill) commit(ctx context.Context) (uint64, chan struct{}, error) 
 	pctx := context.WithoutCancel(ctx)
 	// The chunks go as sequence numbers: the source reads each from the
 	// log when the dataflow takes it (flow.TableChunk).
+	tw.src.AwaitRoom(ctx) // the dataflow's state is over its cache
 	epoch, err := e.coord.Atomic(func() error {
 		for range sp.chunks {
 			tw.seq++

@@ -475,6 +475,9 @@ func (tx *txn) commit(ctx context.Context, held *tableWriter) (uint64, error) {
 	// Durable from here on: the sources get the changes even if the client
 	// has gone away.
 	pctx := context.WithoutCancel(ctx)
+	for _, tt := range tts { // the dataflow's state is over its cache
+		tt.tw.src.AwaitRoom(ctx)
+	}
 	return e.coord.Atomic(func() error {
 		for i, tt := range tts {
 			if chunks[i].Len() == 0 {

@@ -499,6 +499,28 @@ func (db *DB) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
 	return scanRange(db.pdb, lo, hi, cf)
 }
 
+// ScanRangeDesc calls f for every key in [lo, hi) in the latest state, in
+// descending key order (an aggregation's max reads its largest stored
+// values first).
+func (db *DB) ScanRangeDesc(lo, hi []byte, f func(k, v []byte) error) error {
+	cf, flush := db.countingScan(f)
+	defer flush()
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if err := cf(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return pgerror.Wrap(err, pgcode.IOError, "scan")
+	}
+	return nil
+}
+
 // Existing calls found(i) for every keys[i] present in the latest state;
 // keys must be sorted ascending. It seeks from key to key, so checking a
 // bulk load against a table costs one seek per key, and nothing more once

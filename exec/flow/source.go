@@ -647,6 +647,48 @@ func (t *TableSource) InjectBarrier(b *Barrier) {
 	t.sourceBase.InjectBarrier(b)
 }
 
+// maxTableLag is how many chunks a table's writers may run ahead of its
+// dataflow while the operators' state is over the state cache's limit
+// (AwaitRoom); a bulk chunk holds up to 4,096 rows.
+const maxTableLag = 8
+
+// tableStall is how long AwaitRoom waits for a dataflow that does not
+// move (a failed or stopped job) before it lets the writer on.
+const tableStall = 2 * time.Second
+
+// AwaitRoom holds a writer of the table, before it pushes its chunks,
+// while the operators' state is over the state cache's limit and the
+// dataflow is more than maxTableLag chunks behind the table's writes. A
+// barrier takes every chunk pushed before it, and the state an epoch adds
+// cannot be evicted before the epoch commits: a writer far ahead of the
+// dataflow (a bulk load) would make one epoch of all it wrote, and the
+// state of all of it resident at once. The writes are durable already;
+// only their acknowledgement waits. It returns when ctx ends, or when the
+// dataflow has not taken a chunk for tableStall.
+func (t *TableSource) AwaitRoom(ctx context.Context) {
+	c := t.coord.db.StateCache()
+	var timer *time.Timer
+	last, since := t.sent.Load(), time.Now()
+	for c.Used() > c.Limit() && t.pushed.Load() > t.sent.Load()+maxTableLag {
+		if s := t.sent.Load(); s != last {
+			last, since = s, time.Now()
+		} else if time.Since(since) > tableStall {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(holdPoll)
+			defer timer.Stop()
+		} else {
+			timer.Reset(holdPoll)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+	}
+}
+
 // Push hands an acknowledged DML chunk to the source (blocking when the
 // queue is full). Chunks are pushed in sequence order, under
 // Coordinator.Atomic.

@@ -84,6 +84,14 @@ type setClass struct {
 	// result is its counter: the multiset is only asked whether a value is
 	// in it, so its entries can be evicted one by one (aggspill.go).
 	countOnly bool
+	// entries: the set's entries are evicted one by one: every aggregate
+	// of the class is a count(DISTINCT …), or a min or max over a type whose
+	// key encoding orders as Compare does (aggextreme.go), which keeps
+	// the entries at its end(s) of the order in memory. mins and maxs say
+	// which ends.
+	entries, mins, maxs bool
+	// dir is -1 for a slot of a min, 1 for a max, else 0.
+	dir [setSlots]int8
 }
 
 type setRef struct{ class, slot int }
@@ -183,6 +191,17 @@ type vset struct {
 	// missing from the filter of evicted entries, so a value not in memory
 	// is looked up in the store (aggspill.go).
 	spilled, cold bool
+	// ext bounds the stored entries not in memory of a spilled set of a
+	// min/max class (aggextreme.go); it means nothing while !spilled.
+	ext *extent
+	// top caches the extreme entry in memory of each min/max slot whose
+	// bit is set in known (bestEntry); nil: none.
+	top   [setSlots]*setEntry
+	known uint8
+	// gone is the last epoch that deleted entries of the set from the store
+	// that memory no longer holds (not spilled, a set drops its deleted
+	// entries): the set may spill once it is committed.
+	gone uint64
 }
 
 // splitSetAt is the size from which a multiset is stored entry by entry.
@@ -244,6 +263,18 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		cl.countOnly = !slices.ContainsFunc(cl.slots, func(j int) bool {
 			return a.aggs[j].Func != "count" || !a.aggs[j].Distinct
 		})
+		cl.entries = !slices.ContainsFunc(cl.slots, func(j int) bool {
+			ag := &a.aggs[j]
+			return !(ag.Func == "count" && ag.Distinct) && !(isExtreme(ag.Func) && keyOrdered(ag.T.Fam))
+		})
+		for s, j := range cl.slots {
+			switch a.aggs[j].Func {
+			case "min":
+				cl.mins, cl.dir[s] = true, -1
+			case "max":
+				cl.maxs, cl.dir[s] = true, 1
+			}
+		}
 	}
 	if db != nil {
 		if err := a.loadState(db); err != nil {
@@ -555,7 +586,7 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) error {
 	}
 	a.kb = types.AppendKey(a.kb[:0], v)
 	e := vs.m[string(a.kb)]
-	if e == nil && vs.spilled {
+	if e == nil && vs.spilled && vs.ext.inside(string(a.kb)) {
 		var err error
 		if e, err = a.readEntry(g, c, a.kb); err != nil {
 			return err
@@ -573,10 +604,16 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) error {
 	}
 	e.ref = true
 	live := false
+	var gained, lost uint8
 	for s, j := range cl.slots {
 		if pass[s] {
 			old := e.n[s]
 			e.n[s] += diff
+			if old == 0 && e.n[s] != 0 {
+				gained |= 1 << s
+			} else if old != 0 && e.n[s] == 0 {
+				lost |= 1 << s
+			}
 			ac := &g.accs[j]
 			if !a.aggs[j].Distinct {
 				ac.n += diff
@@ -587,6 +624,9 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) error {
 			}
 		}
 		live = live || e.n[s] != 0
+	}
+	if vs.known != 0 {
+		cl.offer(vs, e, gained, lost)
 	}
 	if !live && !vs.spilled { // a spilled set keeps a tombstone
 		delete(vs.m, e.k)
@@ -708,6 +748,13 @@ func (a *Agg) result(g *group, j int) types.Datum {
 		return d
 	}
 	if ref := a.set[j]; ref.class >= 0 {
+		if vs := &g.sets[ref.class]; vs.spilled && vs.ext != nil && isExtreme(ag.Func) {
+			d, err := a.extreme(g, ref.class, ref.slot, ag.Func == "max")
+			if err != nil && a.foldErr == nil {
+				a.foldErr = err
+			}
+			return d
+		}
 		return resultOf(&g.accs[j], ag, &g.sets[ref.class], ref.slot)
 	}
 	return resultOf(&g.accs[j], ag, nil, 0)
@@ -747,20 +794,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 			}
 			return ac.d()
 		}
-		var best *setEntry
-		for _, e := range vs.m {
-			if e.n[slot] == 0 {
-				continue
-			}
-			if best == nil {
-				best = e
-				continue
-			}
-			c := types.Compare(e.v, best.v)
-			if (ag.Func == "min" && c < 0) || (ag.Func == "max" && c > 0) {
-				best = e
-			}
-		}
+		best := bestEntry(vs, slot, ag.Func == "max")
 		if best == nil {
 			return types.Null
 		}
@@ -881,7 +915,8 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		for c := range g.sets {
 			vs := &g.sets[c]
 			if cleared && vs.split {
-				vs.split, vs.spilled, vs.cold = false, false, false
+				vs.split, vs.spilled, vs.cold, vs.ext = false, false, false, nil
+				vs.gone = b.Epoch
 				vs.changed = vs.changed[:0] // rewritten whole below if still large
 			}
 			// The batch copies keys and values: one buffer serves each.
@@ -901,6 +936,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 				// Back to inline: drop the entries.
 				vs.split = false
 				b.W.DeleteRange(ek, storage.PrefixEnd(ek))
+				vs.gone = b.Epoch
 				for _, e := range vs.m {
 					e.changed = false
 				}
@@ -910,6 +946,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 					switch e := vs.m[vk]; {
 					case e == nil:
 						b.W.Delete(ek)
+						vs.gone = b.Epoch
 					case !e.changed: // listed twice, written already
 					case e.zero(): // a spilled set's tombstone
 						b.W.Delete(ek)

@@ -32,9 +32,9 @@ type aggSpill struct {
 	evicted, loaded int
 	lookups, reads  int64
 	// entryKeys is a Bloom filter (sparse: 16 bits a key) of the store
-	// keys of evicted multiset entries (count(DISTINCT) sets only,
-	// setClass.countOnly): a value the filter rules out is new to its set
-	// and costs no read.
+	// keys of evicted multiset entries (count(DISTINCT) and min/max sets
+	// only, setClass.entries): a value the filter rules out is new to its
+	// set and costs no read.
 	// entriesOut and entriesIn count entries evicted and read back,
 	// entryReads the store reads for entries.
 	entryKeys                         keyFilter
@@ -124,9 +124,12 @@ func (a *Agg) loadState(db *storage.DB) error {
 			if g == nil || ci >= len(g.sets) {
 				return pgerror.New(pgcode.DataCorrupted, "aggregate set entry without its group")
 			}
-			if a.classes[ci].countOnly && s.bytes >= room {
+			if a.classes[ci].entries && s.bytes >= room {
 				// Left in the store: a value not in memory is read.
 				vs := &g.sets[ci]
+				if !vs.spilled && (a.classes[ci].mins || a.classes[ci].maxs) {
+					vs.ext = loadedExtent(vs) // the entries after those loaded
+				}
 				vs.split, vs.spilled, vs.cold = true, true, true
 				return nil
 			}
@@ -199,15 +202,23 @@ func (a *Agg) readBack(k string) (*group, error) {
 	_, covered := a.spill.covered[k]
 	delete(a.spill.covered, k)
 	for c := range a.classes {
-		if !a.classes[c].countOnly {
+		cl := &a.classes[c]
+		if !cl.entries {
 			continue
 		}
-		if vs := &g.sets[c]; len(vs.m) == 0 { // inline sets came with the header
-			vs.split, vs.spilled, vs.cold = true, true, !covered
+		vs := &g.sets[c]
+		if len(vs.m) > 0 { // inline sets came with the header
+			continue
+		}
+		vs.split, vs.spilled, vs.cold = true, true, !covered
+		if cl.mins || cl.maxs {
+			if err := a.readEnds(g, c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for c := range a.classes {
-		if a.classes[c].countOnly {
+		if a.classes[c].entries {
 			continue
 		}
 		sp := a.setEntryKeyInto(nil, k, c)
@@ -249,13 +260,22 @@ func (a *Agg) readEntry(g *group, c int, vk []byte) (*setEntry, error) {
 		e.n[sl] = r[1+sl].I
 	}
 	vs.m[e.k] = e
+	if vs.known != 0 {
+		var mask uint8
+		for sl := range a.classes[c].slots {
+			if e.n[sl] != 0 {
+				mask |= 1 << sl
+			}
+		}
+		a.classes[c].offer(vs, e, mask, 0)
+	}
 	s.bytes += entryBytes(e.k)
 	s.entriesIn++
 	return e, nil
 }
 
 // coverEntries adds the stored entries of group g's split count(DISTINCT)
-// sets that are in memory to the filter of evicted entries, as g is
+// and min/max sets that are in memory to the filter of evicted entries, as g is
 // evicted: if none of its sets is cold, every stored entry is then in the
 // filter, and g is covered.
 func (a *Agg) coverEntries(g *group) {
@@ -263,7 +283,7 @@ func (a *Agg) coverEntries(g *group) {
 	split, cold := false, false
 	for c := range g.sets {
 		vs := &g.sets[c]
-		if !a.classes[c].countOnly || !vs.split {
+		if !a.classes[c].entries || !vs.split {
 			continue
 		}
 		split, cold = true, cold || vs.cold
@@ -282,10 +302,11 @@ func (a *Agg) coverEntries(g *group) {
 	}
 }
 
-// evictEntries drops clean entries of count(DISTINCT) sets from memory
-// (written by a committed epoch, not touched since the last pass) until
-// the aggregation's memory (own) is at most target. Tombstones whose
-// deletion is committed simply go.
+// evictEntries drops clean entries of count(DISTINCT) and min/max sets
+// from memory (written by a committed epoch, not touched since the last
+// pass) until the aggregation's memory (own) is at most target; a min/max
+// set keeps the entries at its ends (narrow). Tombstones whose deletion is
+// committed simply go.
 func (a *Agg) evictEntries(own, target int64, committed uint64) {
 	s := &a.spill
 	for pass := 0; pass < 2 && own > target; pass++ {
@@ -295,14 +316,21 @@ func (a *Agg) evictEntries(own, target int64, committed uint64) {
 			}
 			for c := range g.sets {
 				vs := &g.sets[c]
-				if !a.classes[c].countOnly || !vs.split || len(vs.changed) > 0 {
+				cl := &a.classes[c]
+				// A set not yet spilled dropped its deleted entries from
+				// memory: it may spill once their deletions are committed
+				// (before, the store would show them again).
+				if !cl.entries || !vs.split || len(vs.changed) > 0 || (!vs.spilled && vs.gone > committed) {
 					continue
+				}
+				if (cl.mins || cl.maxs) && !a.narrow(vs, cl) {
+					continue // too small to leave its ends
 				}
 				for vk, e := range vs.m {
 					if own <= target {
 						break
 					}
-					if e.changed || e.saved > committed {
+					if e.changed || e.saved > committed || (!e.zero() && !vs.ext.inside(vk)) {
 						continue
 					}
 					if e.ref && !e.zero() {
@@ -317,6 +345,7 @@ func (a *Agg) evictEntries(own, target int64, committed uint64) {
 					n := entryBytes(vk)
 					own -= n
 					s.bytes -= n
+					vs.forget(e)
 					delete(vs.m, vk)
 					vs.spilled = true
 				}

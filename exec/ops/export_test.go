@@ -8,6 +8,14 @@ func SetSplitSetAt(n int) func() {
 	return func() { splitSetAt = old }
 }
 
+// SetExtremeKeep sets how many entries a spilled min/max multiset keeps
+// at each end; it returns the undo.
+func SetExtremeKeep(n int) func() {
+	old := extremeKeep
+	extremeKeep = n
+	return func() { extremeKeep = old }
+}
+
 // SortStrings sorts row keys as the join's checkpoint does.
 func SortStrings(ks []string) { new(keySorter).strings(ks) }
 
