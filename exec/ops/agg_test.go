@@ -531,7 +531,7 @@ func TestAggRandomWithRestore(t *testing.T) {
 			ca, cb := newCollector(), newCollector()
 			input := map[string]change{} // current input: row -> multiplicity
 			var live []string
-			started := false // the global row exists after the first output
+			started := false   // the global row exists after the first output
 			var pending func() // the commit of an epoch in flight
 			steps := 1000
 			if tc.appendOnly { // the input only grows: fewer steps keep the recomputation cheap
