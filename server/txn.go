@@ -228,12 +228,20 @@ func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup 
 		}
 		return visit(k, r)
 	}
-	// Collect first: f changes the transaction's rows.
+	// Collect first, the matching rows only: f changes the transaction's
+	// rows (a DELETE of a few rows of a large table holds those rows, not
+	// the table).
 	type kr struct {
 		k []byte
 		r types.Row
 	}
 	var rows []kr
+	match := func(r types.Row) (bool, error) {
+		if pred == nil {
+			return true, nil
+		}
+		return pred(r)
+	}
 	err := tx.e.db.Scan(storage.Key(storage.SpaceWrite, tw.id), func(k, v []byte) error {
 		if tt != nil {
 			if _, ok := tt.rows[string(k)]; ok {
@@ -244,6 +252,9 @@ func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup 
 		if err != nil {
 			return err
 		}
+		if ok, err := match(r); err != nil || !ok {
+			return err
+		}
 		rows = append(rows, kr{append([]byte(nil), k...), r})
 		return nil
 	})
@@ -252,13 +263,18 @@ func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup 
 	}
 	if tt != nil {
 		for k, ent := range tt.rows {
-			if ent.cur != nil {
+			if ent.cur == nil {
+				continue
+			}
+			if ok, err := match(ent.cur); err != nil {
+				return err
+			} else if ok {
 				rows = append(rows, kr{[]byte(k), ent.cur})
 			}
 		}
 	}
 	for _, x := range rows {
-		if err := visit(x.k, x.r); err != nil {
+		if err := f(x.k, x.r); err != nil {
 			return err
 		}
 	}
