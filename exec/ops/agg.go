@@ -66,6 +66,92 @@ type Agg struct {
 	// Replay: Start emits the current rows of every group (a view
 	// changed in place, spec.Match.Replay).
 	Replay bool
+	// distinctSums: some aggregate is an exactDistinctSum, whose sum is
+	// kept in its accumulator as values enter and leave its set; a group
+	// header then ends with a marker saying so (a header of a build before
+	// lacks it, and its sums are computed again from the set: resum).
+	distinctSums bool
+	// tail: group headers end with the marker and the per-scale counts of
+	// the numeric sums (scaledSum); set with distinctSums or any such sum.
+	tail bool
+}
+
+// scaledSum reports whether ag is a sum or avg of numeric values: its
+// result has the largest scale among the current inputs, as PostgreSQL's
+// has (a sum kept as inputs come and go would keep the scale of a value
+// deleted since), so its accumulator counts the inputs per scale
+// (countScale).
+func scaledSum(ag *spec.AggCall) bool {
+	return (ag.Func == "sum" || ag.Func == "avg") && ag.T.Fam == types.Numeric
+}
+
+// countScale counts d more inputs of the scale of decimal v in ac. ext[0]
+// is 1 while the counts are known, -1 when not (a group of an older build
+// that did not count them, until it is empty again).
+func countScale(ac *acc, v types.Datum, d int64) {
+	if !types.DecIsFinite(v) {
+		return
+	}
+	xs := ac.stats()
+	if len(xs.ext) == 0 {
+		xs.ext = []int64{1}
+	}
+	if xs.ext[0] < 0 {
+		return
+	}
+	sc := int(v.X)
+	if sc == 0 { // ext[0] is the flag; the largest scale is at least 0
+		return
+	}
+	if sc >= len(xs.ext) {
+		xs.ext = append(xs.ext, make([]int64, sc+1-len(xs.ext))...)
+	}
+	xs.ext[sc] += d
+}
+
+// knownScale returns the largest scale among ac's current inputs, if it
+// counts them.
+func knownScale(ac *acc) (int32, bool) {
+	ext := ac.ext()
+	if len(ext) == 0 || ext[0] != 1 {
+		return 0, false
+	}
+	for sc := len(ext) - 1; sc > 0; sc-- {
+		if ext[sc] > 0 {
+			return int32(sc), true
+		}
+	}
+	return 0, true
+}
+
+// exactDistinctSum reports whether ag is a sum or avg of DISTINCT integer
+// or numeric values: its sum is kept exactly as values enter and leave the
+// set, so its set is asked only whether a value is in it and can spill
+// entry by entry. (Float sums are computed from the whole set, in one
+// order, as PostgreSQL does.)
+func exactDistinctSum(ag *spec.AggCall) bool {
+	return ag.Distinct && (ag.Func == "sum" || ag.Func == "avg") && (ag.T.Fam == types.Int8 || ag.T.Fam == types.Numeric)
+}
+
+// legacyDistinctSums makes the aggregation behave as the builds before
+// exactDistinctSum (tests: their state must be read right).
+var legacyDistinctSums bool
+
+// distinctAdd adds d times DISTINCT value v to the sum of ac.
+func (a *Agg) distinctAdd(ac *acc, ag *spec.AggCall, v types.Datum, d int64) error {
+	switch v.K {
+	case types.KInt:
+		if ag.T.Fam == types.Numeric {
+			return a.addDec(ac, types.DecFromInt(v.I), d)
+		}
+		ac.i += v.I * d
+	case types.KDecimal:
+		if a.tail {
+			countScale(ac, v, d)
+		}
+		return a.addDec(ac, v, d)
+	}
+	return nil
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -111,6 +197,9 @@ type group struct {
 	// touches it, and cleared by an eviction pass (aggspill.go).
 	saved uint64
 	ref   bool
+	// resum: the header had no distinctSums marker (an older build's):
+	// the exact DISTINCT sums are computed from the stored set (resum).
+	resum bool
 }
 
 // A group holds one acc per aggregate, so the rarely used parts sit
@@ -245,6 +334,8 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	}
 	for j := range a.aggs {
 		ag := &a.aggs[j]
+		a.distinctSums = a.distinctSums || (exactDistinctSum(ag) && !legacyDistinctSums)
+		a.tail = a.tail || (!legacyDistinctSums && (exactDistinctSum(ag) || scaledSum(ag)))
 		if !keepsSet(ag, a.appendOnly) {
 			a.set[j] = setRef{class: -1}
 			a.plain = append(a.plain, j)
@@ -265,7 +356,8 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		})
 		cl.entries = !slices.ContainsFunc(cl.slots, func(j int) bool {
 			ag := &a.aggs[j]
-			return !(ag.Func == "count" && ag.Distinct) && !(isExtreme(ag.Func) && keyOrdered(ag.T.Fam))
+			return !(ag.Func == "count" && ag.Distinct) && !(exactDistinctSum(ag) && !legacyDistinctSums) &&
+				!(isExtreme(ag.Func) && keyOrdered(ag.T.Fam))
 		})
 		for s, j := range cl.slots {
 			switch a.aggs[j].Func {
@@ -615,12 +707,27 @@ func (a *Agg) updateSet(g *group, c int, r types.Row, diff int64) error {
 				lost |= 1 << s
 			}
 			ac := &g.accs[j]
-			if !a.aggs[j].Distinct {
+			ag := &a.aggs[j]
+			sum := a.distinctSums && exactDistinctSum(ag)
+			if !ag.Distinct {
 				ac.n += diff
 			} else if old == 0 {
 				ac.n++
+				if sum {
+					if err := a.distinctAdd(ac, ag, e.v, 1); err != nil {
+						return err
+					}
+				}
 			} else if e.n[s] == 0 {
 				ac.n--
+				if sum {
+					if err := a.distinctAdd(ac, ag, e.v, -1); err != nil {
+						return err
+					}
+					if ac.n == 0 {
+						ac.xs = nil // no inputs: the scales are known again
+					}
+				}
 			}
 		}
 		live = live || e.n[s] != 0
@@ -681,6 +788,13 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		case types.KFloat:
 			ac.f += v.F * float64(diff)
 		case types.KDecimal:
+			if a.tail && ag.T.Fam == types.Numeric {
+				if ac.n == 0 {
+					ac.xs = nil // no inputs: the scales are known again
+				} else {
+					countScale(ac, v, diff)
+				}
+			}
 			return a.addDec(ac, v, diff)
 		case types.KInterval:
 			// Interval sums keep months/days/micros in d.
@@ -803,7 +917,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 	// sum / avg, possibly DISTINCT
 	n := ac.n
 	sumI, sumF, sumD := ac.i, ac.f, ac.d()
-	if ag.Distinct {
+	if ag.Distinct && (legacyDistinctSums || !exactDistinctSum(ag)) {
 		sumI, sumF, sumD = 0, 0, types.Datum{}
 		for _, e := range vs.m {
 			if e.n[slot] == 0 {
@@ -839,6 +953,12 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 	case ag.T.Fam == types.Numeric:
 		if sumD.K != types.KDecimal {
 			sumD = types.DecFromInt(sumI)
+		}
+		if sc, ok := knownScale(ac); ok && types.DecIsFinite(sumD) && sumD.X > sc {
+			// Exact: the digits past sc are zeros.
+			if d, err := types.DecRound(sumD, sc); err == nil {
+				sumD = d
+			}
 		}
 		sum = sumD
 	default:
@@ -1043,6 +1163,14 @@ func (a *Agg) encodeGroup(g *group) []byte {
 			n += (1 + len(a.classes[c].slots)) * len(vs.m)
 		}
 	}
+	if a.tail {
+		n++
+		for j := range g.accs {
+			if scaledSum(&a.aggs[j]) {
+				n += 1 + len(g.accs[j].ext())
+			}
+		}
+	}
 	// The values are appended straight into a reused buffer (the batch
 	// copies it): no row is built.
 	buf := binary.AppendUvarint(a.encBuf[:0], uint64(n))
@@ -1079,6 +1207,18 @@ func (a *Agg) encodeGroup(g *group) []byte {
 			buf = types.AppendValue(buf, e.v)
 			for s := 0; s < ns; s++ {
 				buf = types.AppendValue(buf, types.NewInt(e.n[s]))
+			}
+		}
+	}
+	if a.tail {
+		buf = types.AppendValue(buf, types.NewInt(1)) // the DISTINCT sums and the scales are kept
+		for j := range g.accs {
+			if scaledSum(&a.aggs[j]) {
+				ext := g.accs[j].ext()
+				buf = types.AppendValue(buf, types.NewInt(int64(len(ext))))
+				for _, x := range ext {
+					buf = types.AppendValue(buf, types.NewInt(x))
+				}
 			}
 		}
 	}
@@ -1153,6 +1293,35 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 				vs.m = map[string]*setEntry{}
 			}
 			vs.m[k] = e
+		}
+	}
+	if a.tail {
+		if p < len(r) {
+			next()
+			for j := range g.accs {
+				if scaledSum(&a.aggs[j]) {
+					ne := int(next().I)
+					if ne < 0 || ne > len(r) {
+						return nil, bad
+					}
+					if ne > 0 {
+						ext := make([]int64, ne)
+						for k := range ext {
+							ext[k] = next().I
+						}
+						g.accs[j].stats().ext = ext
+					}
+				}
+			}
+		} else {
+			// An older build's header: the DISTINCT sums are computed from
+			// the sets; the scales of the other sums are not known.
+			g.resum = a.distinctSums
+			for j := range g.accs {
+				if ag := &a.aggs[j]; scaledSum(ag) && !ag.Distinct && g.accs[j].n != 0 {
+					g.accs[j].stats().ext = []int64{-1}
+				}
+			}
 		}
 	}
 	if p > len(r) {

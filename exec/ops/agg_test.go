@@ -9,6 +9,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -75,6 +76,12 @@ func distinctCountAggs() []spec.AggCall {
 		filter(distinct(agg("count", cI, types.TInt8))),
 		distinct(agg("count", cS, types.TInt8)),
 		distinct(agg("count", cN, types.TInt8)),
+		distinct(agg("sum", cI, types.TNumeric)), // sum(DISTINCT bigint)
+		distinct(agg("sum", cI, types.TInt8)),    // sum(DISTINCT int)
+		filter(distinct(agg("avg", cI, types.TNumeric))),
+		distinct(agg("avg", cN, types.TNumeric)),
+		distinct(agg("sum", cN, types.TNumeric)),
+		agg("sum", cN, types.TNumeric), // its scales, not counted by older builds
 	}
 }
 
@@ -646,6 +653,80 @@ func TestAggRandomWithRestore(t *testing.T) {
 				want := refAgg(t, input, tc.groupBy, aggs, tc.groupBy == nil && started)
 				if !ca.total.equal(want) {
 					t.Fatalf("step %d: output\n%v\nwant\n%v", stepNo, ca.total, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAggDistinctSumsFromOlderState: the builds before exactDistinctSum
+// did not keep DISTINCT sums in their accumulators, and wrote group
+// headers without the marker. An aggregation that meets such state
+// computes the sums from the stored sets (resum), inline or split, in
+// memory or read back later, and goes on exactly.
+func TestAggDistinctSumsFromOlderState(t *testing.T) {
+	for _, spill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spill=%v", spill), func(t *testing.T) {
+			defer ops.SetSplitSetAt(4)()
+			aggs := distinctCountAggs()
+			n := aggNode([]int{cG}, aggs)
+			ck := newCheckpointer(t)
+			if spill {
+				ck.db.StateCache().SetLimit(0)
+			}
+			rng := rand.New(rand.NewSource(7))
+			input := map[string]change{}
+			var live []types.Row
+			c := newCollector()
+			run := func(a *ops.Agg, steps int) {
+				for i := 0; i < steps; i++ {
+					bt := types.NewBatch(4)
+					for k := 0; k < 3; k++ {
+						r, d := randomAggRow(rng), int64(1)
+						if len(live) > 20 && rng.Intn(2) == 0 {
+							j := rng.Intn(len(live))
+							r, d = live[j], -1
+							live[j] = live[len(live)-1]
+							live = live[:len(live)-1]
+						} else {
+							live = append(live, r)
+						}
+						key := fmtRow(r)
+						ch := input[key]
+						ch.row, ch.diff = r, ch.diff+d
+						if ch.diff == 0 {
+							delete(input, key)
+						} else {
+							input[key] = ch
+						}
+						bt.Add(r, d)
+					}
+					c.step(t, aggStep(a, batchChanges(bt)...))
+					if rng.Intn(5) == 0 {
+						ck.checkpoint(t, []flow.Operator{a}, []*collector{c})
+					}
+				}
+				ck.checkpoint(t, []flow.Operator{a}, []*collector{c})
+				if want := refAgg(t, input, []int{cG}, aggs, false); !c.total.equal(want) {
+					t.Fatalf("output\n%v\nwant\n%v", c.total, want)
+				}
+			}
+			undo := ops.SetLegacyDistinctSums(true)
+			old, err := ops.NewAgg(n, 1, ck.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(old, 200)
+			old.Release()
+			undo()
+			a, err := ops.NewAgg(n, 1, ck.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(a, 200)
+			if spill {
+				if _, ld := a.Spills(); ld == 0 {
+					t.Errorf("no group read back")
 				}
 			}
 		})

@@ -143,7 +143,72 @@ func (a *Agg) loadState(db *storage.DB) error {
 	if err != nil {
 		return err
 	}
+	for _, g := range a.groups {
+		if g.resum {
+			if err := a.resum(g); err != nil {
+				return err
+			}
+		}
+	}
 	a.report()
+	return nil
+}
+
+// resum computes the exact DISTINCT sums of group g, whose header an
+// older build wrote (it did not keep them), from its sets: inline, or all
+// their entries in the store. The group is written again at the next
+// checkpoint, with the marker.
+func (a *Agg) resum(g *group) error {
+	for c := range a.classes {
+		cl := &a.classes[c]
+		var slots []int
+		for s, j := range cl.slots {
+			if exactDistinctSum(&a.aggs[j]) {
+				slots = append(slots, s)
+				g.accs[j].i, g.accs[j].dp, g.accs[j].xs = 0, nil, nil
+			}
+		}
+		if len(slots) == 0 {
+			continue
+		}
+		add := func(e *setEntry) error {
+			for _, s := range slots {
+				if j := cl.slots[s]; e.n[s] != 0 {
+					if err := a.distinctAdd(&g.accs[j], &a.aggs[j], e.v, 1); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		vs := &g.sets[c]
+		if !vs.split && len(vs.m) > 0 { // inline (a split set is not marked so before it is read)
+			for _, e := range vs.m {
+				if err := add(e); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		pre := a.setEntryKeyInto(nil, g.k, c)
+		err := a.spill.db.Scan(pre, func(k, v []byte) error {
+			r, err := types.DecodeRow(v)
+			if err != nil || len(r) != 1+len(cl.slots) {
+				return pgerror.New(pgcode.DataCorrupted, "corrupt aggregate set entry")
+			}
+			e := setEntry{v: r[0]}
+			for s := range cl.slots {
+				e.n[s] = r[1+s].I
+			}
+			return add(&e)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	g.resum = false
+	g.dirty = true
+	a.dirty[g.k] = struct{}{}
 	return nil
 }
 
@@ -196,6 +261,11 @@ func (a *Agg) readBack(k string) (*group, error) {
 		return nil, err
 	}
 	g.k = k
+	if g.resum {
+		if err := a.resum(g); err != nil {
+			return nil, err
+		}
+	}
 	// The stored entries of a count(DISTINCT) set stay there: the group's
 	// counters hold its results, and a value is read when a row brings it
 	// (if the filter of evicted entries does not rule it out).

@@ -16,6 +16,15 @@ func SetExtremeKeep(n int) func() {
 	return func() { extremeKeep = old }
 }
 
+// SetLegacyDistinctSums makes new aggregations behave as the builds
+// before exact DISTINCT sums were kept (their state has no marker); it
+// returns the undo.
+func SetLegacyDistinctSums(on bool) func() {
+	old := legacyDistinctSums
+	legacyDistinctSums = on
+	return func() { legacyDistinctSums = old }
+}
+
 // SortStrings sorts row keys as the join's checkpoint does.
 func SortStrings(ks []string) { new(keySorter).strings(ks) }
 
