@@ -137,21 +137,29 @@ func exactDistinctSum(ag *spec.AggCall) bool {
 // exactDistinctSum (tests: their state must be read right).
 var legacyDistinctSums bool
 
-// distinctAdd adds d times DISTINCT value v to the sum of ac.
-func (a *Agg) distinctAdd(ac *acc, ag *spec.AggCall, v types.Datum, d int64) error {
+// addSum adds d times v to the integer or decimal sum of ac, counting a
+// decimal's scale (scaledSum); false if v is of another kind.
+func (a *Agg) addSum(ac *acc, ag *spec.AggCall, v types.Datum, d int64) (bool, error) {
 	switch v.K {
 	case types.KInt:
 		if ag.T.Fam == types.Numeric {
-			return a.addDec(ac, types.DecFromInt(v.I), d)
+			return true, a.addDec(ac, types.DecFromInt(v.I), d)
 		}
 		ac.i += v.I * d
+		return true, nil
 	case types.KDecimal:
-		if a.tail {
+		if a.tail && ag.T.Fam == types.Numeric {
 			countScale(ac, v, d)
 		}
-		return a.addDec(ac, v, d)
+		return true, a.addDec(ac, v, d)
 	}
-	return nil
+	return false, nil
+}
+
+// distinctAdd adds d times DISTINCT value v to the sum of ac.
+func (a *Agg) distinctAdd(ac *acc, ag *spec.AggCall, v types.Datum, d int64) error {
+	_, err := a.addSum(ac, ag, v, d)
+	return err
 }
 
 // maxPending is how many groups may wait for a flush before Process
@@ -779,23 +787,15 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 	}
 	switch ag.Func {
 	case "sum", "avg":
-		switch v.K {
-		case types.KInt:
-			if ag.T.Fam == types.Numeric {
-				return a.addDec(ac, types.DecFromInt(v.I), diff)
+		if ok, err := a.addSum(ac, ag, v, diff); ok {
+			if ac.n == 0 && a.tail && scaledSum(ag) {
+				ac.xs = nil // no inputs: the scales are known again
 			}
-			ac.i += v.I * diff
+			return err
+		}
+		switch v.K {
 		case types.KFloat:
 			ac.f += v.F * float64(diff)
-		case types.KDecimal:
-			if a.tail && ag.T.Fam == types.Numeric {
-				if ac.n == 0 {
-					ac.xs = nil // no inputs: the scales are known again
-				} else {
-					countScale(ac, v, diff)
-				}
-			}
-			return a.addDec(ac, v, diff)
 		case types.KInterval:
 			// Interval sums keep months/days/micros in d.
 			if ac.dp == nil || ac.dp.K != types.KInterval {

@@ -33,10 +33,14 @@ func agg(f string, arg int, t types.T) spec.AggCall {
 	return spec.AggCall{Func: f, Arg: arg, Filter: -1, T: t}
 }
 
+// distinct makes a an aggregate of DISTINCT values.
+func distinct(a spec.AggCall) spec.AggCall { a.Distinct = true; return a }
+
+// filter gives a the FILTER (WHERE flag).
+func filter(a spec.AggCall) spec.AggCall { a.Filter = cFlag; return a }
+
 // allAggs covers every streaming aggregate over every input kind.
 func allAggs() []spec.AggCall {
-	distinct := func(a spec.AggCall) spec.AggCall { a.Distinct = true; return a }
-	filter := func(a spec.AggCall) spec.AggCall { a.Filter = cFlag; return a }
 	return []spec.AggCall{
 		agg("count_star", -1, types.TInt8),
 		agg("count", cI, types.TInt8),
@@ -68,8 +72,6 @@ func allAggs() []spec.AggCall {
 // a FILTER, two arguments) besides count(*): their multisets keep counts
 // alone, so their entries are evicted one by one.
 func distinctCountAggs() []spec.AggCall {
-	distinct := func(a spec.AggCall) spec.AggCall { a.Distinct = true; return a }
-	filter := func(a spec.AggCall) spec.AggCall { a.Filter = cFlag; return a }
 	return []spec.AggCall{
 		agg("count_star", -1, types.TInt8),
 		distinct(agg("count", cI, types.TInt8)),
@@ -89,8 +91,6 @@ func distinctCountAggs() []spec.AggCall {
 // (with a count(DISTINCT) and FILTERs sharing their sets), and a numeric
 // min whose set is held whole.
 func extremeAggs() []spec.AggCall {
-	distinct := func(a spec.AggCall) spec.AggCall { a.Distinct = true; return a }
-	filter := func(a spec.AggCall) spec.AggCall { a.Filter = cFlag; return a }
 	return []spec.AggCall{
 		agg("count_star", -1, types.TInt8),
 		agg("min", cI, types.TInt8),
