@@ -513,8 +513,17 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 		return 0, nil, err
 	}
 	n := len(p.plan.Nodes)
+	if ts, tn := lateralFunc(j); ts != nil && p.Streaming {
+		return p.planLateralFunc(j, li, lsc, ts, tn)
+	}
 	ri, rsc, err := p.planFrom(j.Right)
 	if err != nil {
+		// A set-returning function whose arguments name the FROM items
+		// before it: a lateral function (tablefunc.go).
+		if ts, tn := lateralFunc(j); ts != nil && isOuterRefErr(err) {
+			p.truncatePlan(n)
+			return p.planLateralFunc(j, li, lsc, ts, tn)
+		}
 		// A LATERAL subquery that names the FROM items before it fails
 		// alone: it is decorrelated instead (lateral.go).
 		if ts, sel := lateralSubquery(j); ts != nil && isOuterRefErr(err) {

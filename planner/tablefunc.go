@@ -7,6 +7,7 @@ import (
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"
+	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
 )
@@ -72,4 +73,93 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 
 func normFuncName(n string) string {
 	return strings.TrimPrefix(strings.ToLower(n), "pg_catalog.")
+}
+
+// lateralFunc returns the set-returning function on the right of join j
+// (`FROM t, unnest(t.a)`, `CROSS JOIN LATERAL unnest(t.a) WITH ORDINALITY
+// AS u(x, n)`), if it is one.
+func lateralFunc(j *ast.Join) (*ast.TableSource, *ast.TableName) {
+	ts, ok := j.Right.(*ast.TableSource)
+	if !ok {
+		return nil, nil
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok || !isTableFunc(tn) {
+		return nil, nil
+	}
+	return ts, tn
+}
+
+// planLateralFunc plans the set-returning function on the right of join
+// j, whose arguments may name the FROM items on its left (li, lsc), as the
+// select-list form does (ops.ProjectSet): each left row followed by each
+// row the function returns for it, a row without any giving none, as
+// PostgreSQL's inner lateral join. In a view this maintains itself (the
+// function's rows are a function of the left row: a retraction retracts
+// them), so it plans there too, where a function alone in FROM does not.
+// An inner join's ON condition filters the pairs; an outer join is
+// refused.
+func (p *Planner) planLateralFunc(j *ast.Join, li int, lsc *scope, ts *ast.TableSource, tn *ast.TableName) (int, *scope, error) {
+	tf, ok := p.TableFuncs[tn.Name.O]
+	if !ok {
+		return 0, nil, pgerror.Unsupported("table function %s", tn.Name.O)
+	}
+	if j.Tp == ast.LeftJoin || j.Tp == ast.RightJoin || j.StraightJoin || j.NaturalJoin || len(j.Using) > 0 {
+		return 0, nil, pgerror.Unsupported("an outer or USING join with the set-returning function %s", tf.Name).
+			WithHint("Write it as an inner join: FROM t CROSS JOIN LATERAL f(t.x), or f(t.x) in the select list.")
+	}
+	alias := ts.AsName.O
+	if alias == "" || strings.HasPrefix(alias, tableFuncPrefix) {
+		alias = normFuncName(tf.Name)
+	}
+	b := &binder{p: p}
+	args := make([]spec.Expr, len(tf.Args))
+	ts2 := make([]types.T, len(tf.Args))
+	for i, a := range tf.Args {
+		x, err := b.bind(a, lsc, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		args[i], ts2[i] = x, x.Type()
+	}
+	cols, casts, err := eval.ResolveTableFunc(tf.Name, ts2)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i := range args {
+		if args[i], err = b.castTo(args[i], casts[i]); err != nil {
+			return 0, nil, err
+		}
+	}
+	cols = append([]types.Column(nil), cols...)
+	if len(cols) == 1 && cols[0].Name == normFuncName(tf.Name) {
+		cols[0].Name = alias
+	}
+	if names, ok := p.ColumnAliases[ts]; ok {
+		if len(names) > len(cols) {
+			return 0, nil, pgerror.New(pgcode.InvalidColumnReference,
+				"table \"%s\" has %d columns available but %d columns specified", alias, len(cols), len(names))
+		}
+		for i, n := range names {
+			cols[i].Name = n
+		}
+	}
+	sc := &scope{cols: append([]scopeCol{}, lsc.cols...)}
+	for _, c := range cols {
+		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type})
+	}
+	all := append(append([]types.Column(nil), p.plan.Nodes[li].Cols...), cols...)
+	idx := p.plan.Add(&spec.Node{Kind: spec.TableFunc, Inputs: []int{li},
+		SetFuncs: []spec.SetFunc{{Name: tf.Name, Args: args, Cols: len(cols)}}, Cols: all})
+	if j.On != nil {
+		on, err := b.bind(j.On.Expr, sc, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		if on, err = b.castTo(on, types.TBool); err != nil {
+			return 0, nil, err
+		}
+		idx = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{idx}, Pred: on, Cols: all})
+	}
+	return idx, sc, nil
 }
