@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -187,4 +188,48 @@ func TestLogFormatJSON(t *testing.T) {
 		t.Fatalf("%d DDL lines for one CREATE TABLE in:\n%s", ddl, srv.Logs())
 	}
 	t.Logf("%d JSON log lines", n)
+}
+
+// TestLogLevel: --log-level warn writes the warnings (a checkpoint slower
+// than --slow-checkpoint) and nothing informational (a DDL line), in both
+// formats; an unknown level stops the server at start with a message
+// naming the flag.
+func TestLogLevel(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			srv := StartServer(t, Options{ExtraArgs: []string{"--log-format", format, "--log-level", "warn", "--slow-checkpoint", "1us"}})
+			conn := srv.Connect(t)
+			ExecAll(t, conn, `CREATE TABLE jobs18_quiet (id BIGINT PRIMARY KEY)`, `INSERT INTO jobs18_quiet VALUES (1)`)
+			waitFor(t, 20*time.Second, func() bool { return strings.Contains(srv.Logs(), "slow checkpoint") }, "a slow-checkpoint warning")
+			warnings := 0
+			for _, l := range strings.Split(srv.Logs(), "\n") {
+				if l == "" || strings.HasPrefix(l, "=== ") {
+					continue // the harness's own lines
+				}
+				if strings.Contains(l, "ddl: CREATE TABLE") || strings.Contains(l, "listening on") {
+					t.Fatalf("an informational line at --log-level warn: %s", l)
+				}
+				if format == "json" {
+					var rec map[string]any
+					if err := json.Unmarshal([]byte(l), &rec); err != nil {
+						t.Fatalf("a log line is not JSON (%v): %s", err, l)
+					}
+					if rec["level"] != "WARN" && rec["level"] != "ERROR" {
+						t.Fatalf("a line of level %v at --log-level warn: %s", rec["level"], l)
+					}
+				}
+				if strings.Contains(l, "slow checkpoint") {
+					warnings++
+				}
+			}
+			if warnings == 0 {
+				t.Fatalf("no slow-checkpoint warning in:\n%s", srv.Logs())
+			}
+			t.Logf("%d slow-checkpoint warnings, no informational line", warnings)
+		})
+	}
+	out, err := exec.Command(Binary(t), "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "loud").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `--log-level "loud"`) {
+		t.Fatalf("--log-level loud: %v, output %q; want a failure naming the flag", err, out)
+	}
 }
