@@ -85,6 +85,8 @@ func TestKafkaSourceFormats(t *testing.T) {
 	check("plain view with metadata", "SELECT id, v, _partition, _offset FROM ev ORDER BY id", "1 a 0 0", "3 c 0 3")
 	check("dead letters", `SELECT source, topic, "partition", "offset" FROM sluice_dead_letters ORDER BY 4`,
 		"events events 0 1", "events events 0 2")
+	check("dead letters per source, with the jobs", `SELECT d.source, count(*), j.kind FROM sluice_catalog.dead_letters d
+		JOIN sluice_catalog.jobs j ON j.name = 'ev' GROUP BY d.source, j.kind`, "events 2 materialized view")
 
 	// After kill -9 and more records: nothing doubled, the new ones applied.
 	if err := s.Kill(); err != nil {
