@@ -56,12 +56,13 @@ type Config struct {
 
 // Engine is one Sluice server's SQL engine: it implements pgwire.Handler.
 type Engine struct {
-	cfg   Config
-	db    *storage.DB
-	coord *flow.Coordinator
-	rt    *job.Runtime
-	cat   *catalog
-	roles *roleCatalog // role.go
+	lagHist lagHistory // laghistory.go
+	cfg     Config
+	db      *storage.DB
+	coord   *flow.Coordinator
+	rt      *job.Runtime
+	cat     *catalog
+	roles   *roleCatalog // role.go
 	// metrics is the engine's Prometheus registry (metrics.go).
 	metrics *metrics
 
@@ -143,6 +144,11 @@ func Open(cfg Config) (*Engine, error) {
 	go func() {
 		defer e.wg.Done()
 		e.coord.Run(ctx)
+	}()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.runLagHistory(ctx)
 	}()
 	if cfg.StuckBarrier > 0 {
 		e.wg.Add(1)

@@ -5,6 +5,7 @@ package tests
 // rows flow.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -44,4 +45,67 @@ func TestSluiceCatalog(t *testing.T) {
 	// The FLUSH above committed an epoch with the inserted rows' state.
 	wantRows(t, conn, `SELECT count(*) > 0, bool_and(duration_ms >= commit_ms), bool_or(bytes > 0), bool_or(failed)
 		FROM sluice_catalog.checkpoints WHERE started > now() - interval '1 hour'`, "t t t f")
+}
+
+// TestLagHistory: sluice_catalog.lag_history samples every source's and
+// sink's lag each second. A Redis sink whose server is down falls behind
+// epoch by epoch (its lag grows in the history), and catches up once the
+// server is back (its last sample is 0); the table feeding it is sampled
+// as a source.
+func TestLagHistory(t *testing.T) {
+	redis, addr := StartPrivateRedis(t)
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE TABLE lag_t (id BIGINT PRIMARY KEY, k BIGINT)`,
+		`CREATE MATERIALIZED VIEW lag_per_k AS SELECT k, count(*) AS n FROM lag_t GROUP BY k`,
+		fmt.Sprintf(`CREATE SINK lag_sink FROM lag_per_k WITH (connector = 'redis', redis.url = 'redis://%s/0', primary_key = 'k')`, addr),
+	)
+	if err := redis.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		ExecAll(t, conn, fmt.Sprintf(`INSERT INTO lag_t VALUES (%d, %d)`, i, i%3), `FLUSH`)
+	}
+	lagOf := func() []string { // in the order sampled (queryLines sorts)
+		res, err := QueryText(context.Background(), conn, `SELECT lag FROM sluice_catalog.lag_history WHERE kind = 'sink' AND name = 'lag_sink' ORDER BY sampled`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Lines()
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		l := lagOf()
+		n := 0
+		if len(l) > 0 {
+			fmt.Sscan(l[len(l)-1], &n)
+		}
+		return n >= 5
+	}, "the sink's lag to reach 5 epochs while Redis is down")
+	if err := redis.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if l := lagOf(); len(l) > 0 && l[len(l)-1] == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink's lag is not back to 0 a minute after Redis is back: %v; SHOW SINKS: %v", lagOf(), queryLines(t, conn, "SHOW SINKS"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	l := lagOf()
+	peak := 0
+	for _, s := range l {
+		var n int
+		fmt.Sscan(s, &n)
+		peak = max(peak, n)
+	}
+	if peak < 5 {
+		t.Fatalf("the sink's lag history %v never reached 5", l)
+	}
+	wantRows(t, conn, `SELECT count(*) > 1, min(lag) FROM sluice_catalog.lag_history WHERE kind = 'source' AND name = 'lag_t'`, "t 0")
+	wantRows(t, conn, `SELECT count(DISTINCT h.sampled) > 1 FROM sluice_catalog.lag_history h JOIN sluice_catalog.jobs j ON j.name = h.job WHERE j.kind = 'sink'`, "t")
+	t.Logf("the sink's lag over %d samples peaked at %d epochs", len(l), peak)
 }
