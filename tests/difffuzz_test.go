@@ -525,6 +525,19 @@ func (g *diffGen) groupingSets(tab string) string {
 // item before it, inner or LEFT JOIN … ON true, with or without a
 // per-row ORDER BY … LIMIT (a total order).
 func (g *diffGen) lateral(tab string) string {
+	if g.rng.Intn(3) == 0 { // a set-returning function of the row before it
+		fn := g.pick("unnest(ARRAY[x.a, x.b, x.a + 1])", "unnest(ARRAY[x.c, upper(x.c)])", "generate_series(1, x.a % 4)",
+			"generate_series(x.b, x.b + 2)")
+		join := g.pick("CROSS JOIN LATERAL", ",", "JOIN LATERAL")
+		on := ""
+		if join == "JOIN LATERAL" {
+			on = " ON " + g.pick("true", "u.v IS NOT NULL", "x.id % 2 = 0")
+		}
+		if strings.HasPrefix(fn, "unnest") && g.rng.Intn(2) == 0 {
+			return fmt.Sprintf("SELECT x.id, u.v, u.n FROM %s x %s %s WITH ORDINALITY AS u(v, n)%s WHERE %s", tab, join, fn, on, g.pred("x", 1))
+		}
+		return fmt.Sprintf("SELECT x.id, u.v FROM %s x %s %s AS u(v)%s WHERE %s", tab, join, fn, on, g.pred("x", 1))
+	}
 	other := fmt.Sprintf("t%d", g.rng.Intn(diffTables))
 	key := g.pick("a", "b", "c")
 	join, on := g.pick("CROSS JOIN LATERAL", ", LATERAL", "LEFT JOIN LATERAL"), ""
