@@ -142,11 +142,8 @@ func (p *Planner) planLateral(j *ast.Join, li int, lsc *scope, ts *ast.TableSour
 	node := &spec.Node{Kind: spec.Join, Inputs: []int{left, right}, JoinKind: kind, LeftKeys: lkeys, RightKeys: rkeys,
 		JoinOut: joinOut, Cols: sc.columns()}
 	if j.On != nil {
-		on, err := b.bind(j.On.Expr, sc, nil)
+		on, err := b.bindBool(j.On.Expr, sc)
 		if err != nil {
-			return 0, nil, err
-		}
-		if on, err = b.castTo(on, types.TBool); err != nil {
 			return 0, nil, err
 		}
 		if c, ok := on.(*spec.Const); !ok || c.D.IsNull() || !c.D.Bool() {

@@ -568,11 +568,8 @@ func (p *Planner) planJoin(j *ast.Join) (int, *scope, error) {
 		node.RightKeys = append(node.RightKeys, r)
 	}
 	if j.On != nil {
-		on, err := b.bind(j.On.Expr, sc, nil)
+		on, err := b.bindBool(j.On.Expr, sc)
 		if err != nil {
-			return 0, nil, err
-		}
-		if on, err = b.castTo(on, types.TBool); err != nil {
 			return 0, nil, err
 		}
 		nl := len(lsc.cols)

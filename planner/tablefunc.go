@@ -37,26 +37,10 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 	if alias == "" || strings.HasPrefix(alias, tableFuncPrefix) {
 		alias = normFuncName(tf.Name) // Postgres names the FROM item after the function
 	}
-	b := &binder{p: p}
-	args := make([]spec.Expr, len(tf.Args))
-	ts := make([]types.T, len(tf.Args))
-	for i, a := range tf.Args {
-		x, err := b.bind(a, &scope{}, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		args[i], ts[i] = x, x.Type()
-	}
-	cols, casts, err := eval.ResolveTableFunc(tf.Name, ts)
+	args, cols, err := (&binder{p: p}).bindTableFunc(tf.Name, tf.Args, &scope{})
 	if err != nil {
 		return 0, nil, err
 	}
-	for i := range args {
-		if args[i], err = b.castTo(args[i], casts[i]); err != nil {
-			return 0, nil, err
-		}
-	}
-	cols = append([]types.Column(nil), cols...)
 	if len(cols) == 1 && alias != "" && cols[0].Name == normFuncName(tf.Name) {
 		// A function returning a scalar names its column after the FROM
 		// item; one with a named OUT column (jsonb_array_elements'
@@ -113,25 +97,10 @@ func (p *Planner) planLateralFunc(j *ast.Join, li int, lsc *scope, ts *ast.Table
 		alias = normFuncName(tf.Name)
 	}
 	b := &binder{p: p}
-	args := make([]spec.Expr, len(tf.Args))
-	ts2 := make([]types.T, len(tf.Args))
-	for i, a := range tf.Args {
-		x, err := b.bind(a, lsc, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		args[i], ts2[i] = x, x.Type()
-	}
-	cols, casts, err := eval.ResolveTableFunc(tf.Name, ts2)
+	args, cols, err := b.bindTableFunc(tf.Name, tf.Args, lsc)
 	if err != nil {
 		return 0, nil, err
 	}
-	for i := range args {
-		if args[i], err = b.castTo(args[i], casts[i]); err != nil {
-			return 0, nil, err
-		}
-	}
-	cols = append([]types.Column(nil), cols...)
 	if len(cols) == 1 && cols[0].Name == normFuncName(tf.Name) {
 		cols[0].Name = alias
 	}
@@ -152,14 +121,45 @@ func (p *Planner) planLateralFunc(j *ast.Join, li int, lsc *scope, ts *ast.Table
 	idx := p.plan.Add(&spec.Node{Kind: spec.TableFunc, Inputs: []int{li},
 		SetFuncs: []spec.SetFunc{{Name: tf.Name, Args: args, Cols: len(cols)}}, Cols: all})
 	if j.On != nil {
-		on, err := b.bind(j.On.Expr, sc, nil)
+		on, err := b.bindBool(j.On.Expr, sc)
 		if err != nil {
-			return 0, nil, err
-		}
-		if on, err = b.castTo(on, types.TBool); err != nil {
 			return 0, nil, err
 		}
 		idx = p.plan.Add(&spec.Node{Kind: spec.Filter, Inputs: []int{idx}, Pred: on, Cols: all})
 	}
 	return idx, sc, nil
+}
+
+// bindTableFunc binds the arguments of set-returning function name in sc
+// and resolves it: the arguments, cast to its parameters, and a copy of
+// its columns.
+func (b *binder) bindTableFunc(name string, argv []ast.ExprNode, sc *scope) ([]spec.Expr, []types.Column, error) {
+	args := make([]spec.Expr, len(argv))
+	ts := make([]types.T, len(argv))
+	for i, a := range argv {
+		x, err := b.bind(a, sc, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		args[i], ts[i] = x, x.Type()
+	}
+	cols, casts, err := eval.ResolveTableFunc(name, ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range args {
+		if args[i], err = b.castTo(args[i], casts[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return args, append([]types.Column(nil), cols...), nil
+}
+
+// bindBool binds e in sc as a condition (a join's ON): cast to boolean.
+func (b *binder) bindBool(e ast.ExprNode, sc *scope) (spec.Expr, error) {
+	x, err := b.bind(e, sc, nil)
+	if err != nil {
+		return nil, err
+	}
+	return b.castTo(x, types.TBool)
 }
