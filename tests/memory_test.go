@@ -114,11 +114,7 @@ func TestMemoryGroupBySpills(t *testing.T) {
 	if w := fmt.Sprintf("2 %d %d", 7+7+groups, 7+groups); k7 != w {
 		t.Fatalf("group 7: %s, want %s", k7, w)
 	}
-	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
-	t.Logf("%d rows into %d groups in %v (%.0f rows/s); peak RSS %d MiB", rows, groups, elapsed.Round(time.Second), rows/elapsed.Seconds(), peak>>10)
-	if peak > groupBySpillRSSBound {
-		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, groupBySpillRSSBound>>10)
-	}
+	peakWithin(t, srv, groupBySpillRSSBound, "%d rows into %d groups in %v (%.0f rows/s)", rows, groups, elapsed.Round(time.Second), rows/elapsed.Seconds())
 }
 
 // TestMemoryDistinctSpills: count(DISTINCT) over few groups with many
@@ -171,11 +167,7 @@ func TestMemoryDistinctSpills(t *testing.T) {
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("view v:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
-	t.Logf("%d rows, %d distinct values in 4 groups in %v (%.0f rows/s); peak RSS %d MiB", rows, values, elapsed.Round(time.Second), rows/elapsed.Seconds(), peak>>10)
-	if peak > distinctSpillRSSBound {
-		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, distinctSpillRSSBound>>10)
-	}
+	peakWithin(t, srv, distinctSpillRSSBound, "%d rows, %d distinct values in 4 groups in %v (%.0f rows/s)", rows, values, elapsed.Round(time.Second), rows/elapsed.Seconds())
 }
 
 // TestMemoryExtremesSpill runs a view of min and max over a table (its
@@ -242,12 +234,8 @@ func TestMemoryExtremesSpill(t *testing.T) {
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("view v:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
-	t.Logf("%d rows loaded in %v (%.0f rows/s), all done in %v; peak RSS %d MiB", rows, loaded.Round(time.Second),
-		rows/loaded.Seconds(), time.Since(start).Round(time.Second), peak>>10)
-	if peak > extremesSpillRSSBound {
-		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, extremesSpillRSSBound>>10)
-	}
+	peakWithin(t, srv, extremesSpillRSSBound, "%d rows loaded in %v (%.0f rows/s), all done in %v", rows, loaded.Round(time.Second),
+		rows/loaded.Seconds(), time.Since(start).Round(time.Second))
 }
 
 // extremesSpillRSSBound bounds TestMemoryExtremesSpill's peak RSS (README
@@ -258,6 +246,17 @@ const extremesSpillRSSBound = 700 << 10 // KiB
 // distinctSpillRSSBound bounds TestMemoryDistinctSpills' peak RSS (README
 // "Memory" gives the figures).
 const distinctSpillRSSBound = 480 << 10 // KiB
+
+// peakWithin logs what a memory test measured (format, args) with the
+// server's peak RSS, and fails the test if that peak is above bound (KiB).
+func peakWithin(t *testing.T, srv *Server, bound int64, format string, args ...any) {
+	t.Helper()
+	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
+	t.Logf(format+"; peak RSS %d MiB", append(args, peak>>10)...)
+	if peak > bound {
+		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, bound>>10)
+	}
+}
 
 // awaitQuery polls query (one text value; no row reads as "") every
 // interval until it returns want, and fails the test with the last value
@@ -320,11 +319,7 @@ func TestMemoryJoinForgetsCounts(t *testing.T) {
 	// Keys 2..rows match once each.
 	want := fmt.Sprintf("%d %d", rows-1, int64(rows)*(rows+1)/2-1)
 	elapsed := awaitQuery(t, conn, 5*time.Minute, time.Second, want, "SELECT coalesce(n || ' ' || s, '') FROM j")
-	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
-	t.Logf("2 x %d rows joined in %v (%.0f rows/s); peak RSS %d MiB", rows, elapsed.Round(time.Second), 2*rows/elapsed.Seconds(), peak>>10)
-	if peak > joinSpillRSSBound {
-		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, joinSpillRSSBound>>10)
-	}
+	peakWithin(t, srv, joinSpillRSSBound, "2 x %d rows joined in %v (%.0f rows/s)", rows, elapsed.Round(time.Second), 2*rows/elapsed.Seconds())
 }
 
 // joinSpillRSSBound bounds TestMemoryJoinForgetsCounts' peak RSS: the 128
@@ -378,11 +373,7 @@ func TestMemoryTopNSpills(t *testing.T) {
 	if bad != 0 {
 		t.Fatalf("%d rows of v have another key's id or a cut value", bad)
 	}
-	peak := procStatusKiB(t, srv.Pid(), "VmHWM")
-	t.Logf("%d rows deduplicated into %d keys in %v (%.0f rows/s); peak RSS %d MiB", rows, keys, elapsed.Round(time.Second), rows/elapsed.Seconds(), peak>>10)
-	if peak > topNSpillRSSBound {
-		t.Fatalf("peak RSS %d MiB, want at most %d MiB", peak>>10, topNSpillRSSBound>>10)
-	}
+	peakWithin(t, srv, topNSpillRSSBound, "%d rows deduplicated into %d keys in %v (%.0f rows/s)", rows, keys, elapsed.Round(time.Second), rows/elapsed.Seconds())
 }
 
 // topNSpillRSSBound bounds TestMemoryTopNSpills' peak RSS: the 256 MiB
