@@ -205,17 +205,11 @@ func (tx *txn) putRow(tw *tableWriter, k []byte, r types.Row, absent bool) error
 // the primary key. The caller holds tw.mu.
 func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup []types.Datum, f func(k []byte, r types.Row) error) error {
 	tt := tx.tables[tw.id]
-	visit := func(k []byte, r types.Row) error {
-		if r == nil {
-			return nil
+	match := func(r types.Row) (bool, error) {
+		if pred == nil {
+			return true, nil
 		}
-		if pred != nil {
-			ok, err := pred(r)
-			if err != nil || !ok {
-				return err
-			}
-		}
-		return f(k, r)
+		return pred(r)
 	}
 	if lookup != nil {
 		k := storage.Key(storage.SpaceWrite, tw.id)
@@ -223,10 +217,13 @@ func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup 
 			k = types.AppendKey(k, d)
 		}
 		r, err := tx.get(tw, k)
-		if err != nil {
+		if err != nil || r == nil {
 			return err
 		}
-		return visit(k, r)
+		if ok, err := match(r); err != nil || !ok {
+			return err
+		}
+		return f(k, r)
 	}
 	// Collect first, the matching rows only: f changes the transaction's
 	// rows (a DELETE of a few rows of a large table holds those rows, not
@@ -236,12 +233,6 @@ func (tx *txn) scan(tw *tableWriter, pred func(types.Row) (bool, error), lookup 
 		r types.Row
 	}
 	var rows []kr
-	match := func(r types.Row) (bool, error) {
-		if pred == nil {
-			return true, nil
-		}
-		return pred(r)
-	}
 	err := tx.e.db.Scan(storage.Key(storage.SpaceWrite, tw.id), func(k, v []byte) error {
 		if tt != nil {
 			if _, ok := tt.rows[string(k)]; ok {
