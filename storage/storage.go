@@ -357,11 +357,21 @@ func scan(r reader, prefix []byte, f func(k, v []byte) error) error {
 }
 
 func scanRange(r reader, lo, hi []byte, f func(k, v []byte) error) error {
+	return scanRangeDir(r, lo, hi, false, f)
+}
+
+// scanRangeDir calls f for every key of r in [lo, hi), in ascending key
+// order or, with desc, descending.
+func scanRangeDir(r reader, lo, hi []byte, desc bool, f func(k, v []byte) error) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return pgerror.Wrap(err, pgcode.IOError, "scan")
 	}
-	for ok := it.First(); ok; ok = it.Next() {
+	first, next := it.First, it.Next
+	if desc {
+		first, next = it.Last, it.Prev
+	}
+	for ok := first(); ok; ok = next() {
 		if err := f(it.Key(), it.Value()); err != nil {
 			it.Close()
 			return err
@@ -505,20 +515,7 @@ func (db *DB) ScanRange(lo, hi []byte, f func(k, v []byte) error) error {
 func (db *DB) ScanRangeDesc(lo, hi []byte, f func(k, v []byte) error) error {
 	cf, flush := db.countingScan(f)
 	defer flush()
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "scan")
-	}
-	for ok := it.Last(); ok; ok = it.Prev() {
-		if err := cf(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	if err := it.Close(); err != nil {
-		return pgerror.Wrap(err, pgcode.IOError, "scan")
-	}
-	return nil
+	return scanRangeDir(db.pdb, lo, hi, true, cf)
 }
 
 // Existing calls found(i) for every keys[i] present in the latest state;

@@ -63,12 +63,7 @@ func TestMemoryLimitRefused(t *testing.T) {
 // second row comes. The view must equal the recomputation exactly, and the
 // server's peak resident memory stay under groupBySpillRSSBound.
 func TestMemoryGroupBySpills(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	if testing.Short() {
-		t.Skip("aggregates 400k groups")
-	}
+	longMemoryTest(t, "aggregates 400k groups")
 	const (
 		rows   = 600_000
 		groups = 400_009 // id % groups: ids above it revisit evicted groups
@@ -124,12 +119,7 @@ func TestMemoryGroupBySpills(t *testing.T) {
 // occurrence of a value must find its evicted entry (a read back, or the
 // count would be 1 too high).
 func TestMemoryDistinctSpills(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	if testing.Short() {
-		t.Skip("counts 600k distinct values")
-	}
+	longMemoryTest(t, "counts 600k distinct values")
 	const (
 		rows   = 1_200_000
 		values = 600_000 // v = id % values; id % 4 = v % 4, id % 3 = v % 3
@@ -178,12 +168,7 @@ func TestMemoryDistinctSpills(t *testing.T) {
 // must be exact, and the multisets (about 500 MB held whole) must spill
 // (exec/ops/aggextreme.go).
 func TestMemoryExtremesSpill(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	if testing.Short() {
-		t.Skip("loads 1.2M rows")
-	}
+	longMemoryTest(t, "loads 1.2M rows")
 	const (
 		rows  = 1_200_000
 		chunk = 100_000 // rows per INSERT … SELECT (statement_mem at this limit)
@@ -247,6 +232,18 @@ const extremesSpillRSSBound = 700 << 10 // KiB
 // "Memory" gives the figures).
 const distinctSpillRSSBound = 480 << 10 // KiB
 
+// longMemoryTest skips a memory test where it cannot read the peak RSS
+// (/proc), or under -short (why says what it loads).
+func longMemoryTest(t *testing.T, why string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	if testing.Short() {
+		t.Skip(why)
+	}
+}
+
 // peakWithin logs what a memory test measured (format, args) with the
 // server's peak RSS, and fails the test if that peak is above bound (KiB).
 func peakWithin(t *testing.T, srv *Server, bound int64, format string, args ...any) {
@@ -300,12 +297,7 @@ const groupBySpillRSSBound = 480 << 10 // KiB
 // kept, 211 MiB forgotten; TestJoinForgetsSpilledCounts checks the bound
 // on the counts themselves.)
 func TestMemoryJoinForgetsCounts(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	if testing.Short() {
-		t.Skip("joins 250k keys")
-	}
+	longMemoryTest(t, "joins 250k keys")
 	const rows = 250_000
 	srv := StartServer(t, Options{PlainBuild: true, ExtraArgs: []string{"--memory-limit", "128MiB"}})
 	conn := srv.Connect(t)
@@ -335,12 +327,7 @@ const joinSpillRSSBound = 280 << 10 // KiB
 // key's latest row, and the peak resident memory stay under
 // topNSpillRSSBound.
 func TestMemoryTopNSpills(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	if testing.Short() {
-		t.Skip("deduplicates 200k keys")
-	}
+	longMemoryTest(t, "deduplicates 200k keys")
 	const (
 		rows = 300_000
 		keys = 200_003
