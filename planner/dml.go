@@ -4,6 +4,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"sluice/sql/acl"
 
+	"sluice/exec/eval"
 	"sluice/exec/spec"
 	"sluice/planner/cat"
 	"sluice/sql/pgcode"
@@ -182,10 +183,41 @@ func (b *binder) assignCast(x spec.Expr, t types.T, col string) (spec.Expr, erro
 	if from == t {
 		return x, nil
 	}
+	if (t.Fam == types.Varchar || t.Fam == types.VarcharArray) && t.Prec > 0 {
+		// Assignment to varchar(n): a longer value is an error (22001),
+		// where an explicit cast cuts it.
+		if c, ok := x.(*spec.Const); ok {
+			if from.Fam == types.Unknown {
+				from = types.TText
+			}
+			if c.D.K == types.KString && t.Fam == types.VarcharArray {
+				d, err := types.ParseText(c.D.S, t)
+				return &spec.Const{D: d, T: t}, err
+			}
+			d, err := eval.AssignCast(c.D, from, t)
+			return &spec.Const{D: d, T: t}, err
+		}
+		if pm, ok := x.(*spec.Param); ok && from.Fam == types.Unknown {
+			// A parameter takes the column's type; its value is checked
+			// against the length as an assignment.
+			if _, err := b.castTo(x, t); err != nil {
+				return nil, err
+			}
+			x = &spec.Param{N: pm.N, T: types.T{Fam: t.Fam}}
+		} else if from.Fam == types.Unknown {
+			return b.castTo(x, t)
+		}
+		return &spec.Func{Name: "__pg_assign_cast", Args: []spec.Expr{x}, T: t}, nil
+	}
 	return b.castTo(x, t)
 }
 
 func assignable(from, to types.T) bool {
+	if types.IsArray(from.Fam) && types.IsArray(to.Fam) {
+		// An array converts when its elements do (array_map of the
+		// element cast, as PostgreSQL's array coercion).
+		return from.Fam == to.Fam || assignable(arrayElem(from), arrayElem(to))
+	}
 	if from.IsNumeric() && to.IsNumeric() {
 		return true
 	}
@@ -200,6 +232,14 @@ func assignable(from, to types.T) bool {
 		}
 	}
 	return false
+}
+
+// arrayElem returns the element type of the array type t (text for text[]).
+func arrayElem(t types.T) types.T {
+	if e, ok := types.ArrayElem(t.Fam); ok {
+		return e
+	}
+	return types.TText
 }
 
 // PlanUpdate plans an UPDATE.

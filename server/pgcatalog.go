@@ -101,24 +101,33 @@ var pgTypes = []typeInfo{
 	{types.TFloat4, "float4"},
 	{types.TFloat8, "float8"},
 	{types.TBoolArray, "_bool"},
+	{types.TByteaArray, "_bytea"},
 	{types.TInt2Array, "_int2"},
 	{types.TInt4Array, "_int4"},
 	{types.TTextArray, "_text"},
+	{types.TVarcharArray, "_varchar"},
 	{types.TInt8Array, "_int8"},
+	{types.TFloat4Array, "_float4"},
 	{types.TFloat8Array, "_float8"},
 	{types.TVarchar, "varchar"},
 	{types.TDate, "date"},
 	{types.TTime, "time"},
 	{types.TTimestamp, "timestamp"},
+	{types.TTsArray, "_timestamp"},
+	{types.TDateArray, "_date"},
+	{types.TTimeArray, "_time"},
 	{types.TTimestampTZ, "timestamptz"},
 	{types.TTstzArray, "_timestamptz"},
 	{types.TInterval, "interval"},
+	{types.TIntervalArr, "_interval"},
 	{types.TNumericArray, "_numeric"},
 	{types.TNumeric, "numeric"},
 	{types.TRegClass, "regclass"},
 	{types.TRegType, "regtype"},
 	{types.TUUID, "uuid"},
+	{types.TUUIDArray, "_uuid"},
 	{types.TJSONB, "jsonb"},
+	{types.TJSONBArray, "_jsonb"},
 	{types.TRegNamespace, "regnamespace"},
 }
 
@@ -126,7 +135,7 @@ var pgTypes = []typeInfo{
 // collatable types.
 func typCollation(t types.T) int64 {
 	switch t.Fam {
-	case types.Text, types.Varchar, types.TextArray:
+	case types.Text, types.Varchar, types.TextArray, types.VarcharArray:
 		return 100
 	case types.Name:
 		return 950

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Typed arrays over the wire: pgx sends int4[], int8[], text[] and
@@ -228,4 +229,97 @@ func TestArraysPostgresSink(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestArrayTypesPgxRoundTrip: real[], date[], time[], timestamp[],
+// interval[], jsonb[], varchar[], uuid[] and bytea[] parameters sent by
+// pgx in binary (prepared statements) and in text (simple protocol), read
+// back in binary and as text; the output must equal the same run against
+// PostgreSQL, and the RowDescription must carry the array type OIDs.
+func TestArrayTypesPgxRoundTrip(t *testing.T) {
+	EnsurePostgres(t)
+	const ddl = "CREATE TABLE arrtypes_wire (id INT PRIMARY KEY, r REAL[], d DATE[], tm TIME[], ts TIMESTAMP[], iv INTERVAL[], j JSONB[], v VARCHAR(4)[], u UUID[], b BYTEA[])"
+	run := func(url string) string {
+		t.Helper()
+		ctx := context.Background()
+		var out strings.Builder
+		day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
+		at := time.Date(2024, 1, 2, 3, 4, 5, 250000000, time.UTC)
+		for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+			conn := MustConnectMode(t, url, mode)
+			id := 1
+			if mode == pgx.QueryExecModeSimpleProtocol {
+				id = 5
+			}
+			u := [16]byte{0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11}
+			args := []any{id, []float32{1.25, -0.5}, []time.Time{day, day.AddDate(0, 0, 1)},
+				[]pgtype.Time{{Microseconds: 36000_000000 + 1500, Valid: true}, {}},
+				[]time.Time{at}, []pgtype.Interval{{Months: 14, Days: 3, Microseconds: 3600_000000, Valid: true}, {Microseconds: -1, Valid: true}},
+				[]map[string]any{{"k": 1.5}, {"a": []any{"x", nil}}}, []string{"ab", "c d", ""},
+				[][16]byte{u}, [][]byte{{0x01, 0xff}, {}}}
+			if mode == pgx.QueryExecModeSimpleProtocol {
+				// The same values as text literals (pgx cannot inline
+				// the Go values of every type).
+				args = []any{id, "{1.25,-0.5}", "{2024-02-29,2024-03-01}", "{10:00:00.0015,NULL}",
+					`{"2024-01-02 03:04:05.25"}`, `{"1 year 2 mons 3 days 01:00:00",-00:00:00.000001}`,
+					`{"{\"k\": 1.5}","{\"a\": [\"x\", null]}"}`, `{ab,"c d",""}`,
+					"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", `{"\\x01ff","\\x"}`}
+			}
+			if _, err := conn.Exec(ctx, "INSERT INTO arrtypes_wire VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", args...); err != nil {
+				t.Fatalf("insert (mode %v): %v", mode, err)
+			}
+			if _, err := conn.Exec(ctx, "INSERT INTO arrtypes_wire (id, v) VALUES ($1, $2)", id+1, []string{"abcde"}); err == nil {
+				t.Fatalf("mode %v: a 5-character element in a varchar(4)[] was accepted", mode)
+			} else {
+				fmt.Fprintf(&out, "mode %v: long varchar element: %v\n", mode, err)
+			}
+			rows, err := conn.Query(ctx, "SELECT id, r, d, tm, ts, iv, j, v, u, b, r::text, d::text, iv::text, j::text, b::text FROM arrtypes_wire WHERE id >= $1 ORDER BY id", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var oids []uint32
+			for _, fd := range rows.FieldDescriptions() {
+				oids = append(oids, fd.DataTypeOID)
+			}
+			fmt.Fprintf(&out, "mode %v oids %v\n", mode, oids)
+			for rows.Next() {
+				var (
+					i                  int32
+					r                  []float32
+					d, ts              []time.Time
+					tm                 []pgtype.Time
+					iv                 []pgtype.Interval
+					j                  []map[string]any
+					v                  []string
+					uu                 [][16]byte
+					b                  [][]byte
+					rt, dt, it, jt, bt string
+				)
+				if err := rows.Scan(&i, &r, &d, &tm, &ts, &iv, &j, &v, &uu, &b, &rt, &dt, &it, &jt, &bt); err != nil {
+					t.Fatalf("scan (mode %v): %v", mode, err)
+				}
+				fmt.Fprintf(&out, "%d %v %v %v %v %v %v %q %x %x | %s %s %s %s %s\n", i, r, d, tm, ts, iv, j, v, uu, b, rt, dt, it, jt, bt)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "DELETE FROM arrtypes_wire"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out.String()
+	}
+	srv := StartServer(t, Options{})
+	ExecAll(t, srv.Connect(t), ddl)
+	got := run(srv.ConnString())
+	pgURL := FreshPostgresDB(t, "arrtypes_wire_pgx")
+	ExecAll(t, MustConnect(t, pgURL), ddl)
+	want := run(pgURL)
+	if got != want {
+		t.Fatalf("pgx read from Sluice:\n%s\nfrom PostgreSQL:\n%s", got, want)
+	}
+	if !strings.Contains(got, "oids [23 1021 1182 1183 1115 1187 3807 1015 2951 1001 25 25 25 25 25]") {
+		t.Fatalf("RowDescription oids: %s", got)
+	}
+	t.Logf("\n%s", got)
 }

@@ -260,22 +260,69 @@ func typmodCast(to types.T, mode castMode) func(types.Datum) (types.Datum, error
 		if to.Prec <= 0 {
 			return nil
 		}
-		n := int(to.Prec)
+		return varcharCut(int(to.Prec), mode)
+	case types.VarcharArray:
+		// varchar(n)[]: each element as a varchar(n).
+		if to.Prec <= 0 {
+			return nil
+		}
+		cut := varcharCut(int(to.Prec), mode)
+		var leaves func(a []types.Datum) ([]types.Datum, error)
+		leaves = func(a []types.Datum) ([]types.Datum, error) {
+			var out []types.Datum
+			for i, e := range a {
+				var v types.Datum
+				var err error
+				switch e.K {
+				case types.KArray:
+					var sub []types.Datum
+					sub, err = leaves(e.A)
+					v = types.Datum{K: types.KArray, A: sub}
+				case types.KString:
+					v, err = cut(e)
+				default:
+					v = e
+				}
+				if err != nil {
+					return nil, err
+				}
+				if out == nil && (v.K != e.K || v.S != e.S || e.K == types.KArray) {
+					out = append(make([]types.Datum, 0, len(a)), a[:i]...)
+				}
+				if out != nil {
+					out = append(out, v)
+				}
+			}
+			if out == nil {
+				return a, nil
+			}
+			return out, nil
+		}
 		return func(d types.Datum) (types.Datum, error) {
-			if len(d.S) <= n {
-				return d, nil
-			}
-			cut, ok := runePrefix(d.S, n)
-			if !ok {
-				return d, nil
-			}
-			if mode == castAssign && strings.TrimRight(d.S[len(cut):], " ") != "" {
-				return types.Null, pgerror.New(pgcode.StringDataRightTrunc, "value too long for type character varying(%d)", n)
-			}
-			return types.NewString(cut), nil
+			a, err := leaves(d.A)
+			return types.Datum{K: types.KArray, A: a}, err
 		}
 	}
 	return nil
+}
+
+// varcharCut returns the conversion of a string to varchar(n): cut to n
+// characters, an error (22001) in an assignment unless the excess is all
+// spaces.
+func varcharCut(n int, mode castMode) func(types.Datum) (types.Datum, error) {
+	return func(d types.Datum) (types.Datum, error) {
+		if len(d.S) <= n {
+			return d, nil
+		}
+		cut, ok := runePrefix(d.S, n)
+		if !ok {
+			return d, nil
+		}
+		if mode == castAssign && strings.TrimRight(d.S[len(cut):], " ") != "" {
+			return types.Null, pgerror.New(pgcode.StringDataRightTrunc, "value too long for type character varying(%d)", n)
+		}
+		return types.NewString(cut), nil
+	}
 }
 
 // runePrefix returns the first n characters of s and whether s is longer.

@@ -23,7 +23,9 @@ const (
 
 // arrayFams are the array families the functions below are registered for.
 var arrayFams = []types.Family{types.TextArray, types.Int2Array, types.BoolArray,
-	types.Int4Array, types.Int8Array, types.Float8Array, types.NumericArray, types.TimestampTZArray}
+	types.Int4Array, types.Int8Array, types.Float8Array, types.NumericArray, types.TimestampTZArray,
+	types.Float4Array, types.DateArray, types.TimeArray, types.TimestampArray, types.IntervalArray,
+	types.JSONBArray, types.VarcharArray, types.UUIDArray, types.ByteaArray}
 
 // arrayElemOf returns the element type of array family f and whether its
 // leaves are held as text.
@@ -436,9 +438,10 @@ func resolveElemArrayConcat(args []types.T) (*resolution, error) {
 }
 
 // ctorElemType returns the element type ARRAY[...] of elements of types
-// args takes, as PostgreSQL's common-type rules give it for numbers,
-// timestamptz and booleans; ok is false for the other mixes (the
-// constructor then makes text[] as before).
+// args takes, as PostgreSQL's common-type rules give it (numbers,
+// date/time values, and values of one type with an array type); ok is
+// false for the other mixes (the constructor then makes text[] as
+// before: strings, and mixes errCtorMismatch refuses).
 func ctorElemType(args []types.T) (types.T, bool) {
 	var out types.T
 	seen := false
@@ -453,7 +456,13 @@ func ctorElemType(args []types.T) (types.T, bool) {
 		if t.Fam == out.Fam {
 			continue
 		}
-		if category(t.Fam) != 'N' || category(out.Fam) != 'N' {
+		c := category(t.Fam)
+		if c == 'S' && category(out.Fam) == 'S' {
+			// text and varchar convert implicitly both ways: the first
+			// one's type (PostgreSQL's select_common_type).
+			continue
+		}
+		if c != category(out.Fam) || (c != 'N' && c != 'D') {
 			return types.TUnknown, false
 		}
 		switch {
@@ -470,10 +479,11 @@ func ctorElemType(args []types.T) (types.T, bool) {
 	switch out.Fam {
 	case types.Int2, types.Int4:
 		return types.TInt4, true
-	case types.Int8, types.Float8, types.Numeric, types.TimestampTZ, types.Bool:
+	case types.Int8, types.Float4, types.Float8, types.Numeric, types.TimestampTZ, types.Bool,
+		types.Date, types.Time, types.Timestamp, types.Interval, types.JSONB, types.UUID, types.Bytea:
 		return out, true
-	case types.Float4:
-		return types.TFloat8, true
+	case types.Varchar:
+		return types.TVarchar, true
 	}
 	return types.TUnknown, false
 }
@@ -551,25 +561,34 @@ func resolveTypedArrayCtor(args []types.T) *resolution {
 	}}
 }
 
-// errCtorMismatch is PostgreSQL's 42804 for ARRAY[...] of numbers,
-// booleans and timestamptz values that have no common type (ARRAY[1,
-// true]); nil for other mixes, which make text[] as before.
+// errCtorMismatch is PostgreSQL's 42804 for ARRAY[...] of typed values
+// (numbers, booleans, date/time values, jsonb, uuid, bytea) that have no
+// common type (ARRAY[1, true]); nil for mixes with strings, which make
+// text[] as before.
 func errCtorMismatch(args []types.T) error {
 	var first types.T
 	for _, t := range args {
 		if t.Fam == types.Unknown {
 			continue
 		}
-		c := category(t.Fam)
-		if c != 'N' && t.Fam != types.Bool && t.Fam != types.TimestampTZ {
+		if _, ok := types.ArrayOf(t); !ok || t.IsString() {
 			return nil
 		}
 		if first.Fam == types.Unknown {
 			first = t
 			continue
 		}
-		if c != category(first.Fam) || (c == 'D') != (category(first.Fam) == 'D') {
+		if t.Fam == first.Fam {
+			continue
+		}
+		c := category(t.Fam)
+		if c != category(first.Fam) || (c != 'N' && c != 'D' && c != 'B') {
 			return pgerror.New(pgcode.DatatypeMismatch, "ARRAY types %s and %s cannot be matched", typeName(first), typeName(t))
+		}
+		if c == 'D' && !canImplicit(t.Fam, first.Fam) && !canImplicit(first.Fam, t.Fam) {
+			// One category, no implicit cast either way: the first
+			// type stays, and the other does not convert to it.
+			return pgerror.New(pgcode.CannotCoerce, "ARRAY could not convert type %s to %s", typeName(t), typeName(first))
 		}
 	}
 	return nil

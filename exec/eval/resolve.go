@@ -32,8 +32,7 @@ func category(f types.Family) byte {
 		return 'D'
 	case types.Interval:
 		return 'T'
-	case types.TextArray, types.Int2Vector, types.OidVector, types.Int2Array, types.BoolArray,
-		types.Int4Array, types.Int8Array, types.Float8Array, types.NumericArray, types.TimestampTZArray:
+	case types.TextArray, types.Int2Vector, types.OidVector, types.Int2Array, types.BoolArray:
 		return 'A'
 	case types.Char:
 		return 'Z'
@@ -41,6 +40,9 @@ func category(f types.Family) byte {
 		return 'X'
 	case famAny:
 		return 'P'
+	}
+	if types.IsElemArray(f) {
+		return 'A'
 	}
 	return 'U'
 }

@@ -233,6 +233,11 @@ func (c *conn) bind(name, stmtName string, paramFmts []int16, raw [][]byte, resu
 				if code.IsInternal() {
 					code = pgcode.InvalidBinaryRepresentation
 				}
+				if code == pgcode.StringDataRightTrunc {
+					// A well-formed value the column's type refuses
+					// (varchar(n)): PostgreSQL's own message.
+					return err
+				}
 				return pgerror.New(code, "incorrect binary data format in bind parameter %d", i+1).WithDetail("%s", e.Message)
 			}
 			params[i] = d

@@ -215,13 +215,15 @@ func TestParseType(t *testing.T) {
 		types.TBytea, types.TDate, types.TTime, types.TTimestamp, types.TTimestampTZ, types.TInterval,
 		types.TJSONB, types.TOid, types.TName, types.TRegClass, types.TChar, types.TTextArray, types.TUUID,
 		types.TInt4Array, types.TInt8Array, types.TFloat8Array, types.TNumericArray, types.TTstzArray,
+		types.TFloat4Array, types.TDateArray, types.TTimeArray, types.TTsArray, types.TIntervalArr,
+		types.TJSONBArray, types.TVarcharArray, {Fam: types.VarcharArray, Prec: 7}, types.TUUIDArray, types.TByteaArray,
 	} {
 		got, err := ParseType(typ.String())
 		if err != nil || got != typ {
 			t.Errorf("ParseType(%q) = %v, %v; want %v", typ.String(), got, err, typ)
 		}
 	}
-	for _, bad := range []string{"foo", "char(3)", "money", "real[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
+	for _, bad := range []string{"foo", "char(3)", "money", "money[]", "time with time zone[]", "time with time zone", "numeric(2,3)", "varchar(0)", "int(3)", "", "int int", "myschema.t"} {
 		if _, err := ParseType(bad); err == nil {
 			t.Errorf("ParseType(%q) succeeded", bad)
 		}

@@ -381,7 +381,9 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		// One array type for any number of dimensions, as in PostgreSQL
 		// (the dimensions are in the value).
 		switch t.Fam {
-		case types.Text, types.Bool, types.Int2, types.Int4, types.Int8, types.Float8, types.Numeric, types.TimestampTZ:
+		case types.Text, types.Bool, types.Int2, types.Int4, types.Int8, types.Float8, types.Numeric, types.TimestampTZ,
+			types.Float4, types.Date, types.Time, types.Timestamp, types.Interval, types.JSONB, types.Varchar,
+			types.UUID, types.Bytea:
 			at, _ := types.ArrayOf(t)
 			return at, nil
 		}

@@ -174,7 +174,8 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		}
 		elem, _ := ArrayElem(t.Fam)
 		return appendTypedArrayBinary(buf, d.A, elem)
-	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
+		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray:
 		if d.K != KArray {
 			break
 		}
@@ -504,7 +505,8 @@ func DecodeBinary(b []byte, t T) (Datum, error) {
 		return parseJSON(string(b[1:]))
 	case TextArray:
 		return decodeArrayBinary(b)
-	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Int2Array, BoolArray:
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
+		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray, Int2Array, BoolArray:
 		return decodeElemArrayBinary(b, t)
 	}
 	return Datum{}, errBinary("no binary input function available for type %s", t)

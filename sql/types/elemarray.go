@@ -28,6 +28,25 @@ var elemArrayElem = map[Family]T{
 	Float8Array:      TFloat8,
 	NumericArray:     TNumeric,
 	TimestampTZArray: TTimestampTZ,
+	Float4Array:      TFloat4,
+	DateArray:        TDate,
+	TimeArray:        TTime,
+	TimestampArray:   TTimestamp,
+	IntervalArray:    TInterval,
+	JSONBArray:       TJSONB,
+	VarcharArray:     TVarchar,
+	UUIDArray:        TUUID,
+	ByteaArray:       TBytea,
+}
+
+// ElemType returns the element type of the element-typed array type t,
+// with its modifiers (varchar(n)[]: varchar(n)).
+func ElemType(t T) T {
+	e := elemArrayElem[t.Fam]
+	if t.Fam == VarcharArray {
+		e.Prec = t.Prec
+	}
+	return e
 }
 
 // IsElemArray reports whether f is an array family whose leaves are
@@ -47,8 +66,11 @@ func IsArray(f Family) bool {
 // false when Sluice has no such array type.
 func ArrayOf(elem T) (T, bool) {
 	switch elem.Fam {
-	case Text, Varchar, Name, Unknown:
+	case Text, Name, Unknown:
 		return TTextArray, true
+	case Varchar:
+		// varchar(n)[]: the elements' length limit is the array's Prec.
+		return T{Fam: VarcharArray, Prec: elem.Prec}, true
 	case Bool:
 		return TBoolArray, true
 	case Int2:
@@ -57,8 +79,24 @@ func ArrayOf(elem T) (T, bool) {
 		return TInt4Array, true
 	case Int8:
 		return TInt8Array, true
-	case Float8, Float4:
+	case Float8:
 		return TFloat8Array, true
+	case Float4:
+		return TFloat4Array, true
+	case Date:
+		return TDateArray, true
+	case Time:
+		return TTimeArray, true
+	case Timestamp:
+		return TTsArray, true
+	case Interval:
+		return TIntervalArr, true
+	case JSONB:
+		return TJSONBArray, true
+	case UUID:
+		return TUUIDArray, true
+	case Bytea:
+		return TByteaArray, true
 	case Numeric:
 		return TNumericArray, true
 	case TimestampTZ:
@@ -104,18 +142,18 @@ func convertLeaves(elems []Datum, elem T) ([]Datum, error) {
 	return out, nil
 }
 
-// LeavesToText returns elems with every leaf in its text form (a typed
-// array cast to text[]).
-func LeavesToText(elems []Datum) []Datum {
+// LeavesToText returns elems with every leaf in its text form as an
+// element of type elem (a typed array cast to text[]).
+func LeavesToText(elems []Datum, elem T) []Datum {
 	out := make([]Datum, len(elems))
 	for i, e := range elems {
 		switch e.K {
 		case KNull, KString:
 			out[i] = e
 		case KArray:
-			out[i] = Datum{K: KArray, A: LeavesToText(e.A)}
+			out[i] = Datum{K: KArray, A: LeavesToText(e.A, elem)}
 		default:
-			out[i] = NewString(FormatText(e, TUnknown))
+			out[i] = NewString(FormatText(e, elem))
 		}
 	}
 	return out
@@ -127,7 +165,7 @@ func ToElemArray(d Datum, t T) (Datum, error) {
 	if d.K != KArray {
 		return Datum{}, errCannotCast(kindType(d.K), t)
 	}
-	out, err := convertLeaves(d.A, elemArrayElem[t.Fam])
+	out, err := convertLeaves(d.A, ElemType(t))
 	if err != nil {
 		return Datum{}, err
 	}
@@ -216,7 +254,7 @@ func appendElemArrayBinary(buf []byte, elems []Datum, t T) ([]byte, error) {
 // decodeElemArrayBinary decodes array_recv's layout for the
 // element-typed array t; the element oid must be t's element type's.
 func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
-	elem := elemArrayElem[t.Fam]
+	elem := ElemType(t)
 	if len(b) < 12 {
 		return Datum{}, errBinary("insufficient data for type %s: %d bytes", t, len(b))
 	}
@@ -236,6 +274,7 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 	if elemOid != elem.OID() {
 		st, ok := FromOID(elemOid)
 		switch {
+		case ok && elem.Fam == Varchar && st.Fam == Text:
 		case ok && (elem.Fam == Int4 || elem.Fam == Int8) && (st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
 		case ok && elem.Fam == Float8 && (st.Fam == Float4 || st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
 		case ok && elem.Fam == Numeric && (st.Fam == Int2 || st.Fam == Int4 || st.Fam == Int8):
@@ -288,6 +327,12 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 		}
 		if src != elem {
 			if v, err = Cast(v, src, elem); err != nil {
+				return Datum{}, err
+			}
+		}
+		if elem.Fam == Varchar && elem.Prec > 0 {
+			// varchar(n)[]: varchar_in's length check.
+			if v, err = varcharInput(v.S, elem); err != nil {
 				return Datum{}, err
 			}
 		}

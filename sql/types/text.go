@@ -79,7 +79,7 @@ func AppendText(b []byte, d Datum, t T) []byte {
 			}
 			return b
 		}
-		return appendArrayText(b, d.A)
+		return appendArrayText(b, d.A, elemArrayElem[t.Fam])
 	}
 	return b
 }
@@ -139,8 +139,9 @@ func arrayNeedsQuotes(s string) bool {
 	return false
 }
 
-// appendArrayText appends PostgreSQL array output: {a,b,"c d",NULL}.
-func appendArrayText(b []byte, elems []Datum) []byte {
+// appendArrayText appends PostgreSQL array output: {a,b,"c d",NULL};
+// elem (the element type, or TUnknown) selects float4 formatting.
+func appendArrayText(b []byte, elems []Datum, elem T) []byte {
 	b = append(b, '{')
 	for i, e := range elems {
 		if i > 0 {
@@ -150,13 +151,13 @@ func appendArrayText(b []byte, elems []Datum) []byte {
 		case KNull:
 			b = append(b, "NULL"...)
 		case KArray:
-			b = appendArrayText(b, e.A)
+			b = appendArrayText(b, e.A, elem)
 		default:
 			var s string
 			if e.K == KString {
 				s = e.S
 			} else {
-				s = FormatText(e, TUnknown)
+				s = FormatText(e, elem)
 			}
 			if !arrayNeedsQuotes(s) {
 				b = append(b, s...)
@@ -239,7 +240,8 @@ func ParseText(s string, t T) (Datum, error) {
 	case Int2Array, BoolArray:
 		elem, _ := ArrayElem(t.Fam)
 		return parseTypedArray(s, elem)
-	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
+		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray:
 		return parseElemArray(s, t)
 	case Int2Vector, OidVector:
 		elem := TInt2
@@ -743,6 +745,14 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		if !from.IsString() {
 			return Datum{}, errCannotCast(from, to)
 		}
+		if to.Fam == VarcharArray && to.Prec > 0 {
+			// The explicit cast cuts each element (see below).
+			v, err := ParseText(d.S, TVarcharArray)
+			if err != nil {
+				return v, err
+			}
+			return Datum{K: KArray, A: cutLeaves(v.A, int(to.Prec))}, nil
+		}
 		return ParseText(d.S, to)
 	}
 	if d.K == KJSON && to.Fam != JSONB {
@@ -876,12 +886,22 @@ func Cast(d Datum, from, to T) (Datum, error) {
 	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
 			if IsElemArray(from.Fam) {
-				return Datum{K: KArray, A: LeavesToText(d.A)}, nil
+				return Datum{K: KArray, A: LeavesToText(d.A, elemArrayElem[from.Fam])}, nil
 			}
 			return d, nil
 		}
-	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray:
+	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
+		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray:
 		if d.K == KArray {
+			if to.Fam == VarcharArray && to.Prec > 0 {
+				// An explicit cast to varchar(n)[] cuts each element,
+				// as one to varchar(n) does.
+				v, err := ToElemArray(d, TVarcharArray)
+				if err != nil {
+					return v, err
+				}
+				return Datum{K: KArray, A: cutLeaves(v.A, int(to.Prec))}, nil
+			}
 			return ToElemArray(d, to)
 		}
 	case Int2Array, BoolArray:
@@ -891,6 +911,23 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		}
 	}
 	return Datum{}, errCannotCast(from, to)
+}
+
+// cutLeaves returns the string leaves of a cut to n characters.
+func cutLeaves(a []Datum, n int) []Datum {
+	out := make([]Datum, len(a))
+	for i, e := range a {
+		switch e.K {
+		case KArray:
+			e = Datum{K: KArray, A: cutLeaves(e.A, n)}
+		case KString:
+			if cut, long := runePrefix(e.S, n); long {
+				e = NewString(e.S[:cut])
+			}
+		}
+		out[i] = e
+	}
+	return out
 }
 
 // kindType returns a representative type for a datum kind.

@@ -44,10 +44,19 @@ const (
 	Float8Array      // double precision[]
 	NumericArray     // numeric[]
 	TimestampTZArray // timestamp with time zone[]
+	Float4Array      // real[]
+	DateArray        // date[]
+	TimeArray        // time without time zone[]
+	TimestampArray   // timestamp without time zone[]
+	IntervalArray    // interval[]
+	JSONBArray       // jsonb[]
+	VarcharArray     // character varying[]
+	UUIDArray        // uuid[]
+	ByteaArray       // bytea[]
 )
 
 // lastFamily is the highest Family value.
-const lastFamily = TimestampTZArray
+const lastFamily = ByteaArray
 
 // IsVector reports whether f is int2vector or oidvector: text[] values
 // that print space-separated and are subscripted from 0.
@@ -108,6 +117,15 @@ var (
 	TFloat8Array  = T{Fam: Float8Array}
 	TNumericArray = T{Fam: NumericArray}
 	TTstzArray    = T{Fam: TimestampTZArray}
+	TFloat4Array  = T{Fam: Float4Array}
+	TDateArray    = T{Fam: DateArray}
+	TTimeArray    = T{Fam: TimeArray}
+	TTsArray      = T{Fam: TimestampArray}
+	TIntervalArr  = T{Fam: IntervalArray}
+	TJSONBArray   = T{Fam: JSONBArray}
+	TVarcharArray = T{Fam: VarcharArray}
+	TUUIDArray    = T{Fam: UUIDArray}
+	TByteaArray   = T{Fam: ByteaArray}
 )
 
 // OID returns the Postgres type OID of t.
@@ -183,6 +201,24 @@ func (t T) OID() uint32 {
 		return 1231
 	case TimestampTZArray:
 		return 1185
+	case Float4Array:
+		return 1021
+	case DateArray:
+		return 1182
+	case TimeArray:
+		return 1183
+	case TimestampArray:
+		return 1115
+	case IntervalArray:
+		return 1187
+	case JSONBArray:
+		return 3807
+	case VarcharArray:
+		return 1015
+	case UUIDArray:
+		return 2951
+	case ByteaArray:
+		return 1001
 	}
 	return 705 // unknown
 }
@@ -204,7 +240,7 @@ func FromOID(oid uint32) (T, bool) {
 	if oid == TUUID.OID() {
 		return TUUID, true
 	}
-	for f := Int4Array; f <= TimestampTZArray; f++ {
+	for f := Int4Array; f <= lastFamily; f++ {
 		if t := (T{Fam: f}); t.OID() == oid {
 			return t, true
 		}
@@ -242,7 +278,7 @@ func (t T) Modifier() int32 {
 			}
 			return (int32(t.Prec)<<16 | int32(s)) + 4
 		}
-	case Varchar:
+	case Varchar, VarcharArray:
 		if t.Prec > 0 {
 			return int32(t.Prec) + 4
 		}
@@ -333,6 +369,27 @@ func (t T) String() string {
 		return "numeric[]"
 	case TimestampTZArray:
 		return "timestamp with time zone[]"
+	case Float4Array:
+		return "real[]"
+	case DateArray:
+		return "date[]"
+	case TimeArray:
+		return "time without time zone[]"
+	case TimestampArray:
+		return "timestamp without time zone[]"
+	case IntervalArray:
+		return "interval[]"
+	case JSONBArray:
+		return "jsonb[]"
+	case VarcharArray:
+		if t.Prec > 0 {
+			return fmt.Sprintf("character varying(%d)[]", t.Prec)
+		}
+		return "character varying[]"
+	case UUIDArray:
+		return "uuid[]"
+	case ByteaArray:
+		return "bytea[]"
 	}
 	return "unknown"
 }
