@@ -1,12 +1,15 @@
 package planner
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"sluice/exec/eval"
 	"sluice/exec/spec"
+	"sluice/sql/parser"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -31,11 +34,15 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 	if !ok {
 		return 0, nil, pgerror.Unsupported("table function %s", tn.Name.O)
 	}
-	if p.Streaming {
-		return 0, nil, pgerror.Unsupported("function %s in FROM of a materialized view", tf.Name)
-	}
 	if alias == "" || strings.HasPrefix(alias, tableFuncPrefix) {
 		alias = normFuncName(tf.Name) // Postgres names the FROM item after the function
+	}
+	if p.Streaming {
+		if normFuncName(tf.Name) == "generate_series" && len(tf.Args) == 3 {
+			return p.planClockSeries(tf, alias)
+		}
+		return 0, nil, pgerror.Unsupported("function %s in FROM of a materialized view", tf.Name).
+			WithHint("a set-returning function plans in a view after a table (FROM t, unnest(t.a)), and generate_series(start, now(), step) alone")
 	}
 	args, cols, err := (&binder{p: p}).bindTableFunc(tf.Name, tf.Args, &scope{})
 	if err != nil {
@@ -52,6 +59,72 @@ func (p *Planner) planTableFunc(tn *ast.TableName, alias string) (int, *scope, e
 		sc.cols = append(sc.cols, scopeCol{table: alias, name: c.Name, t: c.Type})
 	}
 	idx := p.plan.Add(&spec.Node{Kind: spec.TableFunc, Func: tf.Name, Exprs: args, Cols: cols})
+	return idx, sc, nil
+}
+
+// planClockSeries plans generate_series(start, now() [± INTERVAL], step)
+// alone in FROM of a view, as RisingWave does: a series that grows as
+// time passes, its points start + k*step each entering the view once the
+// clock reaches it, never leaving (a temporal filter in WHERE, ts >
+// now() - INTERVAL '1 hour', makes the window slide). start must be a
+// constant timestamp and step a constant interval without months; the
+// points are the source's (spec.ClockSeriesConnector), replayed from the
+// last checkpoint after a restart. The series column carries a watermark
+// (its points only grow), so TUMBLE windows and EMIT ON WINDOW CLOSE close
+// over it as time passes. Any other use of the clock is refused.
+func (p *Planner) planClockSeries(tf parser.TableFunc, alias string) (int, *scope, error) {
+	defer func(ok bool) { p.clockOK = ok }(p.clockOK)
+	p.clockOK = true
+	args, cols, err := (&binder{p: p}).bindTableFunc(tf.Name, tf.Args, &scope{})
+	if err != nil {
+		return 0, nil, err
+	}
+	refuse := func(what string) error {
+		return pgerror.Unsupported("generate_series in FROM of a materialized view %s", what).
+			WithHint("write generate_series(TIMESTAMPTZ '…', now(), INTERVAL '…'): a constant start, now() (plus or minus a constant interval) as the stop, a constant step without months")
+	}
+	if len(cols) != 1 || !isTime(cols[0].Type) {
+		return 0, nil, refuse("is supported only over timestamps up to now()")
+	}
+	off, ok := nowOffset(args[1])
+	if !ok || hasClock(args[0]) || hasClock(args[2]) {
+		return 0, nil, refuse("needs a constant start and step, and now() as its stop")
+	}
+	loc := p.loc()
+	start, ok, err := foldValuesExpr(args[0], loc)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !ok || (start.D.K != types.KTimestamp && start.D.K != types.KTimestampTZ) ||
+		start.D.I == math.MinInt64 || start.D.I == math.MaxInt64 {
+		return 0, nil, refuse("needs a constant, finite start")
+	}
+	stepC, ok, err := foldValuesExpr(args[2], loc)
+	if err != nil {
+		return 0, nil, err
+	}
+	var step int64
+	if ok {
+		step, ok = intervalConst(stepC)
+	}
+	if !ok {
+		return 0, nil, refuse("needs a constant step without months")
+	}
+	if step <= 0 {
+		return 0, nil, pgerror.New(pgcode.InvalidParameterValue, "step size must be greater than zero in a view's generate_series")
+	}
+	if cols[0].Name == normFuncName(tf.Name) {
+		cols[0].Name = alias
+	}
+	src := &spec.SourceSpec{Name: alias, Connector: spec.ClockSeriesConnector, Columns: cols,
+		Options: map[string]string{
+			"start":  strconv.FormatInt(start.D.I, 10),
+			"step":   strconv.FormatInt(step, 10),
+			"offset": strconv.FormatInt(off, 10),
+		},
+		Watermark: &spec.WatermarkSpec{Col: 0}}
+	idx := p.plan.Add(&spec.Node{Kind: spec.SourceRead, Source: src, Cols: cols})
+	sc := &scope{cols: []scopeCol{{table: alias, name: cols[0].Name, t: cols[0].Type}}}
 	return idx, sc, nil
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,141 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestClockSeriesView: generate_series(start, now(), step) in a view, on
+// a real server with the wall clock. At every check (a FLUSH, then the
+// reads): the growing series holds every point up to the FLUSH (less the
+// source's 50 ms of polling) and none after the reads ended, each once
+// and contiguous from the start; the sliding view (WHERE ts > now() -
+// INTERVAL '2 seconds') holds exactly the points inside its bounds on
+// both sides; an aggregate over the series counts them. Midway the
+// server is killed (SIGKILL) and restarted: the series goes on from its
+// last committed point, with nothing lost or doubled. The view over a
+// series whose stop is not now() is refused.
+func TestClockSeriesView(t *testing.T) {
+	ctx := context.Background()
+	srv := StartServer(t, Options{})
+	conn := MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
+	exec := func(q string) [][]string {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		rows, err := QueryText(c, conn, q)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", q, err, srv.Logs())
+		}
+		return rows.Rows
+	}
+	const step = 250 * time.Millisecond
+	start := time.Now().Add(-3 * time.Second).Truncate(time.Second).UTC()
+	lit := start.Format("2006-01-02 15:04:05+00")
+	exec(fmt.Sprintf("CREATE MATERIALIZED VIEW series AS SELECT ts FROM generate_series(TIMESTAMPTZ '%s', now(), INTERVAL '250 milliseconds') AS ts", lit))
+	exec(fmt.Sprintf("CREATE MATERIALIZED VIEW sliding AS SELECT g FROM generate_series(TIMESTAMPTZ '%s', now(), INTERVAL '250 milliseconds') AS g WHERE g > now() - INTERVAL '2 seconds'", lit))
+	exec(fmt.Sprintf("CREATE MATERIALIZED VIEW closed AS WITH s AS (SELECT ts FROM generate_series(TIMESTAMPTZ '%s', now(), INTERVAL '250 milliseconds') AS ts) SELECT window_start, count(*) AS n FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start EMIT ON WINDOW CLOSE", lit))
+	exec(fmt.Sprintf("CREATE MATERIALIZED VIEW counted AS SELECT count(*) AS n, max(ts) AS last FROM generate_series(TIMESTAMPTZ '%s', now(), INTERVAL '250 milliseconds') AS ts", lit))
+	if _, err := QueryText(ctx, conn, "CREATE MATERIALIZED VIEW bad AS SELECT ts FROM generate_series(TIMESTAMPTZ '2024-01-01', TIMESTAMPTZ '2024-01-02', INTERVAL '1 hour') AS ts"); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Fatalf("a series without now() as its stop: %v", err)
+	}
+	if _, err := QueryText(ctx, conn, "CREATE MATERIALIZED VIEW bad AS SELECT ts FROM generate_series(now() - INTERVAL '1 hour', now(), INTERVAL '1 minute') AS ts"); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Fatalf("a series starting at now(): %v", err)
+	}
+	parse := func(s string) time.Time {
+		v, err := time.Parse("2006-01-02 15:04:05.999999-07", s)
+		if err != nil {
+			t.Fatalf("parse %q: %v", s, err)
+		}
+		return v
+	}
+	const poll = 50 * time.Millisecond // the source's polling, and the scheduler's slack
+	end := time.Now().Add(6 * time.Second)
+	restarted, checks := false, 0
+	for time.Now().Before(end) {
+		if !restarted && time.Until(end) < 3*time.Second {
+			restarted = true
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			conn = MustConnectMode(t, srv.ConnString(), pgx.QueryExecModeSimpleProtocol)
+		}
+		from := time.Now()
+		exec("FLUSH")
+		series := exec("SELECT ts FROM series ORDER BY ts")
+		sliding := map[int64]bool{} // Unix microseconds
+		for _, r := range exec("SELECT g FROM sliding") {
+			sliding[parse(r[0]).UnixMicro()] = true
+		}
+		counted := exec("SELECT n, last FROM counted")
+		to := time.Now()
+		// The growing series: start, start+step, … contiguous, each once.
+		for i, r := range series {
+			if got, want := parse(r[0]), start.Add(time.Duration(i)*step); !got.Equal(want) {
+				t.Fatalf("series row %d = %s, want %s (a point lost or doubled)", i, got, want)
+			}
+		}
+		last := start.Add(time.Duration(len(series)-1) * step)
+		if last.After(to) {
+			t.Fatalf("series holds %s, after the read ended at %s", last, to)
+		}
+		if next := last.Add(step); !next.After(from.Add(-poll)) {
+			t.Fatalf("series ends at %s, but %s was due before the FLUSH at %s", last, next, from)
+		}
+		if len(counted) != 1 || counted[0][0] != fmt.Sprint(len(series)) || !parse(counted[0][1]).Equal(last) {
+			t.Fatalf("counted = %v, the series has %d points up to %s", counted, len(series), last)
+		}
+		// The sliding view: p is in while p <= clock (read) and p > clock - 2s (barrier).
+		for p := start; !p.After(to.Add(time.Second)); p = p.Add(step) {
+			var want bool
+			switch {
+			case p.After(to), !p.Add(2 * time.Second).After(from):
+				want = false
+			case !p.After(from.Add(-poll)) && p.Add(2*time.Second).After(to):
+				want = true
+			default:
+				continue
+			}
+			checks++
+			if sliding[p.UnixMicro()] != want {
+				var in []string
+				for q := range sliding {
+					in = append(in, time.UnixMicro(q).UTC().Format("05.000"))
+				}
+				sort.Strings(in)
+				t.Fatalf("sliding: point %s in view = %t, want %t (FLUSH at %s, read by %s; the view holds %v)", p.Format("15:04:05.000"), sliding[p.UnixMicro()], want,
+					from.Format("15:04:05.000"), to.Format("15:04:05.000"), in)
+			}
+		}
+		for p := range sliding {
+			if (p-start.UnixMicro())%step.Microseconds() != 0 {
+				t.Fatalf("sliding holds %s, not a point of the series", time.UnixMicro(p).UTC())
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !restarted {
+		t.Fatal("the server was not restarted")
+	}
+	// The series' points carry a watermark: EMIT ON WINDOW CLOSE emits
+	// each second's window once the clock has passed it, with its four
+	// points, once (across the SIGKILL too).
+	exec("FLUSH")
+	closed := exec("SELECT window_start, n FROM closed ORDER BY window_start")
+	read := time.Now()
+	if len(closed) < 5 {
+		t.Fatalf("closed windows: %v", closed)
+	}
+	for i, r := range closed {
+		ws := parse(r[0])
+		if !ws.Equal(start.Add(time.Duration(i)*time.Second)) || r[1] != "4" || ws.Add(time.Second).After(read) {
+			t.Fatalf("closed window %d = %v (start %s, read at %s)", i, r, start, read)
+		}
+	}
+	n := exec("SELECT count(*), count(DISTINCT ts) FROM series")
+	t.Logf("generate_series over now(): %s points, %d exact membership checks of the sliding view, restarted=%t", n[0][0], checks, restarted)
+	if n[0][0] != n[0][1] {
+		t.Fatalf("series: %s rows, %s distinct", n[0][0], n[0][1])
+	}
 }

@@ -488,18 +488,24 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		var err error
 		switch n.Kind {
 		case spec.SourceRead:
-			f, err := connector.LookupSource(n.Source.Connector)
-			if err != nil {
-				return fail(err)
-			}
-			opts, err := r.Policy.ResolveOptions(n.Source.Options)
-			if err != nil {
-				return fail(err)
-			}
-			src, err := f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Key: n.Source.Key,
-				Options: opts, Policy: r.Policy})
-			if err != nil {
-				return fail(err)
+			var src connector.Source
+			if n.Source.Connector == spec.ClockSeriesConnector {
+				if src, err = newClockSeries(n.Source, nil /* wall clock */); err != nil {
+					return fail(err)
+				}
+			} else {
+				f, err := connector.LookupSource(n.Source.Connector)
+				if err != nil {
+					return fail(err)
+				}
+				opts, err := r.Policy.ResolveOptions(n.Source.Options)
+				if err != nil {
+					return fail(err)
+				}
+				if src, err = f.Open(ctx, connector.SourceConfig{Name: n.Source.Name, Columns: n.Source.Columns, Key: n.Source.Key,
+					Options: opts, Policy: r.Policy}); err != nil {
+					return fail(err)
+				}
 			}
 			rs, err := flow.NewReaderSource(r.db, r.coord, name+"/"+n.Source.Name, opID, src)
 			if err != nil {

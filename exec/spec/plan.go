@@ -177,6 +177,13 @@ type SetFunc struct {
 }
 
 // SourceSpec describes a SourceRead.
+// ClockSeriesConnector is the connector of a SourceSpec the planner makes
+// for generate_series(start, now() [± offset], step) in FROM of a view:
+// the points start + k*step as the clock reaches each (exec/job), with
+// options start, step and offset in microseconds. It is not in the
+// connector registry: no CREATE SOURCE names it.
+const ClockSeriesConnector = "sluice.generate_series"
+
 type SourceSpec struct {
 	SourceID  uint64
 	Name      string
