@@ -258,6 +258,9 @@ func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
 	case spec.Agg:
 		// EMIT ON WINDOW CLOSE emits each group's row once, final.
 		return n.EOWC
+	case spec.Window:
+		// So does a window's (over an append-only input).
+		return n.EOWC && AppendOnly(plan, n.Inputs[0], appendOnly)
 	case spec.Filter, spec.Project, spec.Union, spec.TableFunc, spec.Sink, spec.Materialize, spec.TimeWindow:
 		for _, in := range n.Inputs {
 			if !AppendOnly(plan, in, appendOnly) {

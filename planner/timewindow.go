@@ -243,6 +243,12 @@ func watermarkCols(plan *spec.Plan, i int) map[int]bool {
 				}
 			}
 		}
+	case spec.Window:
+		// A window that emits on window close passes its time column's
+		// watermark on (ops.eowcGate).
+		if n.EOWC && len(n.Order) > 0 && input(0)[n.Order[0].Col] {
+			out[n.Order[0].Col] = true
+		}
 	case spec.Union:
 		out = input(0)
 		for k := 1; k < len(n.Inputs); k++ {
@@ -275,6 +281,61 @@ func (p *Planner) markEOWC(root int) error {
 			}
 		}
 	}
-	return pgerror.Unsupported("EMIT ON WINDOW CLOSE needs the query to be a GROUP BY on a column with a watermark").
+	if n.Kind == spec.Window {
+		// Each window specification is one Window node: the chain of
+		// them (and the projections between) closes bottom-up, each
+		// passing its final rows and the watermark up to the next.
+		var chain []*spec.Node
+		for j := i; p.plan.Nodes[j].Kind == spec.Window || p.plan.Nodes[j].Kind == spec.Project; j = p.plan.Nodes[j].Inputs[0] {
+			if p.plan.Nodes[j].Kind == spec.Window {
+				chain = append(chain, p.plan.Nodes[j])
+			}
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			if err := p.markWindowEOWC(chain[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return pgerror.Unsupported("EMIT ON WINDOW CLOSE needs the query to be a GROUP BY on a column with a watermark, or window functions ordered by one").
 		WithHint("group by window_start or window_end of TUMBLE or HOP over a source with a WATERMARK")
+}
+
+// markWindowEOWC makes window node n EMIT ON WINDOW CLOSE (ops.eowcGate):
+// its first ORDER BY column, ascending, carries a watermark, its input is
+// append-only, and every call's value depends on no row after the
+// current row's peers (spec.WindowCall.Backward), so a row the watermark has
+// passed is final.
+func (p *Planner) markWindowEOWC(n *spec.Node) error {
+	hint := "order the window by a column with a WATERMARK (ORDER BY ts), over an append-only source"
+	if len(n.Order) == 0 || n.Order[0].Desc || !watermarkCols(p.plan, n.Inputs[0])[n.Order[0].Col] {
+		return pgerror.Unsupported("EMIT ON WINDOW CLOSE with window functions needs their first ORDER BY column, ascending, to have a watermark").WithHint("%s", hint)
+	}
+	rels := p.AppendOnlyRel
+	if rels == nil {
+		rels = func(uint64) bool { return false } // no catalog: no relation is known append-only
+	}
+	if !AppendOnly(p.plan, n.Inputs[0], rels) {
+		return pgerror.Unsupported("EMIT ON WINDOW CLOSE with window functions needs an append-only input").WithHint("%s", hint)
+	}
+	if n.Limit >= 0 {
+		return pgerror.Unsupported("EMIT ON WINDOW CLOSE with a window Top-N (a filter on row_number or rank) is not supported")
+	}
+	for _, f := range n.WinFuncs {
+		if !f.Backward() {
+			return pgerror.Unsupported("EMIT ON WINDOW CLOSE with %s is not supported: its value depends on rows after the current one", windowCallName(f)).
+				WithHint("use functions whose frame ends at the current row (row_number, rank, lag, first_value, sum(…) OVER (… ROWS BETWEEN n PRECEDING AND CURRENT ROW))")
+		}
+	}
+	n.EOWC = true
+	return nil
+}
+
+// windowCallName names a window call in a message.
+func windowCallName(f spec.WindowCall) string {
+	if f.Frame != nil && f.Func != "lead" && f.Func != "ntile" && f.Func != "percent_rank" && f.Func != "cume_dist" {
+		return f.Func + "() over a frame that ends after the current row"
+	}
+	return f.Func + "()"
 }

@@ -251,6 +251,16 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			if err := a.barrier(ctx, pending, out); err != nil {
 				return err
 			}
+			if cw, ok := a.Op.(CheckpointWatermarker); ok && !a.failed {
+				for _, w := range cw.CheckpointWatermarks() {
+					if !outWM.advance(0, w.Col, w.Ts) {
+						continue
+					}
+					if err := a.send(ctx, Msg{Kind: MsgWatermark, Watermark: w}); err != nil {
+						return err
+					}
+				}
+			}
 			for i := range blocked {
 				blocked[i] = false
 			}

@@ -49,3 +49,12 @@ type WatermarkOp interface {
 	// and drops those that would not advance.
 	OnWatermark(in int, w Watermark, out *Emitter) ([]Watermark, error)
 }
+
+// CheckpointWatermarker is an optional capability of a WatermarkOp whose
+// output watermark advances when it checkpoints (an operator that holds
+// rows until a barrier, then emits those a watermark has closed): the
+// actor sends what it returns after the barrier, dropping those that
+// would not advance.
+type CheckpointWatermarker interface {
+	CheckpointWatermarks() []Watermark
+}

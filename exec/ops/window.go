@@ -60,6 +60,9 @@ type Window struct {
 	// row after a flush ends at or after the flush's watermark (a row
 	// reaching a session ends it after the row's own time), so the
 	// session_end column carries flushedWm on.
+	// gate holds the output until the watermark closes it (EMIT ON
+	// WINDOW CLOSE, windoweowc.go); nil if not.
+	gate                *eowcGate
 	sess                *spec.WindowCall
 	endCol              int // output column of session_end; -1 if none
 	wm, flushedWm       int64
@@ -112,6 +115,13 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 		}
 	}
 	w.sess, w.endCol = sessionOf(n, inCols)
+	if n.EOWC && len(n.Order) > 0 {
+		g, err := newEOWCGate(n.Order[0].Col, opID, db)
+		if err != nil {
+			return nil, err
+		}
+		w.gate = g
+	}
 	if db == nil {
 		return w, nil
 	}
@@ -145,6 +155,9 @@ func sessionOf(n *spec.Node, inCols int) (*spec.WindowCall, int) {
 // the session_end column carries the watermark of the last flush on.
 // Other window functions stop watermarks.
 func (w *Window) OnWatermark(_ int, wm flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+	if w.gate != nil {
+		return w.gate.onWatermark(wm), nil
+	}
 	if w.sess == nil || wm.Col != w.sess.Arg {
 		return nil, nil
 	}
@@ -364,8 +377,24 @@ func (w *Window) trims() bool { return w.appendOnly && w.n.Limit >= 0 }
 // Finish implements flow.Finisher (batch queries).
 func (w *Window) Finish(out *flow.Emitter) error { return w.Flush(out) }
 
-// Flush emits the changes of the partitions touched since the last flush.
+// Flush emits the changes of the partitions touched since the last flush
+// (EMIT ON WINDOW CLOSE: hands them to the gate, which emits the rows the
+// watermark has closed).
 func (w *Window) Flush(out *flow.Emitter) error {
+	if w.gate != nil {
+		pend := flow.NewEmitter(w.gate.add)
+		if err := w.flush(pend); err != nil {
+			return err
+		}
+		if err := pend.Flush(); err != nil {
+			return err
+		}
+		return w.gate.release(out)
+	}
+	return w.flush(out)
+}
+
+func (w *Window) flush(out *flow.Emitter) error {
 	w.flushedWm, w.hasFlushedWm = w.wm, w.hasWm
 	for k := range w.touched {
 		p := w.parts[k]
@@ -686,6 +715,9 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		b.W.Merge(w.rowKey(a.pk, a.r), 1)
 	}
 	clear(w.added)
+	if w.gate != nil && w.stateful {
+		w.gate.save(b.W)
+	}
 	if w.spill.db != nil {
 		committed := w.spill.db.CommittedEpoch()
 		w.settle(b.Epoch, committed)

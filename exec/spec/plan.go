@@ -122,6 +122,25 @@ type WindowCall struct {
 	Frame *WindowFrame `json:",omitempty"`
 }
 
+// Backward reports whether the call's value for a row depends on no row
+// after the row's peers in window order (its frame ends at the current
+// row or before, and it needs neither the next rows nor the partition's
+// size): what EMIT ON WINDOW CLOSE needs of a window.
+func (f WindowCall) Backward() bool {
+	switch f.Func {
+	case "lead", "ntile", "percent_rank", "cume_dist", "session_start", "session_end":
+		return false
+	}
+	if f.Frame == nil {
+		return true // the default frame, or ROWS n PRECEDING (the legacy fields)
+	}
+	switch f.Frame.End.Kind {
+	case BoundPreceding, BoundCurrentRow, BoundUnboundedPreceding:
+		return true
+	}
+	return false
+}
+
 // Frame modes and bound kinds of a WindowFrame.
 const (
 	FrameRows = iota
@@ -545,6 +564,9 @@ func (n *Node) describe() string {
 		d := fmt.Sprintf("Window %s partition [%s] order [%s]", strings.Join(f, ", "), colNames(n.Cols, n.PartitionBy), strings.Join(o, ", "))
 		if n.Limit >= 0 {
 			d += fmt.Sprintf(" keep %s <= %d", n.WinFuncs[n.LimitFunc].Func, n.Limit)
+		}
+		if n.EOWC {
+			d += " emit on window close"
 		}
 		return d
 	case TimeWindow:
