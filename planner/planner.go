@@ -271,6 +271,10 @@ func AppendOnly(plan *spec.Plan, i int, appendOnly func(rel uint64) bool) bool {
 	case spec.Join:
 		// An ASOF join revises the rows it emitted when a nearer right row
 		// comes.
+		if n.EOWC {
+			// Each row emitted once, final (an outer join's too).
+			return AppendOnly(plan, n.Inputs[0], appendOnly) && AppendOnly(plan, n.Inputs[1], appendOnly)
+		}
 		if n.JoinKind != spec.InnerJoin || n.AsOf {
 			return false
 		}

@@ -281,6 +281,9 @@ func (p *Planner) markEOWC(root int) error {
 			}
 		}
 	}
+	if n.Kind == spec.Join {
+		return p.markJoinEOWC(i)
+	}
 	if n.Kind == spec.Window {
 		// Each window specification is one Window node: the chain of
 		// them (and the projections between) closes bottom-up, each
@@ -327,6 +330,30 @@ func (p *Planner) markWindowEOWC(n *spec.Node) error {
 			return pgerror.Unsupported("EMIT ON WINDOW CLOSE with %s is not supported: its value depends on rows after the current one", windowCallName(f)).
 				WithHint("use functions whose frame ends at the current row (row_number, rank, lag, first_value, sum(…) OVER (… ROWS BETWEEN n PRECEDING AND CURRENT ROW))")
 		}
+	}
+	n.EOWC = true
+	return nil
+}
+
+// markJoinEOWC makes join node i EMIT ON WINDOW CLOSE (the gate of
+// ops.Join): an equi-join key has a watermark on both sides (window_start
+// = window_start of two TUMBLEs, or two watermarked time columns) and both
+// inputs are append-only, so an output row whose key is below the
+// watermark is final (an outer join's NULL-padded row included: no row
+// that could match it can come any more).
+func (p *Planner) markJoinEOWC(i int) error {
+	n := p.plan.Nodes[i]
+	if n.AsOf || n.Temporal || len(watermarkCols(p.plan, i)) == 0 {
+		return pgerror.Unsupported("EMIT ON WINDOW CLOSE with a join needs an equality on columns with a watermark on both sides").
+			WithHint("join on window_start (or window_end) of TUMBLE or HOP over sources with a WATERMARK")
+	}
+	rels := p.AppendOnlyRel
+	if rels == nil {
+		rels = func(uint64) bool { return false }
+	}
+	if !AppendOnly(p.plan, n.Inputs[0], rels) || !AppendOnly(p.plan, n.Inputs[1], rels) {
+		return pgerror.Unsupported("EMIT ON WINDOW CLOSE with a join needs append-only inputs").
+			WithHint("join sources (or views over them without retractions)")
 	}
 	n.EOWC = true
 	return nil

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -148,5 +149,135 @@ func TestWindowEOWCDiff(t *testing.T) {
 			t.Fatalf("view (%d rows) != PostgreSQL's rows before the watermark (%d):\n%s", len(got), len(want), diffLines(want, got, 20))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestJoinEOWCDiff: a LEFT and a FULL window join of two Kafka sources
+// (TUMBLE of 10 s on each, joined on window_start and a key) with EMIT ON
+// WINDOW CLOSE. An outer join's NULL-padded row is emitted only once its
+// window has closed (a match that comes before that replaces it, with no
+// retraction), so every row is final when first seen; the server is
+// killed (SIGKILL) midway. After a record far in the future on both
+// sides closes every window, each view equals PostgreSQL's answer to the
+// same join over the same records (date_bin for TUMBLE).
+func TestJoinEOWCDiff(t *testing.T) {
+	EnsurePostgres(t)
+	b := StartBroker(t, 1, "imps", "clks")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(23))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type rec struct {
+		topic string
+		id, k int
+		ts    time.Time
+	}
+	var recs []rec
+	for i := 0; i < 300; i++ {
+		// 300 ms apart, up to 1.5 s out of order (the delay is 2 s).
+		at := base.Add(time.Duration(i)*300*time.Millisecond - time.Duration(rng.Intn(1500))*time.Millisecond)
+		topic := "imps"
+		if rng.Intn(3) == 0 {
+			topic = "clks"
+		}
+		recs = append(recs, rec{topic: topic, id: i, k: rng.Intn(5), ts: at})
+	}
+	last := base.Add(time.Hour)
+	produce := func(rs []rec) {
+		for _, r := range rs {
+			v := fmt.Sprintf(`{"id":%d,"k":%d,"ts":"%s"}`, r.id, r.k, r.ts.Format("2006-01-02 15:04:05.000"))
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.topic, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const left = `SELECT i.window_start AS ws, i.k, i.id AS imp, c.id AS clk
+	  FROM TUMBLE(imps, ts, INTERVAL '10' SECOND) AS i LEFT JOIN TUMBLE(clks, ts, INTERVAL '10' SECOND) AS c
+	  ON i.window_start = c.window_start AND i.k = c.k`
+	const full = `SELECT i.window_start AS iws, c.window_start AS cws, i.id AS imp, c.id AS clk
+	  FROM TUMBLE(imps, ts, INTERVAL '10' SECOND) AS i FULL JOIN TUMBLE(clks, ts, INTERVAL '10' SECOND) AS c
+	  ON i.window_start = c.window_start AND i.k = c.k`
+	srv := StartServer(t, Options{})
+	conn := srv.ConnectSimple(t)
+	src := func(name string) string {
+		return `CREATE SOURCE ` + name + ` (id BIGINT, k INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+		   WITH (connector = 'kafka', topic = '` + name + `', properties.bootstrap.server = '` + b.Addr + `') FORMAT PLAIN ENCODE JSON`
+	}
+	ExecAll(t, conn, src("imps"), src("clks"),
+		`CREATE MATERIALIZED VIEW lj AS `+left+` EMIT ON WINDOW CLOSE`,
+		`CREATE MATERIALIZED VIEW fj AS `+full+` EMIT ON WINDOW CLOSE`)
+	if _, err := QueryText(ctx, conn, `CREATE MATERIALIZED VIEW bad AS SELECT i.id, c.id FROM imps i LEFT JOIN clks c ON i.k = c.k EMIT ON WINDOW CLOSE`); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Fatalf("a join on no watermarked key: %v", err)
+	}
+	seen := map[string]map[string]int{"lj": {}, "fj": {}}
+	poll := func() {
+		t.Helper()
+		for view, was := range seen {
+			now := map[string]int{}
+			for _, line := range queryLines(t, conn, "SELECT * FROM "+view) {
+				now[line]++
+			}
+			for line, n := range was {
+				if now[line] < n {
+					t.Fatalf("%s: row %q left the view after it was emitted (a non-final row)", view, line)
+				}
+			}
+			seen[view] = now
+		}
+	}
+	polls := 0
+	for half, rs := range [][]rec{recs[:150], recs[150:]} {
+		for i := 0; i < len(rs); i += 15 {
+			produce(rs[i:min(i+15, len(rs))])
+			poll()
+			polls++
+		}
+		if half == 0 {
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			conn = srv.ConnectSimple(t)
+		}
+	}
+	produce([]rec{{topic: "imps", id: 1000, k: 99, ts: last}, {topic: "clks", id: 1001, k: 99, ts: last}})
+	pg := MustConnect(t, FreshPostgresDB(t, "join_eowc"))
+	ExecAll(t, pg, "CREATE TABLE imps (id BIGINT, k INT, ts TIMESTAMP)", "CREATE TABLE clks (id BIGINT, k INT, ts TIMESTAMP)")
+	for _, r := range recs {
+		ExecAll(t, pg, fmt.Sprintf("INSERT INTO %s VALUES (%d, %d, '%s')", r.topic, r.id, r.k, r.ts.Format("2006-01-02 15:04:05.000")))
+	}
+	pgTumble := func(q string) string {
+		for _, s := range []string{"imps", "clks"} {
+			q = strings.ReplaceAll(q, "TUMBLE("+s+", ts, INTERVAL '10' SECOND)",
+				"(SELECT *, date_bin('10 seconds', ts, TIMESTAMP '2026-01-01') AS window_start FROM "+s+")")
+		}
+		return q
+	}
+	for _, c := range []struct{ view, q string }{{"lj", left}, {"fj", full}} {
+		want := queryLines(t, pg, pgTumble(c.q))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			poll()
+			var got []string
+			for _, line := range queryLines(t, conn, "SELECT * FROM "+c.view) {
+				if !strings.Contains(line, "01:00:00") { // the closing records' windows are still open
+					got = append(got, line)
+				}
+			}
+			if strings.Join(got, "\n") == strings.Join(want, "\n") {
+				t.Logf("%s on window close: %d rows, each final when first seen over %d polls, a SIGKILL midway, equal to PostgreSQL's", c.view, len(got), polls)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s (%d rows) != PostgreSQL's (%d):\n%s", c.view, len(got), len(want), diffLines(want, got, 20))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }

@@ -69,6 +69,9 @@ type Join struct {
 	// side -> column -> index.
 	bounds []joinBound
 	tidx   [2]map[int]*timeIndex
+	// gate holds the output until the watermarks of the equi-join keys
+	// close it (EMIT ON WINDOW CLOSE, windoweowc.go); nil if not.
+	gate *eowcGate
 }
 
 // Spills returns how many buckets the join has spilled and read back.
@@ -351,6 +354,23 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 				j.timeIndex(1, b.r)
 			}
 		}
+	}
+	if n.EOWC {
+		// The gate's time columns: each equi-join key in both output
+		// columns (a watermark passes through only on those).
+		var cols []int
+		for i := range j.keys[0] {
+			for _, c := range []int{j.keys[0][i], lw + j.keys[1][i]} {
+				if oc := j.outCol(c); oc >= 0 {
+					cols = append(cols, oc)
+				}
+			}
+		}
+		g, err := newEOWCGate(cols, opID, db)
+		if err != nil {
+			return nil, err
+		}
+		j.gate = g
 	}
 	if db == nil {
 		return j, nil
@@ -724,6 +744,32 @@ func (j *Join) filtering() bool {
 
 // Process implements flow.Operator.
 func (j *Join) Process(side int, b *types.Batch, out *flow.Emitter) error {
+	if j.gate != nil {
+		// EMIT ON WINDOW CLOSE: the changes wait in the gate.
+		pend := flow.NewEmitter(j.gate.add)
+		if err := j.process(side, b, pend); err != nil {
+			return err
+		}
+		return pend.Flush()
+	}
+	return j.process(side, b, out)
+}
+
+// outCol returns the output column of column c of left++right (-1: not
+// output).
+func (j *Join) outCol(c int) int {
+	if j.out == nil {
+		return c
+	}
+	for i, x := range j.out {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func (j *Join) process(side int, b *types.Batch, out *flow.Emitter) error {
 	if j.filtering() {
 		return j.processFiltering(side, b, out)
 	}
@@ -932,6 +978,9 @@ func (j *Join) store(side int, jk string, r types.Row, diff int64) {
 func (j *Join) Checkpoint(bar *flow.Barrier, _ *flow.Emitter) error {
 	if j.db == nil {
 		return nil
+	}
+	if j.gate != nil {
+		j.gate.save(bar.W)
 	}
 	committed := j.db.CommittedEpoch()
 	for side := 0; side < 2; side++ {
@@ -1291,7 +1340,27 @@ func (j *Join) indexBucket(side int, jk string, add bool) {
 // of the two, in both output columns of the key. The stored rows below
 // that can never match or be retracted any more, and are deleted (the
 // rows they produced stay downstream).
-func (j *Join) OnWatermark(in int, w flow.Watermark, _ *flow.Emitter) ([]flow.Watermark, error) {
+func (j *Join) OnWatermark(in int, w flow.Watermark, e *flow.Emitter) ([]flow.Watermark, error) {
+	out, err := j.onWatermark(in, w)
+	if err != nil || j.gate == nil {
+		return out, err
+	}
+	// EMIT ON WINDOW CLOSE: every change to a row whose key is below the
+	// watermark has come (the join emits as it processes), so the rows it
+	// closes leave the gate, final, before the watermark goes on.
+	noted := false
+	for _, w := range out {
+		if j.gate.note(w) {
+			noted = true
+		}
+	}
+	if noted {
+		err = j.gate.release(e)
+	}
+	return out, err
+}
+
+func (j *Join) onWatermark(in int, w flow.Watermark) ([]flow.Watermark, error) {
 	if j.wm == nil {
 		j.wm = flow.NewWatermarkMin(2)
 	}

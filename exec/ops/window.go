@@ -116,7 +116,7 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 	}
 	w.sess, w.endCol = sessionOf(n, inCols)
 	if n.EOWC && len(n.Order) > 0 {
-		g, err := newEOWCGate(n.Order[0].Col, opID, db)
+		g, err := newEOWCGate([]int{n.Order[0].Col}, opID, db)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,13 @@ import (
 	"sluice/storage"
 )
 
+// EMIT ON WINDOW CLOSE for joins (spec.Node.EOWC on a Join): the join's
+// changes wait in a gate over the output columns of its equi-join keys;
+// when a watermark passes through the join (it does only on such keys,
+// and only once both sides have one), the rows with a key below it are
+// final (no row that could match them can come) and leave the gate, so
+// an outer join emits its NULL-padded row only once no match can come.
+//
 // EMIT ON WINDOW CLOSE for window functions (spec.Node.EOWC on a Window):
 // each output row is emitted once, final, when the watermark of the
 // window's time column (its first ORDER BY column, ascending) has passed
@@ -30,14 +37,16 @@ import (
 // operator's gate namespace (eowcGateOp), so a restart neither loses nor
 // repeats one. A row whose time is NULL never closes.
 type eowcGate struct {
-	col   int    // the time column (input and output)
+	// cols are the time columns: a row closes when one of them, not
+	// NULL, is below that column's watermark (a window: its time column;
+	// a join: the output columns of its watermarked equi-join keys).
+	cols  []int
 	opID  uint64 // state namespace
 	rows  map[string]*eowcRow
 	dirty map[string]struct{}
-	// wm is the time column's watermark (hasWm: one came); relWm the
-	// one of the last flush, passed on (hasRel).
-	wm, relWm     int64
-	hasWm, hasRel bool
+	// wm holds each column's watermark as it came; rel the ones of the
+	// last release, passed on (a window passes its one column's).
+	wm, rel map[int]int64
 }
 
 type eowcRow struct {
@@ -49,29 +58,34 @@ type eowcRow struct {
 // state ids are small, so the high bit of the 16 is free.
 func eowcGateOp(opID uint64) uint64 { return opID | 0x8000 }
 
-// newEOWCGate returns the gate of a window whose time column is col,
-// reading its saved pending rows (db nil: none).
-func newEOWCGate(col int, opID uint64, db *storage.DB) (*eowcGate, error) {
-	g := &eowcGate{col: col, opID: eowcGateOp(opID), rows: map[string]*eowcRow{}, dirty: map[string]struct{}{}}
+// newEOWCGate returns the gate over time columns cols, reading its saved
+// pending rows and released watermarks (db nil: none).
+func newEOWCGate(cols []int, opID uint64, db *storage.DB) (*eowcGate, error) {
+	g := &eowcGate{cols: cols, opID: eowcGateOp(opID), rows: map[string]*eowcRow{}, dirty: map[string]struct{}{},
+		wm: map[int]int64{}, rel: map[int]int64{}}
 	if db == nil {
 		return g, nil
 	}
 	corrupt := pgerror.New(pgcode.DataCorrupted, "corrupt EMIT ON WINDOW CLOSE state")
 	err := db.Scan(storage.StatePrefix(g.opID), func(k, v []byte) error {
-		pk, rowb, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
+		pk, rest, ok := storage.SplitStateKeyLen(storage.StateUserKey(k))
 		x, m := binary.Varint(v)
 		if !ok || len(pk) != 1 || m <= 0 {
 			return corrupt
 		}
 		if pk[0] == 'w' {
-			g.relWm, g.hasRel = x, true
+			c, n := binary.Uvarint(rest)
+			if n <= 0 {
+				return corrupt
+			}
+			g.rel[int(c)] = x
 			return nil
 		}
-		row, err := types.DecodeRow(rowb)
+		row, err := types.DecodeRow(rest)
 		if err != nil {
 			return err
 		}
-		g.rows[string(rowb)] = &eowcRow{r: row, n: x}
+		g.rows[string(rest)] = &eowcRow{r: row, n: x}
 		return nil
 	})
 	return g, err
@@ -95,14 +109,25 @@ func (g *eowcGate) add(b *types.Batch) error {
 	return nil
 }
 
-// release emits the pending rows older than the watermark, final.
+// closed reports whether row r is final: one of its time columns, not
+// NULL, is below that column's watermark.
+func (g *eowcGate) closed(r types.Row) bool {
+	for _, c := range g.cols {
+		w, ok := g.wm[c]
+		if t := r[c]; ok && !t.IsNull() && t.I < w {
+			return true
+		}
+	}
+	return false
+}
+
+// release emits the pending rows the watermarks have closed, final.
 func (g *eowcGate) release(out *flow.Emitter) error {
-	if !g.hasWm {
+	if len(g.wm) == 0 {
 		return nil
 	}
 	for enc, e := range g.rows {
-		t := e.r[g.col]
-		if t.IsNull() || t.I >= g.wm {
+		if !g.closed(e.r) {
 			continue
 		}
 		if e.n < 0 {
@@ -116,11 +141,13 @@ func (g *eowcGate) release(out *flow.Emitter) error {
 		delete(g.rows, enc)
 		g.dirty[enc] = struct{}{}
 	}
-	g.relWm, g.hasRel = g.wm, true
+	for c, w := range g.wm {
+		g.rel[c] = w
+	}
 	return nil
 }
 
-// save writes the pending rows that changed and the released watermark.
+// save writes the pending rows that changed and the released watermarks.
 func (g *eowcGate) save(w *storage.EpochWriter) {
 	var v []byte
 	for enc := range g.dirty {
@@ -133,9 +160,23 @@ func (g *eowcGate) save(w *storage.EpochWriter) {
 		}
 	}
 	clear(g.dirty)
-	if g.hasRel {
-		w.Set(storage.AppendStateKeyLen(nil, g.opID, "w"), binary.AppendVarint(nil, g.relWm))
+	for c, x := range g.rel {
+		k := binary.AppendUvarint(storage.AppendStateKeyLen(nil, g.opID, "w"), uint64(c))
+		w.Set(k, binary.AppendVarint(nil, x))
 	}
+}
+
+// note records watermark wm if it is on one of the time columns.
+func (g *eowcGate) note(wm flow.Watermark) bool {
+	for _, c := range g.cols {
+		if c == wm.Col {
+			if old, ok := g.wm[c]; !ok || wm.Ts > old {
+				g.wm[c] = wm.Ts
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // CheckpointWatermarks implements flow.CheckpointWatermarker: after the
@@ -143,21 +184,25 @@ func (g *eowcGate) save(w *storage.EpochWriter) {
 // (the next window of a chain closes its rows without waiting for the
 // source's next watermark).
 func (w *Window) CheckpointWatermarks() []flow.Watermark {
-	if w.gate == nil || !w.gate.hasRel {
+	if w.gate == nil {
 		return nil
 	}
-	return []flow.Watermark{{Col: w.gate.col, Ts: w.gate.relWm}}
+	c := w.gate.cols[0]
+	if ts, ok := w.gate.rel[c]; ok {
+		return []flow.Watermark{{Col: c, Ts: ts}}
+	}
+	return nil
 }
 
 // onWatermark notes the time column's watermark and returns the one to
-// pass on: the last flush's.
+// pass on: the last release's (a window's rows wait for its flush).
 func (g *eowcGate) onWatermark(wm flow.Watermark) []flow.Watermark {
-	if wm.Col != g.col {
+	if !g.note(wm) {
 		return nil
 	}
-	g.wm, g.hasWm = wm.Ts, true
-	if !g.hasRel {
+	ts, ok := g.rel[wm.Col]
+	if !ok {
 		return nil
 	}
-	return []flow.Watermark{{Col: g.col, Ts: g.relWm}}
+	return []flow.Watermark{{Col: wm.Col, Ts: ts}}
 }

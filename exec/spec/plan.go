@@ -261,7 +261,7 @@ type Node struct {
 
 	GroupBy []int     // Agg
 	Aggs    []AggCall // Agg
-	// EOWC (Agg) is EMIT ON WINDOW CLOSE: a group's row is emitted once,
+	// EOWC (Agg, Window, Join) is EMIT ON WINDOW CLOSE: a group's row is emitted once,
 	// final, when the watermark passes its window, never before.
 	EOWC bool
 
@@ -484,6 +484,9 @@ func (n *Node) describe() string {
 		}
 		if n.Temporal {
 			s += " (lookup: right side as of processing time)"
+		}
+		if n.EOWC {
+			s += " emit on window close"
 		}
 		return s
 	case TemporalFilter:
