@@ -213,6 +213,10 @@ func (b *binder) assignCast(x spec.Expr, t types.T, col string) (spec.Expr, erro
 }
 
 func assignable(from, to types.T) bool {
+	if from.Fam == types.Record && to.Fam == types.Record {
+		// A row to a STRUCT column: field by field, by position.
+		return len(to.RecordFields()) == 0 || len(from.RecordFields()) == len(to.RecordFields())
+	}
 	if types.IsArray(from.Fam) && types.IsArray(to.Fam) {
 		// An array converts when its elements do (array_map of the
 		// element cast, as PostgreSQL's array coercion).

@@ -114,6 +114,8 @@ type ColumnEntry struct {
 	// record type's shape id (Prec) is per process, so the shape is
 	// stored and interned again when the entry is read.
 	Fields []ColumnEntry `json:"fields,omitempty"`
+	// Struct marks a STRUCT<…> column's record type (types.StructType).
+	Struct bool `json:"struct,omitempty"`
 }
 
 // Type returns the column's SQL type.
@@ -126,6 +128,9 @@ func (c ColumnEntry) Type() types.T {
 		for i, f := range c.Fields {
 			fields[i] = types.Column{Name: f.Name, Type: f.Type()}
 		}
+		if c.Struct {
+			return types.StructType(fields)
+		}
 		return types.RecordType(fields)
 	}
 	return types.T{Fam: types.Family(c.Fam), Prec: c.Prec, Scale: c.Scale}
@@ -134,7 +139,7 @@ func (c ColumnEntry) Type() types.T {
 // ColumnOf returns the persisted form of a column.
 func ColumnOf(c types.Column) ColumnEntry {
 	if c.Type.Fam == types.Record {
-		e := ColumnEntry{Name: c.Name, Fam: uint8(types.Record)}
+		e := ColumnEntry{Name: c.Name, Fam: uint8(types.Record), Struct: c.Type.IsStruct()}
 		for _, f := range c.Type.RecordFields() {
 			e.Fields = append(e.Fields, ColumnOf(f))
 		}

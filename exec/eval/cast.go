@@ -119,6 +119,11 @@ func baseCast(from, to types.T, ctx *Context) (func(types.Datum) (types.Datum, e
 	ff, tf := from.Fam, to.Fam
 	plainTo := typeOf(tf)
 	switch {
+	case ff == types.Record && tf == types.Record && from != to && len(to.RecordFields()) > 0:
+		// A row to a STRUCT type: field by field (sql/types.castRecord).
+		return func(d types.Datum) (types.Datum, error) { return types.Cast(d, from, to) }, nil
+	case ff == types.Unknown && tf == types.Record && len(to.RecordFields()) > 0:
+		return func(d types.Datum) (types.Datum, error) { return types.Cast(d, from, to) }, nil
 	case ff == tf:
 		return nil, nil
 	case tf == types.Unknown:

@@ -65,6 +65,9 @@ func parseTypeName(src string, toks []token, i int) (typeName, int, error) {
 	quoted := t.kind == tkQIdent
 	words = append(words, t.val)
 	i++
+	if !quoted && t.val == "struct" && tn.name == "" && (toks[i].isOp("<") || toks[i].isOp("<>")) {
+		return parseStructType(src, toks, i, tn)
+	}
 	if !quoted {
 		switch t.val {
 		case "double":
@@ -211,6 +214,81 @@ func parseTypeName(src string, toks []token, i int) (typeName, int, error) {
 	return tn, i, nil
 }
 
+// parseStructType parses the fields of STRUCT<name type, …> (RisingWave's
+// spelling of a composite type) from the "<" at toks[i]: the type is a
+// record type whose fields are those (sql/types/record.go). A nested
+// STRUCT's closing ">>" closes two levels: the inner one takes its half.
+func parseStructType(src string, toks []token, i int, tn typeName) (typeName, int, error) {
+	if toks[i].isOp("<>") {
+		return tn, i, syntaxErrAt(src, toks[i].pos, "a STRUCT needs at least one field")
+	}
+	i++
+	var fields []types.Column
+	var spelled []string
+	for {
+		f := toks[i]
+		if f.kind != tkIdent && f.kind != tkQIdent {
+			return tn, i, syntaxErrAt(src, f.pos, "%s", nearMsg(src, f))
+		}
+		for _, c := range fields {
+			if c.Name == f.val {
+				return tn, i, syntaxErrAt(src, f.pos, "field \"%s\" appears twice in a STRUCT", f.val)
+			}
+		}
+		ft, j, err := parseTypeName(src, toks, i+1)
+		if err != nil {
+			return tn, j, err
+		}
+		if ft.err != nil && tn.err == nil {
+			tn.err = ft.err
+		}
+		fields = append(fields, types.Column{Name: f.val, Type: ft.t})
+		spelled = append(spelled, quoteField(f.val)+" "+ft.name)
+		i = j
+		switch {
+		case toks[i].isPunct(","):
+			i++
+			continue
+		case toks[i].isOp(">"):
+			i++
+		case strings.HasPrefix(toks[i].val, ">") && toks[i].kind == tkOp:
+			// ">>" (or more): this level takes the first ">".
+			rest := toks[i]
+			rest.val, rest.pos = rest.val[1:], rest.pos+1
+			toks[i] = rest
+		default:
+			return tn, i, syntaxErrAt(src, toks[i].pos, "%s", nearMsg(src, toks[i]))
+		}
+		break
+	}
+	if toks[i].isPunct("[") || toks[i].isWord("array") {
+		tn.end = toks[i].end
+		tn.err = pgerror.Unsupported("arrays of STRUCT are not supported")
+		return tn, i, nil
+	}
+	tn.end = toks[i-1].end
+	tn.name = "struct<" + strings.Join(spelled, ", ") + ">"
+	if tn.err != nil {
+		return tn, i, nil
+	}
+	tn.t = types.StructType(fields)
+	if tn.t.Prec == 0 {
+		tn.err = pgerror.Unsupported("too many distinct STRUCT shapes").WithHint("a server process interns at most 16384 record shapes")
+	}
+	return tn, i, nil
+}
+
+// quoteField quotes a STRUCT field name when it needs it.
+func quoteField(n string) string {
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' && i > 0) {
+			return `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+		}
+	}
+	return n
+}
+
 func isIntervalField(w string) bool {
 	switch w {
 	case "year", "month", "day", "hour", "minute", "second":
@@ -271,7 +349,7 @@ func resolveType(words []string, quoted bool, mods []int, tz string, dims int, s
 		t = types.TInt8
 	case "real", "float4":
 		t = types.TFloat4
-	case "float8", "double precision":
+	case "float8", "double precision", "double":
 		t = types.TFloat8
 	case "float":
 		t = types.TFloat8

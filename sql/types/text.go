@@ -68,7 +68,7 @@ func AppendText(b []byte, d Datum, t T) []byte {
 		return appendInterval(b, d)
 	case KArray:
 		if t.Fam == Record {
-			return appendRecordText(b, d.A)
+			return appendRecordText(b, d.A, t)
 		}
 		if IsVector(t.Fam) {
 			for i, e := range d.A {
@@ -243,6 +243,10 @@ func ParseText(s string, t T) (Datum, error) {
 	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
 		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray:
 		return parseElemArray(s, t)
+	case Record:
+		if len(t.RecordFields()) > 0 {
+			return parseRecordText(s, t)
+		}
 	case Int2Vector, OidVector:
 		elem := TInt2
 		if t.Fam == OidVector {
@@ -903,6 +907,13 @@ func Cast(d Datum, from, to T) (Datum, error) {
 				return Datum{K: KArray, A: cutLeaves(v.A, int(to.Prec))}, nil
 			}
 			return ToElemArray(d, to)
+		}
+	case Record:
+		if d.K == KArray && len(to.RecordFields()) > 0 {
+			return castRecord(d, from, to)
+		}
+		if d.K == KArray {
+			return d, nil
 		}
 	case Int2Array, BoolArray:
 		if d.K == KArray {

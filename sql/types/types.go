@@ -352,6 +352,9 @@ func (t T) String() string {
 	case OidVector:
 		return "oidvector"
 	case Record:
+		if t.IsStruct() {
+			return t.structName()
+		}
 		return "record"
 	case Int2Array:
 		return "smallint[]"

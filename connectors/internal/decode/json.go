@@ -424,6 +424,18 @@ func (d *Decoder) value(col int, dst *types.Datum) error {
 		}
 		*dst = v
 		return nil
+	case c == '{' && t.Fam == types.Record && len(t.RecordFields()) > 0:
+		// A JSON object into a STRUCT column: its fields by name.
+		d.jbuf = d.jbuf[:0]
+		if err := d.skipValue(&d.jbuf, 0); err != nil {
+			return err
+		}
+		v, err := types.RecordFromJSON(string(d.jbuf), t)
+		if err != nil {
+			return d.colErr(col, "%s", err.Error())
+		}
+		*dst = v
+		return nil
 	case c == '{' || c == '[':
 		if t.Fam != types.JSONB {
 			kind := "object"

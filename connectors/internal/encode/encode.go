@@ -128,6 +128,21 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 	if d.K == types.KArray && types.IsArray(t.Fam) {
 		return arrayValue(buf, d.A, t)
 	}
+	if d.K == types.KArray && t.Fam == types.Record {
+		if fields := t.RecordFields(); len(fields) == len(d.A) {
+			// A STRUCT (or named record): a JSON object of its fields.
+			buf = append(buf, '{')
+			for i, f := range fields {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = String(buf, f.Name)
+				buf = append(buf, ':')
+				buf = Value(buf, d.A[i], f.Type)
+			}
+			return append(buf, '}')
+		}
+	}
 	switch d.K {
 	case types.KString:
 		return String(buf, d.S)
