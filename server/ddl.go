@@ -97,6 +97,13 @@ func (e *Engine) createTable(ctx context.Context, x *parser.CreateTable) error {
 			return pgerror.Unsupported("tables with a connector").WithHint("use CREATE SOURCE")
 		}
 	}
+	if x.Watermark != nil {
+		// A table's rows come from INSERT, UPDATE and DELETE in any time
+		// order; nothing would drop the late ones, so the clause is not
+		// accepted and ignored.
+		return pgerror.Unsupported("WATERMARK on a table").
+			WithHint("declare the WATERMARK on a source (CREATE SOURCE … WATERMARK FOR ts AS ts - INTERVAL '…'), whose late rows it drops")
+	}
 	if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 		return err
 	}
