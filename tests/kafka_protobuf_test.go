@@ -172,8 +172,76 @@ func TestKafkaProtobuf(t *testing.T) {
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = 'http://127.0.0.1:1')`, "08000"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
 		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT UPSERT ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
-		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT UPSERT ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
 	} {
 		wantCode(t, conn, bad.sql, bad.code)
 	}
+}
+
+// TestKafkaProtobufUpsert reads FORMAT UPSERT ENCODE PROTOBUF: each value
+// is the message, each key JSON ({"id": 1}) or text (3); a later record
+// of a key replaces its row, a tombstone (no value) deletes it, a value
+// that is not Protobuf is a dead letter; across a SIGKILL and restart the
+// view is the same.
+func TestKafkaProtobufUpsert(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "orders_u")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := reg.register("orders_u-value", protoShop)
+	reg.mu.Lock()
+	reg.stypes[id] = "PROTOBUF"
+	reg.mu.Unlock()
+	order := compileTestProto(t, protoShop).Messages().ByName("Order")
+	val := func(oid int64, item string) []byte {
+		m := dynamicpb.NewMessage(order)
+		m.Set(order.Fields().ByName("id"), protoreflect.ValueOfInt64(oid))
+		m.Set(order.Fields().ByName("item"), protoreflect.ValueOfString(item))
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(binary.BigEndian.AppendUint32([]byte{0}, id), append([]byte{0}, data...)...)
+	}
+	produce := func(key string, value []byte) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders_u", Key: []byte(key), Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(`{"id": 1}`, val(1, "apple"))
+	produce(`{"id": 2}`, val(2, "pear"))
+	produce(`3`, val(3, "plum"))
+	produce(`{"id": 1}`, val(1, "apple2")) // replaces 1
+	produce(`{"id": 2}`, nil)              // deletes 2
+	produce(`{"id": 4}`, []byte(`{"id": 4}`))
+	produce(`{"id": 5}`, val(5, "fig"))
+
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	ExecAll(t, conn,
+		`CREATE SOURCE ou (id BIGINT, item TEXT, PRIMARY KEY (id)) WITH (connector = 'kafka', topic = 'orders_u', properties.bootstrap.server = '`+b.Addr+`', on_error = 'dead_letter')
+		   FORMAT UPSERT ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW ou_v AS SELECT id, item FROM ou`,
+		`CREATE MATERIALIZED VIEW ou_n AS SELECT count(*) AS n FROM ou`)
+	want := []string{"1 apple2", "3 plum", "5 fig"}
+	waitForLines(t, conn, `SELECT id, item FROM ou_v`, want)
+	waitForLines(t, conn, `SELECT n FROM ou_n`, []string{"3"})
+	waitForLines(t, conn, `SELECT "offset" FROM sluice_dead_letters WHERE source = 'ou'`, []string{"5"})
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	conn = s.ConnectSimple(t)
+	produce(`5`, nil)
+	produce(`{"id": 6}`, val(6, "kiwi"))
+	waitForLines(t, conn, `SELECT id, item FROM ou_v`, []string{"1 apple2", "3 plum", "6 kiwi"})
+	waitForLines(t, conn, `SELECT n FROM ou_n`, []string{"3"})
 }

@@ -232,9 +232,12 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 		if c.protoMessage = get("message"); c.protoMessage == "" {
 			return nil, srcOptionError("message", "is required with ENCODE PROTOBUF: the full name of the records' message (e.g. 'shop.Order')")
 		}
-		if c.format != srcPlain {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT UPSERT or DEBEZIUM with ENCODE PROTOBUF is not supported").
-				WithHint("use FORMAT PLAIN ENCODE PROTOBUF, or ENCODE AVRO")
+		if c.format == srcDebezium {
+			// UPSERT reads the value as the message and the key as JSON
+			// or text (srcDecoder.upsertKey); a Debezium envelope in
+			// Protobuf is not read.
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM with ENCODE PROTOBUF is not supported").
+				WithHint("use FORMAT PLAIN or UPSERT ENCODE PROTOBUF, or FORMAT DEBEZIUM ENCODE AVRO or JSON")
 		}
 	} else if get("message") != "" {
 		return nil, srcOptionError("message", "needs ENCODE PROTOBUF")
