@@ -215,10 +215,6 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 				WithHint("use ENCODE JSON with FORMAT %s", o.format)
 		}
 	case sinkEncodeAvro:
-		if o.format == sinkFormatDebezium {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE AVRO is not supported by the kafka sink").
-				WithHint("use FORMAT UPSERT ENCODE AVRO, or FORMAT DEBEZIUM ENCODE JSON")
-		}
 	case sinkEncodeProtobuf:
 		if o.format != sinkFormatPlain {
 			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT %s ENCODE PROTOBUF is not supported by the kafka sink", o.format).
@@ -253,10 +249,12 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 			if o.avro.proto, err = schemareg.NewProtoWriter(name, o.cols); err != nil {
 				return nil, err
 			}
+		} else if o.format == sinkFormatDebezium {
+			o.avro.valueSchema = schemareg.EnvelopeSchema(o.topic+"_envelope", o.cols)
 		} else {
 			o.avro.valueSchema = schemareg.RecordSchema(o.topic+"_value", o.cols, nil)
 		}
-		if o.format == sinkFormatUpsert && len(cfg.Key) > 0 {
+		if (o.format == sinkFormatUpsert || o.format == sinkFormatDebezium) && len(cfg.Key) > 0 {
 			o.avro.keySchema = schemareg.RecordSchema(o.topic+"_key", o.cols, cfg.Key)
 		}
 	}
@@ -345,7 +343,7 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: change with neither a before nor an after row")
 	}
 	if e.avro != nil {
-		return e.recordAvro(buf, c, row)
+		return e.recordAvro(buf, epoch, c, row)
 	}
 	if len(e.key) > 0 {
 		start := len(buf)
@@ -377,7 +375,7 @@ func (e *sinkEncoder) record(buf []byte, epoch uint64, c connector.Change) (_, k
 // recordAvro is record for ENCODE AVRO: FORMAT PLAIN records are unkeyed
 // unless primary_key is given (then the key is JSON, as with ENCODE
 // JSON); FORMAT UPSERT keys are Avro records of the key columns.
-func (e *sinkEncoder) recordAvro(buf []byte, c connector.Change, row types.Row) (_, key, value []byte, err error) {
+func (e *sinkEncoder) recordAvro(buf []byte, epoch uint64, c connector.Change, row types.Row) (_, key, value []byte, err error) {
 	if err := e.avro.register(e.topic); err != nil {
 		return buf, nil, nil, err
 	}
@@ -395,6 +393,14 @@ func (e *sinkEncoder) recordAvro(buf []byte, c connector.Change, row types.Row) 
 	}
 	if e.format == sinkFormatPlain && (c.After == nil || c.Before != nil) {
 		return buf, nil, nil, pgerror.New(pgcode.Internal, "kafka sink: FORMAT PLAIN got a retraction from an input planned as append-only")
+	}
+	if e.format == sinkFormatDebezium {
+		start := len(buf)
+		buf = schemareg.AppendFrame(buf, e.avro.valueID)
+		if buf, err = schemareg.AppendEnvelope(buf, e.cols, c.Before, c.After, epoch); err != nil {
+			return buf, nil, nil, err
+		}
+		return buf, key, buf[start:len(buf):len(buf)], nil
 	}
 	if c.After == nil { // FORMAT UPSERT: a tombstone
 		return buf, key, nil, nil

@@ -86,6 +86,52 @@ func RecordSchema(name string, cols []types.Column, idx []int) string {
 	return string(b)
 }
 
+// EnvelopeSchema returns the JSON text of the Avro schema of a Debezium
+// change envelope whose rows have the columns cols: before and after
+// (each the row record RecordSchema derives, or null), op ("c", "u",
+// "d") and source (the epoch of the change), as Debezium's Avro
+// converter lays an envelope out.
+func EnvelopeSchema(name string, cols []types.Column) string {
+	var row map[string]any
+	if err := json.Unmarshal([]byte(RecordSchema(name+"_row", cols, nil)), &row); err != nil {
+		panic(err) // RecordSchema's output is JSON
+	}
+	rowName := avroName(name + "_row")
+	b, _ := json.Marshal(map[string]any{"type": "record", "name": avroName(name), "namespace": "sluice", "fields": []any{
+		map[string]any{"name": "before", "type": []any{"null", row}, "default": nil},
+		map[string]any{"name": "after", "type": []any{"null", rowName}, "default": nil},
+		map[string]any{"name": "op", "type": "string"},
+		map[string]any{"name": "source", "type": map[string]any{"type": "record", "name": "source",
+			"fields": []any{map[string]any{"name": "epoch", "type": "long"}}}},
+	}})
+	return string(b)
+}
+
+// AppendEnvelope appends the Avro binary of a Debezium envelope in the
+// schema EnvelopeSchema derives: before and after (nil: null), op, epoch.
+func AppendEnvelope(b []byte, cols []types.Column, before, after types.Row, epoch uint64) ([]byte, error) {
+	op := "u"
+	switch {
+	case before == nil:
+		op = "c"
+	case after == nil:
+		op = "d"
+	}
+	for _, r := range []types.Row{before, after} {
+		if r == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 2)
+		var err error
+		if b, err = AppendRecord(b, cols, nil, r); err != nil {
+			return b, err
+		}
+	}
+	b = appendBytes(b, []byte(op))
+	return appendLong(b, int64(epoch)), nil
+}
+
 // appendLong appends v zig-zag varint encoded (Avro int and long).
 func appendLong(b []byte, v int64) []byte {
 	return binary.AppendUvarint(b, uint64(v<<1)^uint64(v>>63))
