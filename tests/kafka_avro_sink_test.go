@@ -441,3 +441,65 @@ func TestKafkaAvroDebeziumSink(t *testing.T) {
 		`CREATE MATERIALIZED VIEW back_v AS SELECT * FROM back`)
 	waitForLines(t, conn, `SELECT id, name, coalesce(bal::text, 'NULL') FROM back_v ORDER BY id`, []string{"1 ann 99.99", "3 cy -3.00"})
 }
+
+// TestKafkaAvroRegistryConflictAndCA: a registry that refuses a sink's
+// schema (409, the subject's compatibility) shows as the sink's Last Error
+// naming the incompatibility (42804) while the sink keeps its epochs and
+// retries; once the registry accepts, every row arrives exactly once. A
+// registry over https with a certificate of its own: a source without
+// schema.registry.ca is refused at CREATE (the certificate is unknown),
+// with it a sink registers and writes and a source reads the rows back.
+func TestKafkaAvroRegistryConflictAndCA(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	reg.mu.Lock()
+	reg.conflict["c409-value"] = true
+	reg.mu.Unlock()
+	treg, tURL, ca := startRegistryTLS(t)
+	b := StartBroker(t, 1)
+	s := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', properties.bootstrap.server = '` + b.Addr + `'`
+	ExecAll(t, conn,
+		`CREATE TABLE acct (id INT PRIMARY KEY, name TEXT)`,
+		`CREATE SINK c409 FROM acct WITH (`+kw+`, topic = 'c409', primary_key = 'id', delivery = 'EXACTLY_ONCE') FORMAT UPSERT ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE SINK tls_out FROM acct WITH (`+kw+`, topic = 'tls_out', primary_key = 'id', delivery = 'EXACTLY_ONCE') FORMAT UPSERT ENCODE AVRO (schema.registry = '`+tURL+`', schema.registry.ca = '`+ca+`')`)
+	ExecAll(t, conn, `INSERT INTO acct VALUES (1, 'ann'), (2, 'bob')`, `FLUSH`)
+	ExecAll(t, conn, `UPDATE acct SET name = 'cy' WHERE id = 2`, `FLUSH`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		e := sinkError(t, conn, "c409")
+		if strings.Contains(e, "incompatible with the subject's earlier versions") {
+			t.Logf("the refused sink's Last Error: %s", e)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink c409's Last Error %q does not name the incompatible schema", e)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The https sink wrote meanwhile, through the CA file.
+	recs := readAvroTopic(t, treg, b.Addr, "tls_out", 3)
+	if len(recs) != 3 {
+		t.Fatalf("tls_out: %d records, want 3", len(recs))
+	}
+	// The registry accepts now: the refused sink delivers its epochs.
+	reg.mu.Lock()
+	delete(reg.conflict, "c409-value")
+	reg.mu.Unlock()
+	recs = readAvroTopic(t, reg, b.Addr, "c409", 3)
+	var got []string
+	for _, r := range recs {
+		got = append(got, avroLine(r.key, "id")+" "+avroLine(r.value, "name"))
+	}
+	sort.Strings(got[:2])
+	if strings.Join(got, ",") != "1 ann,2 bob,2 cy" {
+		t.Fatalf("c409 after the registry accepted: %v, want 1 ann, 2 bob, 2 cy once each", got)
+	}
+	// Columns derived from the registry: CREATE reads the schema over
+	// https, which fails without the CA.
+	wantCode(t, conn, `CREATE SOURCE nope WITH (`+kw+`, topic = 'tls_out') FORMAT PLAIN ENCODE AVRO (schema.registry = '`+tURL+`')`, "08000")
+	ExecAll(t, conn,
+		`CREATE SOURCE back (id INT, name TEXT, PRIMARY KEY (id)) WITH (`+kw+`, topic = 'tls_out') FORMAT UPSERT ENCODE AVRO (schema.registry = '`+tURL+`', schema.registry.ca = '`+ca+`')`,
+		`CREATE MATERIALIZED VIEW back_v AS SELECT id, name FROM back`)
+	waitForLines(t, conn, `SELECT id, name FROM back_v ORDER BY id`, []string{"1 ann", "2 cy"})
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,13 +34,35 @@ type testRegistry struct {
 	subjects map[string][]uint32 // subject -> ids of its versions
 	gets     map[string]int      // path -> GETs served
 	posts    map[string]int      // subject -> registrations asked
+	// conflict holds the subjects whose compatibility refuses a new
+	// schema: a registration answers 409, as a registry does.
+	conflict map[string]bool
 }
 
 func startRegistry(t *testing.T) (*testRegistry, string) {
-	r := &testRegistry{subjects: map[string][]uint32{}, stypes: map[uint32]string{}, gets: map[string]int{}, posts: map[string]int{}}
+	r := newTestRegistry()
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
 	return r, srv.URL
+}
+
+func newTestRegistry() *testRegistry {
+	return &testRegistry{subjects: map[string][]uint32{}, stypes: map[uint32]string{}, gets: map[string]int{}, posts: map[string]int{},
+		conflict: map[string]bool{}}
+}
+
+// startRegistryTLS starts the registry over https with a certificate of
+// its own; it returns the URL and a PEM file of the certificate (the CA a
+// client must trust).
+func startRegistryTLS(t *testing.T) (*testRegistry, string, string) {
+	r := newTestRegistry()
+	srv := httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "registry-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r, srv.URL, ca
 }
 
 func (r *testRegistry) register(subject, schema string) uint32 {
@@ -78,6 +103,11 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		r.posts[subject]++
+		if r.conflict[subject] {
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(map[string]any{"error_code": 409, "message": "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\""})
+			return
+		}
 		for _, id := range r.subjects[subject] {
 			if r.schemas[id-1] == body.Schema {
 				json.NewEncoder(w).Encode(map[string]any{"id": id})

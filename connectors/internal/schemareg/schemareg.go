@@ -180,7 +180,17 @@ func (c *Client) do(method, path string, body, v any) error {
 		return pgerror.New(pgcode.InvalidAuthorizationSpecification, "schema registry %s%s: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(ans))).
 			WithHint("check schema.registry.username and schema.registry.password")
 	}
-	if res.StatusCode != http.StatusOK {
+	switch res.StatusCode {
+	case http.StatusOK:
+	case http.StatusConflict:
+		// The subject's compatibility level refuses the schema: retrying
+		// helps only once someone changes the subject or its level.
+		return pgerror.New(pgcode.DatatypeMismatch, "schema registry %s%s refused the schema as incompatible with the subject's earlier versions: %s: %s",
+			c.base, path, res.Status, strings.TrimSpace(string(ans))).
+			WithHint("change the subject's compatibility level (PUT /config/<subject>) or delete the subject, or write to another topic; the sink retries until the registry accepts it")
+	case http.StatusUnprocessableEntity:
+		return pgerror.New(pgcode.InvalidParameterValue, "schema registry %s%s refused the schema as invalid: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(ans)))
+	default:
 		return pgerror.New(pgcode.ConnectionException, "schema registry %s%s: %s: %s", c.base, path, res.Status, strings.TrimSpace(string(ans)))
 	}
 	if err := json.Unmarshal(ans, v); err != nil {
