@@ -298,3 +298,69 @@ func confluentFrame(id uint32, data []byte) []byte {
 	binary.BigEndian.PutUint32(out[1:], id)
 	return append(out, data...)
 }
+
+const avroUnionSchema = `{"type":"record","name":"Ev","namespace":"shop","fields":[
+ {"name":"id","type":"long"},
+ {"name":"v","type":["null","int","string",{"type":"record","name":"Pt","fields":[{"name":"x","type":"double"},{"name":"y","type":"double"}]}],"default":null},
+ {"name":"addr","type":["null",{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}],"default":null}]}`
+
+// TestKafkaAvroUnionsAndStructs: an Avro union of several non-null types
+// becomes a STRUCT column with a field per branch (the one the value took
+// set, the others NULL; a record branch is jsonb, as a record field is),
+// in a source whose columns come from the schema;
+// a record field read into a declared STRUCT column fills its fields by
+// name (a source with declared columns).
+func TestKafkaAvroUnionsAndStructs(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "evs")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := reg.register("evs-value", avroUnionSchema)
+	sch := avro.MustParse(avroUnionSchema)
+	for _, rec := range []map[string]any{
+		{"id": int64(1), "v": map[string]any{"int": int32(7)}, "addr": map[string]any{"shop.Addr": map[string]any{"city": "Oslo", "zip": map[string]any{"string": "0150"}}}},
+		{"id": int64(2), "v": map[string]any{"string": "seven"}, "addr": nil},
+		{"id": int64(3), "v": map[string]any{"shop.Pt": map[string]any{"x": 1.5, "y": -2.0}}, "addr": map[string]any{"shop.Addr": map[string]any{"city": "Rome", "zip": nil}}},
+		{"id": int64(4), "v": nil, "addr": nil},
+	} {
+		data, err := avro.Marshal(sch, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "evs", Value: confluentFrame(id, data)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', topic = 'evs', properties.bootstrap.server = '` + b.Addr + `'`
+	ExecAll(t, conn,
+		`CREATE SOURCE evs WITH (`+kw+`) FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW evs_v AS SELECT id, v, (v)."int" AS i, (v).string AS s, (v)."Pt"->>'x' AS x FROM evs`,
+		`CREATE SOURCE evs2 (id BIGINT, addr STRUCT<city TEXT, zip TEXT>) WITH (`+kw+`) FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW evs2_v AS SELECT id, addr, (addr).city AS city FROM evs2`)
+	res, err := QueryText(ctx, conn, "DESCRIBE evs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := strings.Join(res.Lines(), "\n"); !strings.Contains(d, "struct<int integer, string text, Pt jsonb>") {
+		t.Fatalf("DESCRIBE evs:\n%s", d)
+	}
+	waitForLines(t, conn, `SELECT id, coalesce(v::text, 'NULL'), coalesce(i::text, 'NULL'), coalesce(s, 'NULL'), coalesce(x::text, 'NULL') FROM evs_v ORDER BY id`, []string{
+		`1 (7,,) 7 NULL NULL`,
+		`2 (,seven,) NULL seven NULL`,
+		`3 (,,"{""x"": 1.5, ""y"": -2}") NULL NULL 1.5`,
+		`4 NULL NULL NULL NULL`,
+	})
+	waitForLines(t, conn, `SELECT id, coalesce(addr::text, 'NULL'), coalesce(city, 'NULL') FROM evs2_v ORDER BY id`, []string{
+		`1 (Oslo,0150) Oslo`,
+		`2 NULL NULL`,
+		`3 (Rome,) Rome`,
+		`4 NULL NULL`,
+	})
+}

@@ -92,6 +92,14 @@ func (d *Decoder) fillAvro(rec map[string]any, row types.Row) error {
 // avroValue converts a decoded Avro value to column col's type.
 func (d *Decoder) avroValue(col int, v any, dst *types.Datum) error {
 	t := d.cols[col].Type
+	if m, ok := v.(map[string]any); ok && len(t.RecordFields()) > 0 {
+		x, err := avroStruct(t, m)
+		if err != nil {
+			return d.colErr(col, "%v", err)
+		}
+		*dst = x
+		return nil
+	}
 	var s string
 	switch x := v.(type) {
 	case string:
@@ -180,4 +188,111 @@ func (d *Decoder) decodeAvroDebezium(msg []byte, before, after types.Row) (env e
 		}
 	}
 	return env, nil
+}
+
+// avroStruct converts a decoded Avro record, or a union's {branch: value},
+// to a value of the STRUCT type t: each field from the key of its name
+// (case-insensitively; a union branch's name as UnionFieldName gives
+// it), NULL when there is none.
+func avroStruct(t types.T, m map[string]any) (types.Datum, error) {
+	fields := t.RecordFields()
+	out := make([]types.Datum, len(fields))
+	for i, f := range fields {
+		var val any
+		found := false
+		for k, x := range m {
+			if strings.EqualFold(k, f.Name) || strings.EqualFold(UnionFieldName(k), f.Name) {
+				val, found = x, true
+				break
+			}
+		}
+		if !found || val == nil {
+			out[i] = types.Null
+			continue
+		}
+		d, err := avroDatum(f.Type, val)
+		if err != nil {
+			return types.Null, fmt.Errorf("field %s: %v", f.Name, err)
+		}
+		out[i] = d
+	}
+	return types.Datum{K: types.KArray, A: out}, nil
+}
+
+// avroDatum converts one decoded Avro value to type t (a STRUCT field).
+func avroDatum(t types.T, v any) (types.Datum, error) {
+	var s string
+	switch x := v.(type) {
+	case map[string]any:
+		if len(t.RecordFields()) > 0 {
+			return avroStruct(t, x)
+		}
+		b, err := json.Marshal(x)
+		if err != nil {
+			return types.Null, err
+		}
+		s = string(b)
+	case []any:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return types.Null, err
+		}
+		if types.IsArray(t.Fam) {
+			return types.ArrayFromJSON(string(b), t)
+		}
+		s = string(b)
+	case string:
+		s = x
+	case []byte:
+		if t.Fam == types.Bytea {
+			return types.NewBytes(x), nil
+		}
+		s = string(x)
+	case bool:
+		s = strconv.FormatBool(x)
+	case int:
+		s = strconv.Itoa(x)
+	case int32:
+		s = strconv.FormatInt(int64(x), 10)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float32:
+		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		s = x.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+		if t.Fam == types.Timestamp || t.Fam == types.Date {
+			s = x.UTC().Format("2006-01-02 15:04:05.999999")
+		}
+	case *big.Rat:
+		scale := 18
+		if t.Fam == types.Numeric && t.Scale >= 0 {
+			scale = int(t.Scale)
+		}
+		s = x.FloatString(scale)
+		if t.Scale < 0 && strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return types.Null, err
+		}
+		s = string(b)
+	}
+	return types.ParseText(s, t)
+}
+
+// UnionFieldName is the STRUCT field name of the union branch hamba/avro
+// names branch: a named type's short name, a primitive's type, a logical
+// type's "type_logical" (long_timestamp_millis).
+func UnionFieldName(branch string) string {
+	if strings.ContainsAny(branch, "-") || strings.HasSuffix(branch, ".uuid") || strings.HasSuffix(branch, ".decimal") || strings.HasSuffix(branch, ".date") {
+		return strings.NewReplacer(".", "_", "-", "_").Replace(branch)
+	}
+	if i := strings.LastIndexByte(branch, '.'); i >= 0 {
+		return branch[i+1:]
+	}
+	return branch
 }

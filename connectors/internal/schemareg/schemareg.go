@@ -29,6 +29,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"sluice/connectors/internal/decode"
 	"sluice/exec/connector"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -311,9 +312,19 @@ func unwrap(s avro.Schema, v any) any {
 	}
 	switch s := s.(type) {
 	case *avro.UnionSchema:
+		several := 0
+		for _, t := range s.Types() {
+			if t.Type() != avro.Null {
+				several++
+			}
+		}
 		if m, ok := v.(map[string]any); ok && len(m) == 1 {
 			for _, t := range s.Types() {
 				if x, ok := m[branchName(t)]; ok {
+					if several > 1 {
+						// Which branch matters: a STRUCT field per branch.
+						return map[string]any{branchName(t): unwrap(t, x)}
+					}
 					return unwrap(t, x)
 				}
 			}
@@ -432,8 +443,26 @@ func columnType(s avro.Schema) (types.T, error) {
 				non = append(non, t)
 			}
 		}
-		if len(non) != 1 {
-			return types.T{}, fmt.Errorf("a union of several types is not supported")
+		if len(non) > 1 {
+			// A union of several types: a STRUCT with a field per branch,
+			// the one the value took set and the others NULL (as
+			// RisingWave reads such unions).
+			fields := make([]types.Column, len(non))
+			for i, b := range non {
+				ft, err := columnType(b)
+				if err != nil {
+					return types.T{}, err
+				}
+				fields[i] = types.Column{Name: decode.UnionFieldName(branchName(b)), Type: ft}
+			}
+			t := types.StructType(fields)
+			if t.Prec == 0 {
+				return types.T{}, fmt.Errorf("too many distinct STRUCT shapes")
+			}
+			return t, nil
+		}
+		if len(non) == 0 {
+			return types.T{}, fmt.Errorf("a union of null alone is not supported")
 		}
 		s = non[0]
 	}
