@@ -414,7 +414,7 @@ func TestMySQLCDCBadInput(t *testing.T) {
 	m := startMariaDB(t, true)
 	up := m.connect(t)
 	mysqlExec(t, up, `CREATE DATABASE mcdc_db`, `CREATE USER mcdc_user@'127.0.0.1' IDENTIFIED BY 'right-pw'`,
-		`CREATE TABLE mcdc_db.mcdc_nokey (id INT, v TEXT)`, `CREATE TABLE mcdc_db.mcdc_kv (id INT PRIMARY KEY, v TEXT, e ENUM('a', 'b'), extra INT)`,
+		`CREATE TABLE mcdc_db.mcdc_nokey (id INT, v TEXT)`, `CREATE TABLE mcdc_db.mcdc_kv (id INT PRIMARY KEY, v TEXT, e ENUM('a', 'b'), extra INT)`, `CREATE TABLE mcdc_db.mcdc_bit (id INT PRIMARY KEY, bt BIT(3))`,
 		`GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO mcdc_user@'127.0.0.1'`,
 		`INSERT INTO mcdc_db.mcdc_kv SELECT seq, CONCAT('v', seq), 'a', seq FROM mcdc_db.seq_1_to_50`)
 	err := cdcExpect(t, sl, `CREATE SOURCE w (id INT PRIMARY KEY, v TEXT) WITH (`+m.withOpts("mcdc_user", "wrong-pw", "mcdc_kv")+`)`,
@@ -439,8 +439,10 @@ func TestMySQLCDCBadInput(t *testing.T) {
 	}
 	cdcExpect(t, sl, `CREATE SOURCE nocol (id INT PRIMARY KEY, nope TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"42703", "column nope does not exist")
-	cdcExpect(t, sl, `CREATE SOURCE en (id INT PRIMARY KEY, e TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
-		"0A000", "upstream type enum('a','b')")
+	cdcExpect(t, sl, `CREATE SOURCE bits (id INT PRIMARY KEY, bt TEXT) WITH (`+m.withOpts("root", "", "mcdc_bit")+`)`,
+		"0A000", "upstream type bit(3)")
+	cdcExpect(t, sl, `CREATE SOURCE en (id INT PRIMARY KEY, e INT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
+		"42804", "column e is enum('a','b') upstream")
 	cdcExpect(t, sl, `CREATE SOURCE iv (id INT PRIMARY KEY, v INTERVAL) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"0A000", "cannot read column v of type interval")
 	cdcExpect(t, sl, `CREATE SOURCE opt (id INT PRIMARY KEY) WITH (`+m.withOpts("root", "", "mcdc_kv")+`, slot.name = 'x')`,
@@ -694,4 +696,45 @@ func mcdcWriter(ctx context.Context, addr string, w int, rng *rand.Rand, commits
 		}
 		commits.Add(1)
 	}
+}
+
+// TestMySQLCDCEnumSet: ENUM and SET columns read as TEXT, from the
+// snapshot (their text) and from the binlog (an ENUM's index, a SET's
+// bitmask, turned into the values upstream declares, a quote and upper
+// case kept): after the snapshot and after inserts, updates and deletes
+// the view equals MariaDB's own text of the table.
+func TestMySQLCDCEnumSet(t *testing.T) {
+	m := startMariaDB(t, true)
+	up := m.connect(t)
+	mysqlExec(t, up, `CREATE DATABASE mcdc_db`,
+		`CREATE TABLE mcdc_db.mcdc_es (id INT PRIMARY KEY, e ENUM('small', 'Big', 'it''s'), s SET('x', 'Y', 'zw'), n INT)`,
+		`INSERT INTO mcdc_db.mcdc_es VALUES (1, 'small', 'x', 1), (2, 'Big', 'x,Y', 2), (3, NULL, '', 3), (4, 'it''s', 'Y,zw', 4)`)
+	srv := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
+	sl := srv.Connect(t)
+	ExecAll(t, sl, `CREATE SOURCE es (id INT PRIMARY KEY, e TEXT, s VARCHAR, n INT) WITH (`+m.withOpts("root", "", "mcdc_es")+`)`,
+		`CREATE MATERIALIZED VIEW es_v AS SELECT id, e, s, n FROM es`)
+	check := func(what string) {
+		t.Helper()
+		want, err := mysqlLines(up, `SELECT id, CAST(e AS CHAR), CAST(s AS CHAR), n FROM mcdc_db.mcdc_es ORDER BY id`, "ssss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := queryLines(t, sl, `SELECT id, e, s, n FROM es_v ORDER BY id`)
+			if strings.Join(got, "\n") == strings.Join(want, "\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: view\n%s\nMariaDB\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	check("snapshot")
+	mysqlExec(t, up, `INSERT INTO mcdc_db.mcdc_es VALUES (5, 'Big', 'zw,x', 5), (6, NULL, NULL, 6)`,
+		`UPDATE mcdc_db.mcdc_es SET e = 'it''s', s = 'Y' WHERE id = 1`,
+		`UPDATE mcdc_db.mcdc_es SET s = 'x,Y,zw' WHERE id = 3`,
+		`DELETE FROM mcdc_db.mcdc_es WHERE id = 2`)
+	check("binlog")
 }

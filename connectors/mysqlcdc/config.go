@@ -196,6 +196,9 @@ type upColumn struct {
 	columnType string // COLUMN_TYPE: int(10) unsigned, …
 	unsigned   bool
 	charset    string
+	// labels are an ENUM's or SET's values in declaration order (the
+	// binlog carries an ENUM as its 1-based index, a SET as a bitmask).
+	labels []string
 }
 
 // upstreamTable is what probe learns of the upstream table.
@@ -270,6 +273,9 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 	for r := range res.RowNumber() {
 		col := upColumn{name: str(res, r, 0), dataType: strings.ToLower(str(res, r, 1)), columnType: strings.ToLower(str(res, r, 2)), charset: strings.ToLower(str(res, r, 3))}
 		col.unsigned = strings.Contains(col.columnType, "unsigned")
+		if col.dataType == "enum" || col.dataType == "set" {
+			col.labels = enumLabels(str(res, r, 2))
+		}
 		byName[strings.ToLower(col.name)] = len(t.cols)
 		t.cols = append(t.cols, col)
 	}
@@ -308,4 +314,36 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 			WithHint("declare PRIMARY KEY (%s)", strings.Join(pk, ", "))
 	}
 	return t, nil
+}
+
+// enumLabels parses the values of an ENUM or SET COLUMN_TYPE:
+// enum('a','b','it''s') → a, b, it's.
+func enumLabels(ct string) []string {
+	i := strings.IndexByte(ct, '(')
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	var sb strings.Builder
+	in := false
+	for j := i + 1; j < len(ct); j++ {
+		c := ct[j]
+		switch {
+		case !in && c == '\'':
+			in = true
+			sb.Reset()
+		case in && c == '\'' && j+1 < len(ct) && ct[j+1] == '\'':
+			sb.WriteByte('\'')
+			j++
+		case in && c == '\\' && j+1 < len(ct):
+			sb.WriteByte(ct[j+1])
+			j++
+		case in && c == '\'':
+			in = false
+			out = append(out, sb.String())
+		case in:
+			sb.WriteByte(c)
+		}
+	}
+	return out
 }

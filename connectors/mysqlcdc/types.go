@@ -49,7 +49,8 @@ var (
 	textTypes = map[string]bool{"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true, "longtext": true}
 	blobTypes = map[string]bool{"binary": true, "varbinary": true, "tinyblob": true, "blob": true, "mediumblob": true, "longblob": true}
 	// otherTypes are the rest of the upstream types the source reads.
-	otherTypes = map[string]bool{"decimal": true, "float": true, "double": true, "date": true, "datetime": true, "timestamp": true, "time": true, "json": true}
+	otherTypes = map[string]bool{"decimal": true, "float": true, "double": true, "date": true, "datetime": true, "timestamp": true, "time": true, "json": true,
+		"enum": true, "set": true}
 )
 
 // allowed lists the Sluice type families a source column may have.
@@ -66,7 +67,7 @@ func checkType(source string, col types.Column, up upColumn) error {
 	_, isInt := intRank(up)
 	if !isInt && !textTypes[up.dataType] && !blobTypes[up.dataType] && !otherTypes[up.dataType] {
 		return pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source %s: column %s has upstream type %s, which the source cannot read", source, col.Name, up.columnType).
-			WithHint("the source reads integer, decimal, float, double, char, varchar, text, binary, blob, date, time, datetime, timestamp and json columns; leave this column out of the source's columns")
+			WithHint("the source reads integer, decimal, float, double, char, varchar, text, enum, set, binary, blob, date, time, datetime, timestamp and json columns; leave this column out of the source's columns")
 	}
 	switch up.charset {
 	case "", "utf8", "utf8mb3", "utf8mb4", "ascii", "binary":
@@ -181,6 +182,17 @@ func toDatum(v any, t types.T, up upColumn) (types.Datum, error) {
 		return types.Null, nil
 	}
 	var s string
+	if up.labels != nil {
+		// ENUM and SET: the binlog carries the index or the bitmask, the
+		// snapshot the text (as MySQL prints a SET: its values joined
+		// by commas, in declaration order).
+		switch x := v.(type) {
+		case int8, int16, int32, int64, int:
+			return enumText(toInt64(x), up), nil
+		case uint64:
+			return enumText(int64(x), up), nil
+		}
+	}
 	switch x := v.(type) {
 	case int8, int16, int32, int64, int:
 		i := toInt64(x)
@@ -256,6 +268,23 @@ func toDatum(v any, t types.T, up upColumn) (types.Datum, error) {
 		}
 	}
 	return types.ParseText(s, t)
+}
+
+// enumText is the text of ENUM index or SET bitmask i of column up.
+func enumText(i int64, up upColumn) types.Datum {
+	if up.dataType == "enum" {
+		if i >= 1 && int(i) <= len(up.labels) {
+			return types.NewString(up.labels[i-1])
+		}
+		return types.NewString("") // 0: the invalid value '' MySQL stores
+	}
+	var parts []string
+	for b, l := range up.labels {
+		if b < 64 && i&(1<<b) != 0 {
+			parts = append(parts, l)
+		}
+	}
+	return types.NewString(strings.Join(parts, ","))
 }
 
 func toInt64(v any) int64 {
