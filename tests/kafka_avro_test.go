@@ -17,8 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // testRegistry is a schema registry speaking the Confluent REST protocol
@@ -37,6 +41,21 @@ type testRegistry struct {
 	// conflict holds the subjects whose compatibility refuses a new
 	// schema: a registration answers 409, as a registry does.
 	conflict map[string]bool
+	// refs holds each schema's references (Confluent: name, subject,
+	// version), answered with the schema.
+	refs map[uint32][]map[string]any
+}
+
+// registerWithRefs registers schema under subject with references refs.
+func (r *testRegistry) registerWithRefs(subject, schema, schemaType string, refs ...map[string]any) uint32 {
+	id := r.register(subject, schema)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if schemaType != "" {
+		r.stypes[id] = schemaType
+	}
+	r.refs[id] = refs
+	return id
 }
 
 func startRegistry(t *testing.T) (*testRegistry, string) {
@@ -48,7 +67,7 @@ func startRegistry(t *testing.T) (*testRegistry, string) {
 
 func newTestRegistry() *testRegistry {
 	return &testRegistry{subjects: map[string][]uint32{}, stypes: map[uint32]string{}, gets: map[string]int{}, posts: map[string]int{},
-		conflict: map[string]bool{}}
+		conflict: map[string]bool{}, refs: map[uint32][]map[string]any{}}
 }
 
 // startRegistryTLS starts the registry over https with a certificate of
@@ -135,6 +154,9 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 		if st := r.stypes[uint32(id)]; st != "" {
 			ans["schemaType"] = st
 		}
+		if refs := r.refs[uint32(id)]; len(refs) > 0 {
+			ans["references"] = refs
+		}
 		json.NewEncoder(w).Encode(ans)
 	case strings.HasPrefix(p, "/subjects/") && strings.HasSuffix(p, "/versions/latest"):
 		subject := strings.TrimSuffix(strings.TrimPrefix(p, "/subjects/"), "/versions/latest")
@@ -147,6 +169,27 @@ func (r *testRegistry) serve(w http.ResponseWriter, req *http.Request) {
 		ans := map[string]any{"subject": subject, "version": len(ids), "id": id, "schema": r.schemas[id-1]}
 		if st := r.stypes[id]; st != "" {
 			ans["schemaType"] = st
+		}
+		if refs := r.refs[id]; len(refs) > 0 {
+			ans["references"] = refs
+		}
+		json.NewEncoder(w).Encode(ans)
+	case strings.HasPrefix(p, "/subjects/") && strings.Contains(p, "/versions/"):
+		// GET /subjects/{subject}/versions/{n}: a reference's schema.
+		subject, v, _ := strings.Cut(strings.TrimPrefix(p, "/subjects/"), "/versions/")
+		n, err := strconv.Atoi(v)
+		ids := r.subjects[subject]
+		if err != nil || n < 1 || n > len(ids) {
+			notFound(40402, "Version not found.")
+			return
+		}
+		id := ids[n-1]
+		ans := map[string]any{"subject": subject, "version": n, "id": id, "schema": r.schemas[id-1]}
+		if st := r.stypes[id]; st != "" {
+			ans["schemaType"] = st
+		}
+		if refs := r.refs[id]; len(refs) > 0 {
+			ans["references"] = refs
 		}
 		json.NewEncoder(w).Encode(ans)
 	default:
@@ -363,4 +406,98 @@ func TestKafkaAvroUnionsAndStructs(t *testing.T) {
 		`3 (Rome,) Rome`,
 		`4 NULL NULL`,
 	})
+}
+
+// TestSchemaReferences: an Avro schema that names a record type another
+// subject defines, and a .proto that imports a file another subject holds
+// (Confluent schema references: name, subject, version). A source reads
+// each: the referenced schemas are fetched by subject and version, the
+// Avro types and the import resolved, the rows exact; a reference to a
+// missing version is a clear error at CREATE.
+func TestSchemaReferences(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "pays", "ppays")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const money = `{"type":"record","name":"Money","namespace":"shop","fields":[{"name":"amount","type":"double"},{"name":"cur","type":"string"}]}`
+	const pay = `{"type":"record","name":"Pay","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"price","type":"shop.Money"}]}`
+	reg.registerWithRefs("money", money, "")
+	payID := reg.registerWithRefs("pays-value", pay, "", map[string]any{"name": "shop.Money", "subject": "money", "version": 1})
+	cache := &avro.SchemaCache{}
+	if _, err := avro.ParseWithCache(money, "", cache); err != nil {
+		t.Fatal(err)
+	}
+	paySchema, err := avro.ParseWithCache(pay, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range []map[string]any{
+		{"id": int64(1), "price": map[string]any{"amount": 9.5, "cur": "EUR"}},
+		{"id": int64(2), "price": map[string]any{"amount": 0.25, "cur": "NOK"}},
+	} {
+		data, err := avro.Marshal(paySchema, rec)
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "pays", Value: confluentFrame(payID, data)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const common = "syntax = \"proto3\";\npackage common;\nmessage Money { double amount = 1; string cur = 2; }\n"
+	const shop = "syntax = \"proto3\";\npackage shop;\nimport \"common.proto\";\nmessage PPay { int64 id = 1; common.Money price = 2; }\n"
+	reg.registerWithRefs("common", common, "PROTOBUF")
+	pid := reg.registerWithRefs("ppays-value", shop, "PROTOBUF", map[string]any{"name": "common.proto", "subject": "common", "version": 1})
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"shop.proto": shop, "common.proto": common}),
+	})}
+	files, err := c.Compile(ctx, "shop.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := files[0].Messages().ByName("PPay")
+	mony := pp.Fields().ByName("price").Message()
+	for _, v := range []struct {
+		id  int64
+		amt float64
+		cur string
+	}{{1, 3.5, "SEK"}, {2, 7, "DKK"}} {
+		m := dynamicpb.NewMessage(pp)
+		m.Set(pp.Fields().ByName("id"), protoreflect.ValueOfInt64(v.id))
+		pm := dynamicpb.NewMessage(mony)
+		pm.Set(mony.Fields().ByName("amount"), protoreflect.ValueOfFloat64(v.amt))
+		pm.Set(mony.Fields().ByName("cur"), protoreflect.ValueOfString(v.cur))
+		m.Set(pp.Fields().ByName("price"), protoreflect.ValueOfMessage(pm))
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := append(binary.BigEndian.AppendUint32([]byte{0}, pid), append([]byte{0}, data...)...)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ppays", Value: val}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', properties.bootstrap.server = '` + b.Addr + `'`
+	ExecAll(t, conn,
+		`CREATE SOURCE pays WITH (`+kw+`, topic = 'pays') FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW pays_v AS SELECT id, price->>'cur' AS cur, (price->>'amount')::float8 AS amount FROM pays`,
+		`CREATE SOURCE pays2 (id BIGINT, price STRUCT<amount DOUBLE, cur TEXT>) WITH (`+kw+`, topic = 'pays') FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW pays2_v AS SELECT id, (price).cur AS cur, (price).amount AS amount FROM pays2`,
+		`CREATE SOURCE ppays WITH (`+kw+`, topic = 'ppays') FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.PPay', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW ppays_v AS SELECT id, price->>'cur' AS cur, (price->>'amount')::float8 AS amount FROM ppays`)
+	waitForLines(t, conn, `SELECT id, cur, amount FROM pays_v ORDER BY id`, []string{"1 EUR 9.5", "2 NOK 0.25"})
+	waitForLines(t, conn, `SELECT id, cur, amount FROM pays2_v ORDER BY id`, []string{"1 EUR 9.5", "2 NOK 0.25"})
+	waitForLines(t, conn, `SELECT id, cur, amount FROM ppays_v ORDER BY id`, []string{"1 SEK 3.5", "2 DKK 7"})
+
+	// A reference to a version the registry does not have.
+	reg.registerWithRefs("broken-value", pay, "", map[string]any{"name": "shop.Money", "subject": "money", "version": 9})
+	wantCode(t, conn, `CREATE SOURCE broken WITH (`+kw+`, topic = 'broken') FORMAT PLAIN ENCODE AVRO (schema.registry = '`+regURL+`')`, "08000")
 }

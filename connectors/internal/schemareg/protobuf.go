@@ -30,30 +30,45 @@ import (
 // byte 0 stands for [0], the first message), then the message.
 
 // compileProto compiles the text of a .proto file.
-func compileProto(text string) (protoreflect.FileDescriptor, error) {
+func compileProto(text string, imports map[string]string) (protoreflect.FileDescriptor, error) {
 	const name = "registered.proto"
+	sources := map[string]string{name: text}
+	for k, v := range imports {
+		if k != name {
+			sources[k] = v
+		}
+	}
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-		Accessor: protocompile.SourceAccessorFromMap(map[string]string{name: text}),
+		Accessor: protocompile.SourceAccessorFromMap(sources),
 	})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	files, err := c.Compile(ctx, name)
 	if err != nil {
 		return nil, pgerror.New(pgcode.InvalidParameterValue, "bad Protobuf schema: %v", err).
-			WithHint("imports other than the well-known google/protobuf types (schema references) are not supported")
+			WithHint("an import must be a well-known google/protobuf type or a schema reference registered with the schema (its name the import path)")
 	}
 	return files[0], nil
+}
+
+// compileWithRefs compiles a registered .proto with the files its schema
+// references name (their import paths).
+func (c *Client) compileWithRefs(ans registered) (protoreflect.FileDescriptor, error) {
+	var imports map[string]string
+	if len(ans.References) > 0 {
+		var err error
+		if _, imports, err = c.refTexts(ans.References); err != nil {
+			return nil, err
+		}
+	}
+	return compileProto(ans.Schema, imports)
 }
 
 // ProtoMessage returns the descriptor of message (a full name such as
 // pkg.Msg, or a name without the package) in the latest schema of
 // subject: the row a source reads.
 func (c *Client) ProtoMessage(subject, message string) (protoreflect.MessageDescriptor, error) {
-	var ans struct {
-		ID         uint32 `json:"id"`
-		Schema     string `json:"schema"`
-		SchemaType string `json:"schemaType"`
-	}
+	var ans registered
 	if err := c.get("/subjects/"+subjectPath(subject)+"/versions/latest", &ans); err != nil {
 		return nil, err
 	}
@@ -61,7 +76,7 @@ func (c *Client) ProtoMessage(subject, message string) (protoreflect.MessageDesc
 		return nil, pgerror.New(pgcode.InvalidParameterValue, "subject %s holds a schema of type %s, not PROTOBUF", subject, orAvro(ans.SchemaType)).
 			WithHint("use ENCODE AVRO for Avro schemas")
 	}
-	fd, err := compileProto(ans.Schema)
+	fd, err := c.compileWithRefs(ans)
 	if err != nil {
 		return nil, err
 	}
@@ -115,17 +130,14 @@ func (c *Client) protoFile(id uint32) (protoreflect.FileDescriptor, error) {
 	if fd != nil {
 		return fd, nil
 	}
-	var ans struct {
-		Schema     string `json:"schema"`
-		SchemaType string `json:"schemaType"`
-	}
+	var ans registered
 	if err := c.get(fmt.Sprintf("/schemas/ids/%d", id), &ans); err != nil {
 		return nil, err
 	}
 	if !strings.EqualFold(ans.SchemaType, "PROTOBUF") {
 		return nil, fmt.Errorf("schema %d is of type %s, not PROTOBUF", id, orAvro(ans.SchemaType))
 	}
-	fd, err := compileProto(ans.Schema)
+	fd, err := c.compileWithRefs(ans)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func NewProtoWriter(name string, cols []types.Column) (*ProtoWriter, error) {
 	}
 	b.WriteString("}\n")
 	w := &ProtoWriter{cols: cols, Schema: b.String()}
-	fd, err := compileProto(w.Schema)
+	fd, err := compileProto(w.Schema, nil)
 	if err != nil {
 		return nil, pgerror.Wrap(err, pgcode.Internal, "the derived Protobuf schema")
 	}

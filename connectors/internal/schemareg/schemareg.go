@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -200,6 +201,90 @@ func (c *Client) do(method, path string, body, v any) error {
 	return nil
 }
 
+// Reference is a schema reference (Confluent): the schema registered as
+// version Version of Subject, known to the referring schema as Name (an
+// Avro named type's full name, a Protobuf import path).
+type Reference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// registered is a schema as the registry answers it.
+type registered struct {
+	ID         uint32      `json:"id"`
+	Schema     string      `json:"schema"`
+	SchemaType string      `json:"schemaType"`
+	References []Reference `json:"references"`
+}
+
+// maxRefs bounds the schemas one schema's references may bring in.
+const maxRefs = 256
+
+// refTexts returns the texts of the schemas refs name, transitively, each
+// once, every schema after those it references (the order a parser that
+// resolves names as it goes needs): name → text in order.
+func (c *Client) refTexts(refs []Reference) ([]Reference, map[string]string, error) {
+	texts := map[string]string{}
+	var order []Reference
+	seen := map[string]bool{}
+	var visit func(refs []Reference, depth int) error
+	visit = func(refs []Reference, depth int) error {
+		for _, r := range refs {
+			key := r.Subject + "\x00" + strconv.Itoa(r.Version)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if depth > 32 || len(seen) > maxRefs {
+				return pgerror.New(pgcode.InvalidParameterValue, "schema references nest too deep or are too many (%d)", len(seen))
+			}
+			var ans registered
+			v := "latest"
+			if r.Version > 0 {
+				v = strconv.Itoa(r.Version)
+			}
+			if err := c.get("/subjects/"+url.PathEscape(r.Subject)+"/versions/"+v, &ans); err != nil {
+				return err
+			}
+			if err := visit(ans.References, depth+1); err != nil {
+				return err
+			}
+			texts[r.Name] = ans.Schema
+			order = append(order, r)
+		}
+		return nil
+	}
+	err := visit(refs, 0)
+	return order, texts, err
+}
+
+// parseWithRefs parses a registered Avro schema after the schemas it
+// references (their named types in one cache, so the schema can name
+// them).
+func (c *Client) parseWithRefs(ans registered) (avro.Schema, error) {
+	if ans.SchemaType != "" && !strings.EqualFold(ans.SchemaType, "AVRO") {
+		return nil, pgerror.Unsupported("schema type %s", ans.SchemaType).WithHint("only Avro schemas are read")
+	}
+	cache := &avro.SchemaCache{}
+	if len(ans.References) > 0 {
+		order, texts, err := c.refTexts(ans.References)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range order {
+			if _, err := avro.ParseWithCache(texts[r.Name], "", cache); err != nil {
+				return nil, pgerror.New(pgcode.InvalidParameterValue, "bad Avro schema %s (a reference, subject %s version %d): %v", r.Name, r.Subject, r.Version, err)
+			}
+		}
+	}
+	s, err := avro.ParseWithCache(ans.Schema, "", cache)
+	if err != nil {
+		return nil, pgerror.New(pgcode.InvalidParameterValue, "bad Avro schema: %v", err)
+	}
+	return s, nil
+}
+
 // parse parses a registered schema (Avro only: a schemaType other than
 // AVRO is refused).
 func parse(schemaType, text string) (avro.Schema, error) {
@@ -221,14 +306,11 @@ func (c *Client) Schema(id uint32) (avro.Schema, error) {
 	if s != nil {
 		return s, nil
 	}
-	var ans struct {
-		Schema     string `json:"schema"`
-		SchemaType string `json:"schemaType"`
-	}
+	var ans registered
 	if err := c.get(fmt.Sprintf("/schemas/ids/%d", id), &ans); err != nil {
 		return nil, err
 	}
-	s, err := parse(ans.SchemaType, ans.Schema)
+	s, err := c.parseWithRefs(ans)
 	if err != nil {
 		return nil, err
 	}
@@ -243,15 +325,11 @@ func subjectPath(subject string) string { return url.PathEscape(subject) }
 
 // Latest returns the latest schema of subject and its id.
 func (c *Client) Latest(subject string) (avro.Schema, uint32, error) {
-	var ans struct {
-		ID         uint32 `json:"id"`
-		Schema     string `json:"schema"`
-		SchemaType string `json:"schemaType"`
-	}
+	var ans registered
 	if err := c.get("/subjects/"+url.PathEscape(subject)+"/versions/latest", &ans); err != nil {
 		return nil, 0, err
 	}
-	s, err := parse(ans.SchemaType, ans.Schema)
+	s, err := c.parseWithRefs(ans)
 	if err != nil {
 		return nil, 0, err
 	}
