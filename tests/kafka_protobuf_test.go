@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/binary"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +172,7 @@ func TestKafkaProtobuf(t *testing.T) {
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Nope', schema.registry = '` + regURL + `')`, "22023"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = 'http://127.0.0.1:1')`, "08000"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
-		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT UPSERT ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT DEBEZIUM ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
 		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
 	} {
 		wantCode(t, conn, bad.sql, bad.code)
@@ -244,4 +245,57 @@ func TestKafkaProtobufUpsert(t *testing.T) {
 	produce(`{"id": 6}`, val(6, "kiwi"))
 	waitForLines(t, conn, `SELECT id, item FROM ou_v`, []string{"1 apple2", "3 plum", "6 kiwi"})
 	waitForLines(t, conn, `SELECT n FROM ou_n`, []string{"3"})
+}
+
+// TestKafkaProtobufUpsertSink: FORMAT UPSERT ENCODE PROTOBUF from a table,
+// EXACTLY_ONCE: each record's value is the registered message of the row
+// (keys JSON of the primary key), a delete a tombstone; a FORMAT UPSERT
+// ENCODE PROTOBUF source reads the topic back to the table's rows, the
+// deleted one gone.
+func TestKafkaProtobufUpsertSink(t *testing.T) {
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1)
+	s := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
+	conn := s.ConnectSimple(t)
+	kw := `connector = 'kafka', properties.bootstrap.server = '` + b.Addr + `'`
+	ExecAll(t, conn,
+		`CREATE TABLE acct (id INT PRIMARY KEY, name TEXT, bal NUMERIC(12,2))`,
+		`CREATE SINK pbu FROM acct WITH (`+kw+`, topic = 'pbu', primary_key = 'id', delivery = 'EXACTLY_ONCE') FORMAT UPSERT ENCODE PROTOBUF (schema.registry = '`+regURL+`')`)
+	ExecAll(t, conn, `INSERT INTO acct VALUES (1, 'ann', 10.50), (2, 'bob', NULL), (3, 'cy', -3)`, `FLUSH`)
+	ExecAll(t, conn, `UPDATE acct SET bal = 99.99 WHERE id = 1`, `DELETE FROM acct WHERE id = 2`, `FLUSH`)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ConsumeTopics("pbu"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []string
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for len(recs) < 5 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			v := "tombstone"
+			if r.Value != nil {
+				if len(r.Value) < 6 || r.Value[0] != 0 {
+					t.Fatalf("value %q is not Confluent-framed", r.Value)
+				}
+				v = "message"
+			}
+			recs = append(recs, string(r.Key)+" "+v)
+		})
+	}
+	sort.Strings(recs)
+	if want := []string{`{"id":1} message`, `{"id":1} message`, `{"id":2} message`, `{"id":2} tombstone`, `{"id":3} message`}; strings.Join(recs, ",") != strings.Join(want, ",") {
+		t.Fatalf("records %v, want %v", recs, want)
+	}
+	reg.mu.Lock()
+	n := len(reg.subjects["pbu-value"])
+	reg.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("pbu-value has %d schemas, want 1", n)
+	}
+	ExecAll(t, conn,
+		`CREATE SOURCE back (id INT, name TEXT, bal TEXT, PRIMARY KEY (id)) WITH (`+kw+`, topic = 'pbu') FORMAT UPSERT ENCODE PROTOBUF (message = 'sluice.pbu_value', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW back_v AS SELECT id, name, coalesce(bal, 'NULL') FROM back`)
+	waitForLines(t, conn, `SELECT * FROM back_v ORDER BY id`, []string{"1 ann 99.99", "3 cy -3.00"})
 }

@@ -216,9 +216,9 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 		}
 	case sinkEncodeAvro:
 	case sinkEncodeProtobuf:
-		if o.format != sinkFormatPlain {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT %s ENCODE PROTOBUF is not supported by the kafka sink", o.format).
-				WithHint("use FORMAT PLAIN ENCODE PROTOBUF, or FORMAT %s ENCODE AVRO", o.format)
+		if o.format == sinkFormatDebezium {
+			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE PROTOBUF is not supported by the kafka sink").
+				WithHint("use FORMAT PLAIN or UPSERT ENCODE PROTOBUF, or FORMAT DEBEZIUM ENCODE AVRO or JSON")
 		}
 	default:
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
@@ -254,7 +254,9 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 		} else {
 			o.avro.valueSchema = schemareg.RecordSchema(o.topic+"_value", o.cols, nil)
 		}
-		if (o.format == sinkFormatUpsert || o.format == sinkFormatDebezium) && len(cfg.Key) > 0 {
+		if (o.format == sinkFormatUpsert || o.format == sinkFormatDebezium) && len(cfg.Key) > 0 && o.avro.proto == nil {
+			// ENCODE AVRO: the key an Avro record of the key columns
+			// (ENCODE PROTOBUF keys are JSON, as ENCODE JSON's).
 			o.avro.keySchema = schemareg.RecordSchema(o.topic+"_key", o.cols, cfg.Key)
 		}
 	}
