@@ -173,7 +173,7 @@ func TestKafkaProtobuf(t *testing.T) {
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', schema.registry = 'http://127.0.0.1:1')`, "08000"},
 		{`CREATE SOURCE x WITH (` + kw + `) FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `')`, "0A000"},
 		{`CREATE SINK x FROM orders_v WITH (` + kw + `, primary_key = 'id') FORMAT DEBEZIUM ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
-		{`CREATE SOURCE x (id BIGINT, PRIMARY KEY (id)) WITH (` + kw + `) FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SOURCE x WITH (` + kw + `) FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'shop.Order', schema.registry = '` + regURL + `')`, "22023"},
 	} {
 		wantCode(t, conn, bad.sql, bad.code)
 	}
@@ -298,4 +298,80 @@ func TestKafkaProtobufUpsertSink(t *testing.T) {
 		`CREATE SOURCE back (id INT, name TEXT, bal TEXT, PRIMARY KEY (id)) WITH (`+kw+`, topic = 'pbu') FORMAT UPSERT ENCODE PROTOBUF (message = 'sluice.pbu_value', schema.registry = '`+regURL+`')`,
 		`CREATE MATERIALIZED VIEW back_v AS SELECT id, name, coalesce(bal, 'NULL') FROM back`)
 	waitForLines(t, conn, `SELECT * FROM back_v ORDER BY id`, []string{"1 ann 99.99", "3 cy -3.00"})
+}
+
+// TestKafkaProtobufDebezium reads FORMAT DEBEZIUM ENCODE PROTOBUF: each
+// record is an envelope message (before and after: the row's message, op)
+// whose columns come from its after message; creates, an update and a
+// delete leave the table's rows, a tombstone is ignored, a record that is
+// not Protobuf is a dead letter.
+func TestKafkaProtobufDebezium(t *testing.T) {
+	const dbz = `syntax = "proto3";
+package dbz;
+message Value { int32 id = 1; optional string name = 2; }
+message Envelope { Value before = 1; Value after = 2; string op = 3; }
+`
+	reg, regURL := startRegistry(t)
+	b := StartBroker(t, 1, "dbzp")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := reg.register("dbzp-value", dbz)
+	reg.mu.Lock()
+	reg.stypes[id] = "PROTOBUF"
+	reg.mu.Unlock()
+	fd := compileTestProto(t, dbz)
+	val, env := fd.Messages().ByName("Value"), fd.Messages().ByName("Envelope")
+	row := func(rid int32, name string) protoreflect.Value {
+		m := dynamicpb.NewMessage(val)
+		m.Set(val.Fields().ByName("id"), protoreflect.ValueOfInt32(rid))
+		if name != "" {
+			m.Set(val.Fields().ByName("name"), protoreflect.ValueOfString(name))
+		}
+		return protoreflect.ValueOfMessage(m)
+	}
+	produce := func(v []byte) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dbzp", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(op string, before, after *protoreflect.Value) []byte {
+		m := dynamicpb.NewMessage(env)
+		if before != nil {
+			m.Set(env.Fields().ByName("before"), *before)
+		}
+		if after != nil {
+			m.Set(env.Fields().ByName("after"), *after)
+		}
+		m.Set(env.Fields().ByName("op"), protoreflect.ValueOfString(op))
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// indexes [1]: the file's second message, dbz.Envelope.
+		return append(binary.BigEndian.AppendUint32([]byte{0}, id), append([]byte{2, 2}, data...)...)
+	}
+	a1, a2, a3 := row(1, "ann"), row(2, "bob"), row(3, "")
+	produce(change("c", nil, &a1))
+	produce(change("c", nil, &a2))
+	produce(change("r", nil, &a3))
+	b1 := row(1, "anne")
+	produce(change("u", &a1, &b1))
+	produce(change("d", &a2, nil))
+	produce(nil)                   // the tombstone after a delete
+	produce([]byte(`{"op": "c"}`)) // not Protobuf: a dead letter
+	s := StartServer(t, Options{})
+	conn := s.ConnectSimple(t)
+	ExecAll(t, conn,
+		`CREATE SOURCE dbzp WITH (connector = 'kafka', topic = 'dbzp', properties.bootstrap.server = '`+b.Addr+`', on_error = 'dead_letter')
+		   FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'dbz.Envelope', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW dbzp_v AS SELECT id, coalesce(name, 'NULL') FROM dbzp`)
+	waitForLines(t, conn, `SELECT column_name || ' ' || data_type FROM information_schema.columns WHERE table_name = 'dbzp'`, []string{"id integer", "name text"})
+	waitForLines(t, conn, `SELECT * FROM dbzp_v ORDER BY id`, []string{"1 anne", "3 NULL"})
+	waitForLines(t, conn, `SELECT "offset" FROM sluice_dead_letters WHERE source = 'dbzp'`, []string{"6"})
 }

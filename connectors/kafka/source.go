@@ -232,18 +232,14 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 		if c.protoMessage = get("message"); c.protoMessage == "" {
 			return nil, srcOptionError("message", "is required with ENCODE PROTOBUF: the full name of the records' message (e.g. 'shop.Order')")
 		}
-		if c.format == srcDebezium {
-			// UPSERT reads the value as the message and the key as JSON
-			// or text (srcDecoder.upsertKey); a Debezium envelope in
-			// Protobuf is not read.
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM with ENCODE PROTOBUF is not supported").
-				WithHint("use FORMAT PLAIN or UPSERT ENCODE PROTOBUF, or FORMAT DEBEZIUM ENCODE AVRO or JSON")
-		}
+		// UPSERT reads the value as the message and the key as JSON or
+		// text (srcDecoder.upsertKey); DEBEZIUM reads message as the
+		// envelope (before, after: the row's message; op).
 	} else if get("message") != "" {
 		return nil, srcOptionError("message", "needs ENCODE PROTOBUF")
 	}
-	if c.format == srcDebezium && enc != decode.JSON && enc != decode.AVRO {
-		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON or AVRO")
+	if c.format == srcDebezium && enc != decode.JSON && enc != decode.AVRO && enc != decode.PROTOBUF {
+		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON, AVRO or PROTOBUF")
 	}
 	c.skip = make([]bool, len(c.cols))
 	payload := 0
@@ -299,6 +295,14 @@ func (SourceFactory) Validate(cfg connector.SourceConfig) ([]types.Column, error
 		md, err := reg.ProtoMessage(strings.TrimSpace(cfg.Options["topic"])+"-value", strings.TrimSpace(cfg.Options["message"]))
 		if err != nil {
 			return nil, err
+		}
+		if strings.EqualFold(strings.TrimSpace(cfg.Options["format"]), "DEBEZIUM") {
+			// The columns of a Debezium envelope: its after message's.
+			f := md.Fields().ByName("after")
+			if f == nil || f.Message() == nil {
+				return nil, pgerror.New(pgcode.InvalidParameterValue, "message %s has no after message field: not a Debezium envelope", md.FullName())
+			}
+			md = f.Message()
 		}
 		if cfg.Columns, err = schemareg.ProtoColumns(md); err != nil {
 			return nil, err

@@ -25,6 +25,12 @@ type RecordSource interface {
 	Record(msg []byte) (map[string]any, error)
 }
 
+// EnvelopeSource is a RecordSource that also reads Debezium change
+// envelopes: the before and after rows (nil when absent) and op.
+type EnvelopeSource interface {
+	Envelope(msg []byte) (before, after map[string]any, op string, err error)
+}
+
 // decodeRecord decodes a message of a RecordSource into row, as
 // decodeAvro does a record.
 func (d *Decoder) decodeRecord(msg []byte, row types.Row) error {

@@ -226,8 +226,41 @@ func (d *Decoder) DecodeDebezium(msg []byte, before, after types.Row) (hasBefore
 		if err := d.end(); err != nil {
 			return false, false, err
 		}
+	case PROTOBUF:
+		es, ok := d.recs.(EnvelopeSource)
+		if !ok {
+			return false, false, fmt.Errorf("ENCODE PROTOBUF needs a schema registry")
+		}
+		if len(msg) == 0 {
+			return false, false, errEmpty
+		}
+		d.reset()
+		defer d.finish()
+		b, a, op, err := es.Envelope(msg)
+		if err != nil {
+			return false, false, err
+		}
+		for _, img := range []struct {
+			rec map[string]any
+			row types.Row
+			has *bool
+		}{{b, before, &env.before}, {a, after, &env.after}} {
+			if img.rec == nil {
+				continue
+			}
+			if err := d.fillAvro(img.rec, img.row); err != nil {
+				return false, false, err
+			}
+			*img.has = true
+		}
+		if op != "" {
+			env.hasOp, env.op, env.opText = true, op[0], op
+			if len(op) != 1 {
+				env.op = 0
+			}
+		}
 	default:
-		return false, false, fmt.Errorf("the Debezium envelope needs JSON or Avro")
+		return false, false, fmt.Errorf("the Debezium envelope needs JSON, Avro or Protobuf")
 	}
 	op := env.op
 	if !env.hasOp {

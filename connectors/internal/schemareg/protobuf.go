@@ -183,6 +183,43 @@ func (c *Client) NewProtoReader(message string) *ProtoReader {
 // Record decodes msg into a record: field name -> value (nil for an unset
 // field with presence; a proto3 scalar without presence is its value).
 func (p *ProtoReader) Record(msg []byte) (map[string]any, error) {
+	m, err := p.decode(msg)
+	if err != nil {
+		return nil, err
+	}
+	return protoRecord(m), nil
+}
+
+// Envelope decodes msg as a Debezium change envelope: a message whose
+// fields before and after are the row's message (each unset when
+// absent) and op a string; it returns the rows as records
+// (decode.EnvelopeSource).
+func (p *ProtoReader) Envelope(msg []byte) (before, after map[string]any, op string, err error) {
+	m, err := p.decode(msg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fields := m.Descriptor().Fields()
+	for _, img := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"before", &before}, {"after", &after}} {
+		f := fields.ByName(protoreflect.Name(img.name))
+		if f == nil || f.Message() == nil || f.IsList() || f.IsMap() {
+			return nil, nil, "", fmt.Errorf("the message %s has no %s message field: not a Debezium envelope", m.Descriptor().FullName(), img.name)
+		}
+		if m.Has(f) {
+			*img.dst = protoRecord(m.Get(f).Message())
+		}
+	}
+	if f := fields.ByName("op"); f != nil && f.Kind() == protoreflect.StringKind {
+		op = m.Get(f).String()
+	}
+	return before, after, op, nil
+}
+
+// decode unframes msg and reads its message.
+func (p *ProtoReader) decode(msg []byte) (protoreflect.Message, error) {
 	if len(msg) < 6 || msg[0] != 0 {
 		return nil, fmt.Errorf("not in the Confluent wire format (a zero byte, a 4-byte schema id, the message indexes)")
 	}
@@ -211,7 +248,7 @@ func (p *ProtoReader) Record(msg []byte) (map[string]any, error) {
 	if err := proto.Unmarshal(payload, m); err != nil {
 		return nil, fmt.Errorf("bad Protobuf data for schema %d: %v", id, err)
 	}
-	return protoRecord(m), nil
+	return m, nil
 }
 
 // protoRecord converts a message into a record.
