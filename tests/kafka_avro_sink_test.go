@@ -273,11 +273,11 @@ func TestKafkaAvroSink(t *testing.T) {
 	}
 
 	for _, bad := range []struct{ sql, code string }{
-		// No registry; an unknown option after ENCODE; DEBEZIUM PROTOBUF.
+		// No registry; an unknown option after ENCODE; UPSERT CSV.
 		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT PLAIN ENCODE AVRO`, "22023"},
 		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `', message = 'm')`, "22023"},
 		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT PLAIN ENCODE JSON (schema.registry = '` + regURL + `')`, "22023"},
-		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT DEBEZIUM ENCODE PROTOBUF (schema.registry = '` + regURL + `')`, "0A000"},
+		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x', primary_key = 'id') FORMAT UPSERT ENCODE CSV`, "0A000"},
 		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT PLAIN ENCODE AVRO (schema.registry = 'ftp://h')`, "22023"},
 		{`CREATE SINK x FROM src WITH (` + kw + `, topic = 'x') FORMAT PLAIN ENCODE AVRO (schema.registry = '` + regURL + `', schema.registry.password = 'p')`, "22023"},
 	} {

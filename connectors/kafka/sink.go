@@ -216,10 +216,7 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 		}
 	case sinkEncodeAvro:
 	case sinkEncodeProtobuf:
-		if o.format == sinkFormatDebezium {
-			return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM ENCODE PROTOBUF is not supported by the kafka sink").
-				WithHint("use FORMAT PLAIN or UPSERT ENCODE PROTOBUF, or FORMAT DEBEZIUM ENCODE AVRO or JSON")
-		}
+
 	default:
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "ENCODE %s is not supported by the kafka sink", cfg.Encode).
 			WithHint("use ENCODE JSON, CSV, AVRO or PROTOBUF")
@@ -246,7 +243,12 @@ func sinkParse(cfg connector.SinkConfig) (*sinkOptions, error) {
 			if name == "" {
 				name = o.topic + "_value"
 			}
-			if o.avro.proto, err = schemareg.NewProtoWriter(name, o.cols); err != nil {
+			if o.format == sinkFormatDebezium {
+				o.avro.proto, err = schemareg.NewProtoEnvelopeWriter(name, o.cols)
+			} else {
+				o.avro.proto, err = schemareg.NewProtoWriter(name, o.cols)
+			}
+			if err != nil {
 				return nil, err
 			}
 		} else if o.format == sinkFormatDebezium {
@@ -398,8 +400,13 @@ func (e *sinkEncoder) recordAvro(buf []byte, epoch uint64, c connector.Change, r
 	}
 	if e.format == sinkFormatDebezium {
 		start := len(buf)
-		buf = schemareg.AppendFrame(buf, e.avro.valueID)
-		if buf, err = schemareg.AppendEnvelope(buf, e.cols, c.Before, c.After, epoch); err != nil {
+		if e.avro.proto != nil {
+			buf, err = e.avro.proto.AppendEnvelope(buf, e.avro.valueID, c.Before, c.After, epoch)
+		} else {
+			buf = schemareg.AppendFrame(buf, e.avro.valueID)
+			buf, err = schemareg.AppendEnvelope(buf, e.cols, c.Before, c.After, epoch)
+		}
+		if err != nil {
 			return buf, nil, nil, err
 		}
 		return buf, key, buf[start:len(buf):len(buf)], nil

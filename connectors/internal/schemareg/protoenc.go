@@ -25,6 +25,61 @@ type ProtoWriter struct {
 	Schema string // the .proto text
 	md     protoreflect.MessageDescriptor
 	fields []protoreflect.FieldDescriptor
+	// env is the Debezium envelope message (NewProtoEnvelopeWriter),
+	// the file's first: before and after the row message, op, epoch.
+	env protoreflect.MessageDescriptor
+}
+
+// NewProtoEnvelopeWriter derives a .proto whose first message,
+// <name>_envelope, is a Debezium change envelope (before = 1, after = 2:
+// the row message name; op = 3; epoch = 4) of rows with columns cols.
+func NewProtoEnvelopeWriter(name string, cols []types.Column) (*ProtoWriter, error) {
+	row := avroName(name)
+	var b strings.Builder
+	b.WriteString("syntax = \"proto3\";\npackage sluice;\nimport \"google/protobuf/timestamp.proto\";\n")
+	fmt.Fprintf(&b, "message %s_envelope {\n  %s before = 1;\n  %s after = 2;\n  string op = 3;\n  int64 epoch = 4;\n}\n", row, row, row)
+	fmt.Fprintf(&b, "message %s {\n", row)
+	for i, c := range cols {
+		fmt.Fprintf(&b, "  optional %s %s = %d;\n", protoType(c.Type), avroName(c.Name), i+1)
+	}
+	b.WriteString("}\n")
+	w := &ProtoWriter{cols: cols, Schema: b.String()}
+	fd, err := compileProto(w.Schema, nil)
+	if err != nil {
+		return nil, pgerror.Wrap(err, pgcode.Internal, "the derived Protobuf schema")
+	}
+	w.env, w.md = fd.Messages().Get(0), fd.Messages().Get(1)
+	for i := range cols {
+		w.fields = append(w.fields, w.md.Fields().ByNumber(protoreflect.FieldNumber(i+1)))
+	}
+	return w, nil
+}
+
+// AppendEnvelope appends the Confluent framing of schema id (message
+// indexes [0], the envelope) and the envelope of one change.
+func (w *ProtoWriter) AppendEnvelope(buf []byte, id uint32, before, after types.Row, epoch uint64) ([]byte, error) {
+	m := dynamicpb.NewMessage(w.env)
+	op := "u"
+	switch {
+	case before == nil:
+		op = "c"
+	case after == nil:
+		op = "d"
+	}
+	for i, r := range []types.Row{before, after} {
+		if r == nil {
+			continue
+		}
+		rm, err := w.rowMessage(r)
+		if err != nil {
+			return buf, err
+		}
+		m.Set(w.env.Fields().ByNumber(protoreflect.FieldNumber(i+1)), protoreflect.ValueOfMessage(rm))
+	}
+	m.Set(w.env.Fields().ByName("op"), protoreflect.ValueOfString(op))
+	m.Set(w.env.Fields().ByName("epoch"), protoreflect.ValueOfInt64(int64(epoch)))
+	buf = append(AppendFrame(buf, id), 0)
+	return proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, m)
 }
 
 // NewProtoWriter derives the .proto of message name (package sluice)
@@ -75,6 +130,16 @@ func protoType(t types.T) string {
 // AppendMessage appends the Confluent framing of schema id (message
 // indexes [0]) and the message of row.
 func (w *ProtoWriter) AppendMessage(buf []byte, id uint32, row types.Row) ([]byte, error) {
+	m, err := w.rowMessage(row)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(AppendFrame(buf, id), 0) // message indexes [0]
+	return proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, m)
+}
+
+// rowMessage returns the row message of row.
+func (w *ProtoWriter) rowMessage(row types.Row) (*dynamicpb.Message, error) {
 	m := dynamicpb.NewMessage(w.md)
 	for i, c := range w.cols {
 		d := row[i]
@@ -98,7 +163,7 @@ func (w *ProtoWriter) AppendMessage(buf []byte, id uint32, row types.Row) ([]byt
 			v = protoreflect.ValueOfBytes([]byte(d.S))
 		case types.Timestamp, types.TimestampTZ:
 			if d.I == types.InfinityI || d.I == types.NegInfinityI {
-				return buf, pgerror.New(pgcode.DatetimeFieldOverflow, "column %s: %s has no Protobuf Timestamp form", c.Name, types.FormatText(d, c.Type))
+				return nil, pgerror.New(pgcode.DatetimeFieldOverflow, "column %s: %s has no Protobuf Timestamp form", c.Name, types.FormatText(d, c.Type))
 			}
 			ts := dynamicpb.NewMessage(f.Message())
 			sec, us := d.I/1e6, d.I%1e6
@@ -113,8 +178,7 @@ func (w *ProtoWriter) AppendMessage(buf []byte, id uint32, row types.Row) ([]byt
 		}
 		m.Set(f, v)
 	}
-	buf = append(AppendFrame(buf, id), 0) // message indexes [0]
-	return proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf, m)
+	return m, nil
 }
 
 // RegisterProto registers a .proto text under subject (schemaType
