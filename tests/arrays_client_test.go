@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -173,29 +172,7 @@ func TestArraysFileSourceSink(t *testing.T) {
 		`{"id":2,"a":[],"b":[],"c":null,"m":[],"n":0,"a0":[0]}`,
 		`{"id":3,"a":[7,8],"b":["z"],"c":[0.25],"m":[[5]],"n":2,"a0":[7,8,0]}`,
 	}
-	for {
-		var got []string
-		names, _ := filepath.Glob(filepath.Join(out, "part-*"))
-		for _, name := range names {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				if l != "" {
-					got = append(got, l)
-				}
-			}
-		}
-		sort.Strings(got)
-		if strings.Join(got, "\n") == strings.Join(wantOut, "\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sink wrote:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantOut, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitSinkLines(t, out, wantOut)
 }
 
 // TestArraysPostgresSink: a view's integer[], text[], numeric[] and

@@ -355,14 +355,7 @@ const avroUnionSchema = `{"type":"record","name":"Ev","namespace":"shop","fields
 // name (a source with declared columns).
 func TestKafkaAvroUnionsAndStructs(t *testing.T) {
 	reg, regURL := startRegistry(t)
-	b := StartBroker(t, 1, "evs")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, cl, ctx := brokerClient(t, "evs")
 	id := reg.register("evs-value", avroUnionSchema)
 	sch := avro.MustParse(avroUnionSchema)
 	for _, rec := range []map[string]any{
@@ -416,14 +409,7 @@ func TestKafkaAvroUnionsAndStructs(t *testing.T) {
 // missing version is a clear error at CREATE.
 func TestSchemaReferences(t *testing.T) {
 	reg, regURL := startRegistry(t)
-	b := StartBroker(t, 1, "pays", "ppays")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, cl, ctx := brokerClient(t, "pays", "ppays")
 	const money = `{"type":"record","name":"Money","namespace":"shop","fields":[{"name":"amount","type":"double"},{"name":"cur","type":"string"}]}`
 	const pay = `{"type":"record","name":"Pay","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"price","type":"shop.Money"}]}`
 	reg.registerWithRefs("money", money, "")

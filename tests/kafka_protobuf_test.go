@@ -185,14 +185,7 @@ func TestKafkaProtobuf(t *testing.T) {
 // view is the same.
 func TestKafkaProtobufUpsert(t *testing.T) {
 	reg, regURL := startRegistry(t)
-	b := StartBroker(t, 1, "orders_u")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	b, cl, ctx := brokerClient(t, "orders_u")
 	id := reg.register("orders_u-value", protoShop)
 	reg.mu.Lock()
 	reg.stypes[id] = "PROTOBUF"
@@ -311,14 +304,7 @@ message Value { int32 id = 1; optional string name = 2; }
 message Envelope { Value before = 1; Value after = 2; string op = 3; }
 `
 	reg, regURL := startRegistry(t)
-	b := StartBroker(t, 1, "dbzp")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, cl, ctx := brokerClient(t, "dbzp")
 	id := reg.register("dbzp-value", dbz)
 	reg.mu.Lock()
 	reg.stypes[id] = "PROTOBUF"

@@ -227,7 +227,14 @@ func fileSinkLines(t *testing.T, dir string) []string {
 // the context ends with the test, after at most two minutes.
 func clicksTopic(t *testing.T) (*Broker, *kgo.Client, context.Context) {
 	t.Helper()
-	b := StartBroker(t, 1, "clicks")
+	return brokerClient(t, "clicks")
+}
+
+// brokerClient starts a broker with topics (one partition each) and a
+// client of it; the context ends with the test, after at most two minutes.
+func brokerClient(t *testing.T, topics ...string) (*Broker, *kgo.Client, context.Context) {
+	t.Helper()
+	b := StartBroker(t, 1, topics...)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)

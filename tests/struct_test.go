@@ -84,10 +84,17 @@ func TestStructFileSourceSink(t *testing.T) {
 		`{"id":2,"u":{"name":"bob","age":null,"addr":null,"tags":null,"extra":null},"name":"bob","city":null,"ntags":null}`,
 		`{"id":3,"u":null,"name":null,"city":null,"ntags":null}`,
 	}
+	waitSinkLines(t, out, wantOut)
+}
+
+// waitSinkLines waits until the JSON lines a file sink wrote under dir
+// (its part-* files), sorted, are want; it fails after 30 s.
+func waitSinkLines(t *testing.T, dir string, want []string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var got []string
-		names, _ := filepath.Glob(filepath.Join(out, "part-*"))
+		names, _ := filepath.Glob(filepath.Join(dir, "part-*"))
 		for _, name := range names {
 			b, err := os.ReadFile(name)
 			if err != nil {
@@ -100,11 +107,11 @@ func TestStructFileSourceSink(t *testing.T) {
 			}
 		}
 		sort.Strings(got)
-		if strings.Join(got, "\n") == strings.Join(wantOut, "\n") {
-			break
+		if strings.Join(got, "\n") == strings.Join(want, "\n") {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sink wrote:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantOut, "\n"))
+			t.Fatalf("sink wrote:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -162,13 +161,7 @@ func TestWindowEOWCDiff(t *testing.T) {
 // same join over the same records (date_bin for TUMBLE).
 func TestJoinEOWCDiff(t *testing.T) {
 	EnsurePostgres(t)
-	b := StartBroker(t, 1, "imps", "clks")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	ctx := context.Background()
+	b, cl, ctx := brokerClient(t, "imps", "clks")
 	rng := rand.New(rand.NewSource(23))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	type rec struct {

@@ -317,7 +317,7 @@ func probe(ctx context.Context, c *config) (*upstreamTable, error) {
 }
 
 // enumLabels parses the values of an ENUM or SET COLUMN_TYPE:
-// enum('a','b','it''s') → a, b, it's.
+// enum('a','b') → a, b (a doubled quote inside a value is one quote).
 func enumLabels(ct string) []string {
 	i := strings.IndexByte(ct, '(')
 	if i < 0 {

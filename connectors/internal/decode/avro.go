@@ -106,7 +106,6 @@ func (d *Decoder) avroValue(col int, v any, dst *types.Datum) error {
 		*dst = x
 		return nil
 	}
-	var s string
 	switch x := v.(type) {
 	case string:
 		return d.text(col, []byte(x), true, dst)
@@ -115,43 +114,55 @@ func (d *Decoder) avroValue(col int, v any, dst *types.Datum) error {
 			*dst = types.NewBytes(x)
 			return nil
 		}
-		s = string(x)
+	}
+	s, err := avroText(t, v)
+	if err != nil {
+		return d.colErr(col, "cannot convert the Avro value: %v", err)
+	}
+	return d.text(col, []byte(s), false, dst)
+}
+
+// avroText is the text of a decoded Avro (or Protobuf) value for a column
+// of type t: scalars as the type's input reads them, records, maps and
+// arrays as JSON.
+func avroText(t types.T, v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
 	case bool:
-		s = strconv.FormatBool(x)
+		return strconv.FormatBool(x), nil
 	case int:
-		s = strconv.Itoa(x)
+		return strconv.Itoa(x), nil
 	case int32:
-		s = strconv.FormatInt(int64(x), 10)
+		return strconv.FormatInt(int64(x), 10), nil
 	case int64:
-		s = strconv.FormatInt(x, 10)
+		return strconv.FormatInt(x, 10), nil
 	case float32:
-		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
+		return strconv.FormatFloat(float64(x), 'g', -1, 32), nil
 	case float64:
-		s = strconv.FormatFloat(x, 'g', -1, 64)
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
 	case time.Time:
-		s = x.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 		if t.Fam == types.Timestamp || t.Fam == types.Date {
-			s = x.UTC().Format("2006-01-02 15:04:05.999999")
+			return x.UTC().Format("2006-01-02 15:04:05.999999"), nil
 		}
+		return x.UTC().Format("2006-01-02T15:04:05.999999Z07:00"), nil
 	case time.Duration:
-		s = fmt.Sprintf("%d microseconds", x.Microseconds())
+		return fmt.Sprintf("%d microseconds", x.Microseconds()), nil
 	case *big.Rat:
 		scale := 18
 		if t.Fam == types.Numeric && t.Scale >= 0 {
 			scale = int(t.Scale)
 		}
-		s = x.FloatString(scale)
+		s := x.FloatString(scale)
 		if t.Scale < 0 && strings.Contains(s, ".") {
 			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 		}
-	default: // records, maps, arrays: JSON
-		b, err := json.Marshal(x)
-		if err != nil {
-			return d.colErr(col, "cannot convert the Avro value: %v", err)
-		}
-		s = string(b)
+		return s, nil
 	}
-	return d.text(col, []byte(s), false, dst)
+	b, err := json.Marshal(v) // records, maps, arrays
+	return string(b), err
 }
 
 // decodeAvroDebezium decodes a Debezium envelope in Avro: a record with
@@ -227,65 +238,27 @@ func avroStruct(t types.T, m map[string]any) (types.Datum, error) {
 
 // avroDatum converts one decoded Avro value to type t (a STRUCT field).
 func avroDatum(t types.T, v any) (types.Datum, error) {
-	var s string
 	switch x := v.(type) {
 	case map[string]any:
 		if len(t.RecordFields()) > 0 {
 			return avroStruct(t, x)
 		}
-		b, err := json.Marshal(x)
-		if err != nil {
-			return types.Null, err
-		}
-		s = string(b)
 	case []any:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return types.Null, err
-		}
 		if types.IsArray(t.Fam) {
+			b, err := json.Marshal(x)
+			if err != nil {
+				return types.Null, err
+			}
 			return types.ArrayFromJSON(string(b), t)
 		}
-		s = string(b)
-	case string:
-		s = x
 	case []byte:
 		if t.Fam == types.Bytea {
 			return types.NewBytes(x), nil
 		}
-		s = string(x)
-	case bool:
-		s = strconv.FormatBool(x)
-	case int:
-		s = strconv.Itoa(x)
-	case int32:
-		s = strconv.FormatInt(int64(x), 10)
-	case int64:
-		s = strconv.FormatInt(x, 10)
-	case float32:
-		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case float64:
-		s = strconv.FormatFloat(x, 'g', -1, 64)
-	case time.Time:
-		s = x.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
-		if t.Fam == types.Timestamp || t.Fam == types.Date {
-			s = x.UTC().Format("2006-01-02 15:04:05.999999")
-		}
-	case *big.Rat:
-		scale := 18
-		if t.Fam == types.Numeric && t.Scale >= 0 {
-			scale = int(t.Scale)
-		}
-		s = x.FloatString(scale)
-		if t.Scale < 0 && strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return types.Null, err
-		}
-		s = string(b)
+	}
+	s, err := avroText(t, v)
+	if err != nil {
+		return types.Null, err
 	}
 	return types.ParseText(s, t)
 }

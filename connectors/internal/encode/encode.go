@@ -60,16 +60,22 @@ func KeyText(buf []byte, cols []types.Column, key []int, row types.Row, sep byte
 	return buf
 }
 
+// DebeziumOp is a change's Debezium op: c (an insert: no before row), d
+// (a delete: no after row) or u.
+func DebeziumOp(before, after types.Row) string {
+	switch {
+	case before == nil:
+		return "c"
+	case after == nil:
+		return "d"
+	}
+	return "u"
+}
+
 // Debezium appends a Debezium-style change envelope:
 // {"before":…,"after":…,"op":"c"|"u"|"d","source":{"epoch":N}}.
 func Debezium(buf []byte, cols []types.Column, before, after types.Row, epoch uint64) []byte {
-	op := "u"
-	switch {
-	case before == nil:
-		op = "c"
-	case after == nil:
-		op = "d"
-	}
+	op := DebeziumOp(before, after)
 	buf = append(buf, `{"before":`...)
 	if before == nil {
 		buf = append(buf, "null"...)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 
+	"sluice/connectors/internal/encode"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -110,13 +111,7 @@ func EnvelopeSchema(name string, cols []types.Column) string {
 // AppendEnvelope appends the Avro binary of a Debezium envelope in the
 // schema EnvelopeSchema derives: before and after (nil: null), op, epoch.
 func AppendEnvelope(b []byte, cols []types.Column, before, after types.Row, epoch uint64) ([]byte, error) {
-	op := "u"
-	switch {
-	case before == nil:
-		op = "c"
-	case after == nil:
-		op = "d"
-	}
+	op := encode.DebeziumOp(before, after)
 	for _, r := range []types.Row{before, after} {
 		if r == nil {
 			b = append(b, 0)

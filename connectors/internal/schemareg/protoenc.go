@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"sluice/connectors/internal/encode"
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
 	"sluice/sql/types"
@@ -34,38 +35,14 @@ type ProtoWriter struct {
 // <name>_envelope, is a Debezium change envelope (before = 1, after = 2:
 // the row message name; op = 3; epoch = 4) of rows with columns cols.
 func NewProtoEnvelopeWriter(name string, cols []types.Column) (*ProtoWriter, error) {
-	row := avroName(name)
-	var b strings.Builder
-	b.WriteString("syntax = \"proto3\";\npackage sluice;\nimport \"google/protobuf/timestamp.proto\";\n")
-	fmt.Fprintf(&b, "message %s_envelope {\n  %s before = 1;\n  %s after = 2;\n  string op = 3;\n  int64 epoch = 4;\n}\n", row, row, row)
-	fmt.Fprintf(&b, "message %s {\n", row)
-	for i, c := range cols {
-		fmt.Fprintf(&b, "  optional %s %s = %d;\n", protoType(c.Type), avroName(c.Name), i+1)
-	}
-	b.WriteString("}\n")
-	w := &ProtoWriter{cols: cols, Schema: b.String()}
-	fd, err := compileProto(w.Schema, nil)
-	if err != nil {
-		return nil, pgerror.Wrap(err, pgcode.Internal, "the derived Protobuf schema")
-	}
-	w.env, w.md = fd.Messages().Get(0), fd.Messages().Get(1)
-	for i := range cols {
-		w.fields = append(w.fields, w.md.Fields().ByNumber(protoreflect.FieldNumber(i+1)))
-	}
-	return w, nil
+	return newProtoWriter(name, cols, true)
 }
 
 // AppendEnvelope appends the Confluent framing of schema id (message
 // indexes [0], the envelope) and the envelope of one change.
 func (w *ProtoWriter) AppendEnvelope(buf []byte, id uint32, before, after types.Row, epoch uint64) ([]byte, error) {
 	m := dynamicpb.NewMessage(w.env)
-	op := "u"
-	switch {
-	case before == nil:
-		op = "c"
-	case after == nil:
-		op = "d"
-	}
+	op := encode.DebeziumOp(before, after)
 	for i, r := range []types.Row{before, after} {
 		if r == nil {
 			continue
@@ -85,9 +62,22 @@ func (w *ProtoWriter) AppendEnvelope(buf []byte, id uint32, before, after types.
 // NewProtoWriter derives the .proto of message name (package sluice)
 // for cols and compiles it.
 func NewProtoWriter(name string, cols []types.Column) (*ProtoWriter, error) {
+	return newProtoWriter(name, cols, false)
+}
+
+// protoHeader starts every derived .proto.
+const protoHeader = "syntax = \"proto3\";\npackage sluice;\nimport \"google/protobuf/timestamp.proto\";\n"
+
+// newProtoWriter derives the .proto of the row message name for cols,
+// after an envelope message of it when envelope is set, and compiles it.
+func newProtoWriter(name string, cols []types.Column, envelope bool) (*ProtoWriter, error) {
+	row := avroName(name)
 	var b strings.Builder
-	b.WriteString("syntax = \"proto3\";\npackage sluice;\nimport \"google/protobuf/timestamp.proto\";\n")
-	fmt.Fprintf(&b, "message %s {\n", avroName(name))
+	b.WriteString(protoHeader)
+	if envelope {
+		fmt.Fprintf(&b, "message %s_envelope {\n  %s before = 1;\n  %s after = 2;\n  string op = 3;\n  int64 epoch = 4;\n}\n", row, row, row)
+	}
+	fmt.Fprintf(&b, "message %s {\n", row)
 	for i, c := range cols {
 		fmt.Fprintf(&b, "  optional %s %s = %d;\n", protoType(c.Type), avroName(c.Name), i+1)
 	}
@@ -98,6 +88,9 @@ func NewProtoWriter(name string, cols []types.Column) (*ProtoWriter, error) {
 		return nil, pgerror.Wrap(err, pgcode.Internal, "the derived Protobuf schema")
 	}
 	w.md = fd.Messages().Get(0)
+	if envelope {
+		w.env, w.md = fd.Messages().Get(0), fd.Messages().Get(1)
+	}
 	for i := range cols {
 		w.fields = append(w.fields, w.md.Fields().ByNumber(protoreflect.FieldNumber(i+1)))
 	}
