@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bufbuild/protocompile"
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -141,17 +142,7 @@ func TestKafkaProtobuf(t *testing.T) {
 		`CREATE SINK pb_out FROM orders WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (schema.registry = '`+regURL+`')`,
 	)
 	// The sink registers its schema on its first write.
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		reg.mu.Lock()
-		n := len(reg.subjects["pb_out-value"])
-		reg.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sink pb_out registered no schema: %s", sinkError(t, conn, "pb_out"))
-		}
-	}
+	waitRegistered(t, reg, conn, "pb_out")
 	ExecAll(t, conn,
 		`CREATE SOURCE pb_back WITH (connector = 'kafka', topic = 'pb_out', properties.bootstrap.server = '`+b.Addr+`') FORMAT PLAIN ENCODE PROTOBUF (message = 'sluice.pb_out_value', schema.registry = '`+regURL+`')`,
 		`CREATE MATERIALIZED VIEW pb_back_v AS SELECT * FROM pb_back`,
@@ -368,20 +359,27 @@ message Envelope { Value before = 1; Value after = 2; string op = 3; }
 		   FORMAT DEBEZIUM ENCODE PROTOBUF (schema.registry = '`+regURL+`')`)
 	ExecAll(t, conn, `INSERT INTO acct VALUES (1, 'ann'), (2, 'bob'), (3, NULL)`, `FLUSH`)
 	ExecAll(t, conn, `UPDATE acct SET name = 'cy' WHERE id = 3`, `DELETE FROM acct WHERE id = 2`, `FLUSH`)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		reg.mu.Lock()
-		n := len(reg.subjects["dbz_out-value"])
-		reg.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sink dbz_out registered no schema: %s", sinkError(t, conn, "dbz_out"))
-		}
-	}
+	waitRegistered(t, reg, conn, "dbz_out")
 	ExecAll(t, conn,
 		`CREATE SOURCE dbz_back WITH (connector = 'kafka', topic = 'dbz_out', properties.bootstrap.server = '`+b.Addr+`')
 		   FORMAT DEBEZIUM ENCODE PROTOBUF (message = 'sluice.dbz_out_value_envelope', schema.registry = '`+regURL+`')`,
 		`CREATE MATERIALIZED VIEW dbz_back_v AS SELECT id, coalesce(name, 'NULL') FROM dbz_back`)
 	waitForLines(t, conn, `SELECT * FROM dbz_back_v ORDER BY id`, []string{"1 ann", "3 cy"})
+}
+
+// waitRegistered waits until sink (topic of the same name) has registered
+// its value schema, which it does on its first write.
+func waitRegistered(t *testing.T, reg *testRegistry, conn *pgx.Conn, sink string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		reg.mu.Lock()
+		n := len(reg.subjects[sink+"-value"])
+		reg.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink %s registered no schema: %s", sink, sinkError(t, conn, sink))
+		}
+	}
 }
