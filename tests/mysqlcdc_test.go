@@ -440,7 +440,9 @@ func TestMySQLCDCBadInput(t *testing.T) {
 	cdcExpect(t, sl, `CREATE SOURCE nocol (id INT PRIMARY KEY, nope TEXT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"42703", "column nope does not exist")
 	cdcExpect(t, sl, `CREATE SOURCE bits (id INT PRIMARY KEY, bt TEXT) WITH (`+m.withOpts("root", "", "mcdc_bit")+`)`,
-		"0A000", "upstream type bit(3)")
+		"42804", "column bt is bit(3) upstream")
+	cdcExpect(t, sl, `CREATE SOURCE bits (id INT PRIMARY KEY, bt BOOLEAN) WITH (`+m.withOpts("root", "", "mcdc_bit")+`)`,
+		"42804", "column bt is bit(3) upstream")
 	cdcExpect(t, sl, `CREATE SOURCE en (id INT PRIMARY KEY, e INT) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
 		"42804", "column e is enum('a','b') upstream")
 	cdcExpect(t, sl, `CREATE SOURCE iv (id INT PRIMARY KEY, v INTERVAL) WITH (`+m.withOpts("root", "", "mcdc_kv")+`)`,
@@ -701,27 +703,29 @@ func mcdcWriter(ctx context.Context, addr string, w int, rng *rand.Rand, commits
 // TestMySQLCDCEnumSet: ENUM and SET columns read as TEXT, from the
 // snapshot (their text) and from the binlog (an ENUM's index, a SET's
 // bitmask, turned into the values upstream declares, a quote and upper
-// case kept): after the snapshot and after inserts, updates and deletes
-// the view equals MariaDB's own text of the table.
+// case kept), and BIT columns as BOOLEAN (BIT(1)), BIGINT and BYTEA (the
+// snapshot's bytes, the binlog's integer): after the snapshot and after
+// inserts, updates and deletes the view equals MariaDB's own values.
 func TestMySQLCDCEnumSet(t *testing.T) {
 	m := startMariaDB(t, true)
 	up := m.connect(t)
 	mysqlExec(t, up, `CREATE DATABASE mcdc_db`,
-		`CREATE TABLE mcdc_db.mcdc_es (id INT PRIMARY KEY, e ENUM('small', 'Big', 'it''s'), s SET('x', 'Y', 'zw'), n INT)`,
-		`INSERT INTO mcdc_db.mcdc_es VALUES (1, 'small', 'x', 1), (2, 'Big', 'x,Y', 2), (3, NULL, '', 3), (4, 'it''s', 'Y,zw', 4)`)
+		`CREATE TABLE mcdc_db.mcdc_es (id INT PRIMARY KEY, e ENUM('small', 'Big', 'it''s'), s SET('x', 'Y', 'zw'), n INT, b1 BIT(1), b12 BIT(12), bb BIT(12))`,
+		`INSERT INTO mcdc_db.mcdc_es VALUES (1, 'small', 'x', 1, b'1', b'101', b'101'), (2, 'Big', 'x,Y', 2, b'0', b'111111111111', b'111111111111'), (3, NULL, '', 3, NULL, NULL, NULL), (4, 'it''s', 'Y,zw', 4, b'1', 0, 0)`)
 	srv := StartServer(t, Options{CheckpointInterval: 200 * time.Millisecond})
 	sl := srv.Connect(t)
-	ExecAll(t, sl, `CREATE SOURCE es (id INT PRIMARY KEY, e TEXT, s VARCHAR, n INT) WITH (`+m.withOpts("root", "", "mcdc_es")+`)`,
-		`CREATE MATERIALIZED VIEW es_v AS SELECT id, e, s, n FROM es`)
+	ExecAll(t, sl, `CREATE SOURCE es (id INT PRIMARY KEY, e TEXT, s VARCHAR, n INT, b1 BOOLEAN, b12 BIGINT, bb BYTEA) WITH (`+m.withOpts("root", "", "mcdc_es")+`)`,
+		`CREATE MATERIALIZED VIEW es_v AS SELECT id, e, s, n, b1, b12, bb FROM es`)
 	check := func(what string) {
 		t.Helper()
-		want, err := mysqlLines(up, `SELECT id, CAST(e AS CHAR), CAST(s AS CHAR), n FROM mcdc_db.mcdc_es ORDER BY id`, "ssss")
+		want, err := mysqlLines(up, `SELECT id, CAST(e AS CHAR), CAST(s AS CHAR), n, IF(b1 IS NULL, NULL, IF(b1 = 1, 't', 'f')), CAST(b12 AS UNSIGNED),
+			IF(bb IS NULL, NULL, CONCAT('\\x', LPAD(LOWER(HEX(CAST(bb AS UNSIGNED))), 4, '0'))) FROM mcdc_db.mcdc_es ORDER BY id`, "sssssss")
 		if err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			got := queryLines(t, sl, `SELECT id, e, s, n FROM es_v ORDER BY id`)
+			got := queryLines(t, sl, `SELECT id, e, s, n, b1, b12, bb FROM es_v ORDER BY id`)
 			if strings.Join(got, "\n") == strings.Join(want, "\n") {
 				return
 			}
@@ -732,7 +736,8 @@ func TestMySQLCDCEnumSet(t *testing.T) {
 		}
 	}
 	check("snapshot")
-	mysqlExec(t, up, `INSERT INTO mcdc_db.mcdc_es VALUES (5, 'Big', 'zw,x', 5), (6, NULL, NULL, 6)`,
+	mysqlExec(t, up, `INSERT INTO mcdc_db.mcdc_es VALUES (5, 'Big', 'zw,x', 5, b'0', b'100000000001', b'100000000001'), (6, NULL, NULL, 6, NULL, NULL, NULL)`,
+		`UPDATE mcdc_db.mcdc_es SET b1 = b'0', b12 = 4095, bb = 7 WHERE id = 4`,
 		`UPDATE mcdc_db.mcdc_es SET e = 'it''s', s = 'Y' WHERE id = 1`,
 		`UPDATE mcdc_db.mcdc_es SET s = 'x,Y,zw' WHERE id = 3`,
 		`DELETE FROM mcdc_db.mcdc_es WHERE id = 2`)

@@ -50,7 +50,7 @@ var (
 	blobTypes = map[string]bool{"binary": true, "varbinary": true, "tinyblob": true, "blob": true, "mediumblob": true, "longblob": true}
 	// otherTypes are the rest of the upstream types the source reads.
 	otherTypes = map[string]bool{"decimal": true, "float": true, "double": true, "date": true, "datetime": true, "timestamp": true, "time": true, "json": true,
-		"enum": true, "set": true}
+		"enum": true, "set": true, "bit": true}
 )
 
 // allowed lists the Sluice type families a source column may have.
@@ -67,7 +67,7 @@ func checkType(source string, col types.Column, up upColumn) error {
 	_, isInt := intRank(up)
 	if !isInt && !textTypes[up.dataType] && !blobTypes[up.dataType] && !otherTypes[up.dataType] {
 		return pgerror.New(pgcode.FeatureNotSupported, "mysql-cdc source %s: column %s has upstream type %s, which the source cannot read", source, col.Name, up.columnType).
-			WithHint("the source reads integer, decimal, float, double, char, varchar, text, enum, set, binary, blob, date, time, datetime, timestamp and json columns; leave this column out of the source's columns")
+			WithHint("the source reads integer, bit, decimal, float, double, char, varchar, text, enum, set, binary, blob, date, time, datetime, timestamp and json columns; leave this column out of the source's columns")
 	}
 	switch up.charset {
 	case "", "utf8", "utf8mb3", "utf8mb4", "ascii", "binary":
@@ -84,6 +84,17 @@ func checkType(source string, col types.Column, up upColumn) error {
 
 func compatible(t types.T, up upColumn) bool {
 	d := up.dataType
+	if d == "bit" {
+		// BIT(n): its value as an integer (BIGINT; NUMERIC), its bytes
+		// (BYTEA), or BOOLEAN for BIT(1).
+		switch t.Fam {
+		case types.Int8, types.Numeric, types.Bytea:
+			return true
+		case types.Bool:
+			return up.columnType == "bit(1)"
+		}
+		return false
+	}
 	rank, isInt := intRank(up)
 	switch t.Fam {
 	case types.Bool:
@@ -126,6 +137,10 @@ func suggest(up upColumn) string {
 		return "NUMERIC"
 	}
 	switch {
+	case up.dataType == "bit" && up.columnType == "bit(1)":
+		return "BOOLEAN"
+	case up.dataType == "bit":
+		return "BIGINT"
 	case up.dataType == "decimal":
 		return "NUMERIC"
 	case up.dataType == "float":
@@ -182,6 +197,9 @@ func toDatum(v any, t types.T, up upColumn) (types.Datum, error) {
 		return types.Null, nil
 	}
 	var s string
+	if up.dataType == "bit" {
+		return bitDatum(v, t, up)
+	}
 	if up.labels != nil {
 		// ENUM and SET: the binlog carries the index or the bitmask, the
 		// snapshot the text (as MySQL prints a SET: its values joined
@@ -268,6 +286,49 @@ func toDatum(v any, t types.T, up upColumn) (types.Datum, error) {
 		}
 	}
 	return types.ParseText(s, t)
+}
+
+// bitDatum converts a BIT(n) value: the binlog carries it as an integer,
+// the snapshot's text protocol as its big-endian bytes.
+func bitDatum(v any, t types.T, up upColumn) (types.Datum, error) {
+	var u uint64
+	switch x := v.(type) {
+	case []byte:
+		if len(x) > 8 {
+			return types.Datum{}, pgerror.New(pgcode.NumericValueOutOfRange, "mysql-cdc: BIT value of %d bytes", len(x))
+		}
+		for _, b := range x {
+			u = u<<8 | uint64(b)
+		}
+	case string:
+		for i := 0; i < len(x) && i < 8; i++ {
+			u = u<<8 | uint64(x[i])
+		}
+	case int8, int16, int32, int64, int:
+		u = uint64(toInt64(x))
+	case uint64:
+		u = x
+	default:
+		return types.Datum{}, pgerror.New(pgcode.Internal, "mysql-cdc: unexpected BIT value %T", v)
+	}
+	switch t.Fam {
+	case types.Bool:
+		return types.NewBool(u != 0), nil
+	case types.Bytea:
+		n := 1
+		if i := strings.IndexByte(up.columnType, '('); i >= 0 {
+			if w, err := strconv.Atoi(strings.TrimSuffix(up.columnType[i+1:], ")")); err == nil {
+				n = (w + 7) / 8
+			}
+		}
+		b := make([]byte, n)
+		for i := n - 1; i >= 0; i-- {
+			b[i] = byte(u)
+			u >>= 8
+		}
+		return types.NewBytes(b), nil
+	}
+	return types.ParseText(strconv.FormatUint(u, 10), t)
 }
 
 // enumText is the text of ENUM index or SET bitmask i of column up.
