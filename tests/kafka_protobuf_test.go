@@ -228,6 +228,34 @@ func TestKafkaProtobufUpsert(t *testing.T) {
 	produce(`{"id": 6}`, val(6, "kiwi"))
 	waitForLines(t, conn, `SELECT id, item FROM ou_v`, []string{"1 apple2", "3 plum", "6 kiwi"})
 	waitForLines(t, conn, `SELECT n FROM ou_n`, []string{"3"})
+
+	// Protobuf keys: with key.message, a Confluent-framed key is that
+	// message (a tombstone's key too); a JSON key still works beside them.
+	const keyProto = "syntax = \"proto3\";\npackage shop;\nmessage OrderKey { int64 id = 1; }\n"
+	kid := reg.register("orders_u-key", keyProto)
+	reg.mu.Lock()
+	reg.stypes[kid] = "PROTOBUF"
+	reg.mu.Unlock()
+	okd := compileTestProto(t, keyProto).Messages().ByName("OrderKey")
+	pkey := func(oid int64) string {
+		m := dynamicpb.NewMessage(okd)
+		m.Set(okd.Fields().ByName("id"), protoreflect.ValueOfInt64(oid))
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(append(binary.BigEndian.AppendUint32([]byte{0}, kid), append([]byte{0}, data...)...))
+	}
+	produce(pkey(7), val(7, "lime"))
+	produce(pkey(6), nil) // deletes 6
+	produce(pkey(1), val(1, "apple3"))
+	ExecAll(t, conn,
+		`CREATE SOURCE ouk (id BIGINT, item TEXT, PRIMARY KEY (id)) WITH (connector = 'kafka', topic = 'orders_u', properties.bootstrap.server = '`+b.Addr+`', on_error = 'dead_letter')
+		   FORMAT UPSERT ENCODE PROTOBUF (message = 'shop.Order', key.message = 'shop.OrderKey', schema.registry = '`+regURL+`')`,
+		`CREATE MATERIALIZED VIEW ouk_v AS SELECT id, item FROM ouk`)
+	waitForLines(t, conn, `SELECT id, item FROM ouk_v`, []string{"1 apple3", "3 plum", "7 lime"})
+	wantCode(t, conn, `CREATE SOURCE bad (id BIGINT) WITH (connector = 'kafka', topic = 'orders_u', properties.bootstrap.server = '`+b.Addr+`')
+		   FORMAT PLAIN ENCODE PROTOBUF (message = 'shop.Order', key.message = 'shop.OrderKey', schema.registry = '`+regURL+`')`, "22023")
 }
 
 // TestKafkaProtobufUpsertSink: FORMAT UPSERT ENCODE PROTOBUF from a table,

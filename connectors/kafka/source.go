@@ -70,6 +70,7 @@ var srcKnownOptions = map[string]bool{
 	"schema.registry.password":      true,
 	"schema.registry.ca":            true,
 	"message":                       true, // ENCODE PROTOBUF (message = 'pkg.Msg', …)
+	"key.message":                   true, // FORMAT UPSERT ENCODE PROTOBUF (key.message = 'pkg.Key'): Protobuf keys
 }
 
 // srcConfig is a parsed source configuration.
@@ -78,6 +79,7 @@ type srcConfig struct {
 	sec           *security         // TLS and SASL (security.go)
 	registry      *schemareg.Client // ENCODE AVRO's and PROTOBUF's schemas
 	protoMessage  string            // ENCODE PROTOBUF's message
+	keyMessage    string            // FORMAT UPSERT ENCODE PROTOBUF's key.message ("": keys JSON or text)
 	mech          kafkasasl.Mechanism
 	name          string
 	topic         string
@@ -235,8 +237,13 @@ func srcParse(cfg connector.SourceConfig) (*srcConfig, error) {
 		// UPSERT reads the value as the message and the key as JSON or
 		// text (srcDecoder.upsertKey); DEBEZIUM reads message as the
 		// envelope (before, after: the row's message; op).
+		if c.keyMessage = get("key.message"); c.keyMessage != "" && c.format != srcUpsert {
+			return nil, srcOptionError("key.message", "needs FORMAT UPSERT (the record key holds the key columns)")
+		}
 	} else if get("message") != "" {
 		return nil, srcOptionError("message", "needs ENCODE PROTOBUF")
+	} else if get("key.message") != "" {
+		return nil, srcOptionError("key.message", "needs ENCODE PROTOBUF")
 	}
 	if c.format == srcDebezium && enc != decode.JSON && enc != decode.AVRO && enc != decode.PROTOBUF {
 		return nil, pgerror.New(pgcode.FeatureNotSupported, "FORMAT DEBEZIUM needs ENCODE JSON, AVRO or PROTOBUF")

@@ -332,7 +332,7 @@ type srcDecoder struct {
 	cfg     *srcConfig
 	dec     *decode.Decoder // the value
 	keyDec  *decode.Decoder // the key columns of an upsert key
-	keyAvro *decode.Decoder // likewise, a Confluent-framed Avro key (ENCODE AVRO)
+	keyAvro *decode.Decoder // likewise, a Confluent-framed Avro key (ENCODE AVRO) or Protobuf key (key.message)
 	keyCols []int           // the key columns read from the record key (not pseudo-columns)
 	keyRow  types.Row
 	slab    []types.Datum
@@ -364,6 +364,12 @@ func newSrcDecoder(cfg *srcConfig) *srcDecoder {
 			// the key columns (<topic>-key); others are read as JSON or text.
 			d.keyAvro = decode.New(cfg.cols, decode.AVRO, skip)
 			d.keyAvro.SetAvro(cfg.registry)
+		}
+		if cfg.enc == decode.PROTOBUF && cfg.keyMessage != "" {
+			// key.message: a Confluent-framed key is that message, its
+			// fields the key columns; others are read as JSON or text.
+			d.keyAvro = decode.New(cfg.cols, decode.PROTOBUF, skip)
+			d.keyAvro.SetRecords(cfg.registry.NewProtoReader(cfg.keyMessage))
 		}
 	}
 	return d
