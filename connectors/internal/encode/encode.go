@@ -136,17 +136,7 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 	}
 	if d.K == types.KArray && t.Fam == types.Record {
 		if fields := t.RecordFields(); len(fields) == len(d.A) {
-			// A STRUCT (or named record): a JSON object of its fields.
-			buf = append(buf, '{')
-			for i, f := range fields {
-				if i > 0 {
-					buf = append(buf, ',')
-				}
-				buf = String(buf, f.Name)
-				buf = append(buf, ':')
-				buf = Value(buf, d.A[i], f.Type)
-			}
-			return append(buf, '}')
+			return JSON(buf, fields, d.A) // a STRUCT (or named record): an object of its fields
 		}
 	}
 	switch d.K {
