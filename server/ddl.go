@@ -275,6 +275,9 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 		if err != nil {
 			return err
 		}
+		if err := e.creatingErr(pl.Deps); err != nil {
+			return err
+		}
 		stored, err := storePlan(q.Plan)
 		if err != nil {
 			return err
@@ -290,6 +293,7 @@ func (e *Engine) createMView(ctx context.Context, x *parser.CreateMaterializedVi
 			}
 			return err
 		}
+		e.markForeground(id, opts)
 		var cols []storage.ColumnEntry
 		for _, c := range q.Columns {
 			cols = append(cols, storage.ColumnOf(c))
@@ -357,6 +361,9 @@ func (e *Engine) createView(ctx context.Context, x *parser.CreateView) error {
 		if exists, err := e.checkName(x.Name, x.IfNotExists); exists || err != nil {
 			return err
 		}
+		if err := e.creatingErr(pl.Deps); err != nil {
+			return err // its catalog entry would commit before theirs
+		}
 		ent := &storage.CatalogEntry{ID: e.cat.allocID(), Kind: kindView, Name: x.Name, SQL: x.Text(), Columns: cols, Deps: dedup(pl.Deps), Query: x.QueryText,
 			EmitOnWindowClose: x.EmitOnWindowClose}
 		e.persist(ent)
@@ -415,6 +422,9 @@ func (e *Engine) drop(ctx context.Context, x *parser.Drop) error {
 				return pgerror.New(pgcode.DependentObjectsStillExist, "cannot drop %s %s because other objects depend on it", kind, name).
 					WithDetail("%s %s depends on %s %s", deps[0].Kind, deps[0].Name, kind, name).
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
+			}
+			if err := e.dropCreatingErr(append(deps, ent)...); err != nil {
+				return err
 			}
 			// Dependents first, newest first.
 			for i := len(deps) - 1; i >= 0; i-- {

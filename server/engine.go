@@ -110,6 +110,14 @@ func Open(cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	// A creation cut off by a crash may have committed its catalog entry
+	// (pendingddl.go): it is not in the catalog.
+	pending, err := loadPending(db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	entries, uncreated := splitUncreated(entries, pending)
 	roles, err := openRoles(db, cfg.Auth.Superuser, cfg.Auth.SuperuserPassword)
 	if err != nil {
 		db.Close()
@@ -165,6 +173,10 @@ func Open(cfg Config) (*Engine, error) {
 			e.Close()
 			return nil, fmt.Errorf("committing the replayed table writes: %w", err)
 		}
+	}
+	if err := e.dropUncreated(ctx, uncreated); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("removing the creations cut off by a restart: %w", err)
 	}
 	if err := e.resumePending(ctx); err != nil {
 		e.Close()

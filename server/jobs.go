@@ -80,7 +80,18 @@ func (e *Engine) awaitCreation(ctx context.Context, id uint64, name string, epoc
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- e.coord.Wait(wctx, epoch) }() // owned: received below before returning
+	go func() { // owned: received below before returning
+		err := e.coord.Wait(wctx, epoch)
+		if err == nil {
+			// A job backfilling outside the epochs is created by the
+			// epoch it joins (exec/job/detached.go), decided later.
+			var ce uint64
+			if ce, err = e.rt.CreationEpoch(wctx, j); err == nil && ce > epoch {
+				err = e.coord.Sync(wctx, ce)
+			}
+		}
+		done <- err
+	}()
 	t := time.NewTicker(backfillNoticeEvery)
 	defer t.Stop()
 	cancelled := ctx.Done()
@@ -195,6 +206,22 @@ func (s *session) cancelJobs(ctx context.Context, x *parser.CancelJobs, w pgwire
 		}
 	}
 	return w.Complete(fmt.Sprintf("CANCEL_JOBS %d", len(x.IDs)))
+}
+
+// dropCreatingErr refuses to drop ents while one of them is being created
+// (55000): CANCEL JOB ends a creation.
+func (e *Engine) dropCreatingErr(ents ...*storage.CatalogEntry) error {
+	for _, ent := range ents {
+		j := e.rt.Job(ent.ID)
+		if j == nil {
+			continue
+		}
+		if creating, _, _ := e.rt.Creating(j); creating {
+			return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "cannot drop %s %s while it is being created", ent.Kind, ent.Name).
+				WithHint("CANCEL JOB %d cancels its creation; SHOW JOBS shows its progress.", ent.ID)
+		}
+	}
+	return nil
 }
 
 // creatingErr refuses a read of a relation whose job is still being

@@ -24,6 +24,14 @@ import (
 // committed (no catalog entry, no state), and the statement is run again
 // in the background, its backfill restarting from the start.
 
+// A foreground creation of a job that backfills outside the epochs
+// (exec/job/detached.go) commits its catalog entry before the epoch that
+// creates the job, so it writes a pending record too, marked Foreground,
+// in the epoch that carries the entry. At startup an entry whose pending
+// record is left was never created: it is removed with whatever of its
+// job committed (dropUncreated); a foreground creation is not run again
+// (its client saw the connection end, not a success), a background one is.
+
 // pendingSuffix ends the key of a pending record.
 var pendingSuffix = []byte("creating")
 
@@ -34,6 +42,86 @@ type pendingCreate struct {
 	SQL  string `json:"sql"`
 	Role string `json:"role"`
 	Zone string `json:"zone"`
+	// Foreground marks a creation whose statement waits for it: it is not
+	// run again after a crash.
+	Foreground bool `json:"foreground,omitempty"`
+}
+
+// markForeground writes, for a foreground creation of job id that
+// backfills outside the epochs, a pending record in the epoch that carries
+// its catalog entry (ddl closure).
+func (e *Engine) markForeground(id uint64, opts createOpts) {
+	if j := e.rt.Job(id); opts.background || j == nil || !j.Detached() {
+		return
+	}
+	v, _ := json.Marshal(pendingCreate{Foreground: true}) //nolint:errchkjson // a plain struct
+	e.coord.OnNextEpoch(func(w *storage.EpochWriter) { w.Set(pendingKey(id), v) })
+}
+
+// pendingRec is a pending record and its object's id.
+type pendingRec struct {
+	id uint64
+	pc pendingCreate
+}
+
+// loadPending reads every pending record.
+func loadPending(db *storage.DB) ([]pendingRec, error) {
+	var recs []pendingRec
+	prefix := []byte{storage.SpaceMeta, '/'}
+	err := db.Scan(prefix, func(k, v []byte) error {
+		if len(k) != len(prefix)+8+len(pendingSuffix) || !bytes.HasSuffix(k, pendingSuffix) {
+			return nil
+		}
+		r := pendingRec{id: binary.BigEndian.Uint64(k[len(prefix):])}
+		if err := json.Unmarshal(v, &r.pc); err != nil {
+			return fmt.Errorf("pending creation %d: %w", r.id, err)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
+}
+
+// splitUncreated removes from entries (the committed catalog) those that
+// have a pending record: their creation never committed.
+func splitUncreated(entries []*storage.CatalogEntry, recs []pendingRec) (kept []*storage.CatalogEntry, uncreated []pendingRec) {
+	pending := map[uint64]pendingRec{}
+	for _, r := range recs {
+		pending[r.id] = r
+	}
+	for _, ent := range entries {
+		if r, ok := pending[ent.ID]; ok {
+			uncreated = append(uncreated, r)
+			continue
+		}
+		kept = append(kept, ent)
+	}
+	return kept, uncreated
+}
+
+// dropUncreated removes, in one epoch it waits for, the catalog entries
+// and state of creations a crash cut off (splitUncreated), and the
+// pending records of the foreground ones.
+func (e *Engine) dropUncreated(ctx context.Context, uncreated []pendingRec) error {
+	if len(uncreated) == 0 {
+		return nil
+	}
+	return e.ddl(ctx, func() error {
+		for _, r := range uncreated {
+			e.cfg.Logf("startup: object %d was being created when the server stopped: its catalog entry and state are removed", r.id)
+			e.rt.DropState(r.id)
+			id, fg := r.id, r.pc.Foreground
+			e.coord.OnNextEpoch(func(w *storage.EpochWriter) {
+				storage.DeleteCatalog(w, id)
+				w.Delete(rowIDKey(id))
+				w.Delete(seqKey(id))
+				if fg {
+					w.Delete(pendingKey(id))
+				}
+			})
+		}
+		return nil
+	})
 }
 
 // persistPending writes the pending record of background creation id
@@ -63,26 +151,18 @@ func createdPending(id uint64, w *storage.EpochWriter) { w.Delete(pendingKey(id)
 // resumePending runs again, in the background, each creation whose
 // pending record a crash left behind. Called once the engine runs.
 func (e *Engine) resumePending(ctx context.Context) error {
-	type rec struct {
-		id uint64
-		pc pendingCreate
-	}
-	var recs []rec
-	prefix := []byte{storage.SpaceMeta, '/'}
-	if err := e.db.Scan(prefix, func(k, v []byte) error {
-		if len(k) != len(prefix)+8+len(pendingSuffix) || !bytes.HasSuffix(k, pendingSuffix) {
-			return nil
-		}
-		r := rec{id: binary.BigEndian.Uint64(k[len(prefix):])}
-		if err := json.Unmarshal(v, &r.pc); err != nil {
-			return fmt.Errorf("pending creation %d: %w", r.id, err)
-		}
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
+	recs, err := loadPending(e.db)
+	if err != nil {
 		return err
 	}
 	for _, r := range recs {
+		if r.pc.Foreground {
+			// Its client was told nothing but that the connection ended.
+			if err := e.dropPending(r.id); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := e.resumeOne(ctx, r.id, r.pc); err != nil {
 			e.cfg.Logf("resuming the background creation cut off by a restart (%s): %v; it is dropped", r.pc.SQL, err)
 		}

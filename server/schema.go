@@ -227,6 +227,11 @@ func (e *Engine) dropSchema(ctx context.Context, x *parser.Drop) error {
 					WithHint("Use DROP ... CASCADE to drop the dependent objects too.")
 			}
 			for _, o := range objs {
+				if err := e.dropCreatingErr(append(e.allDependents(o), o)...); err != nil {
+					return err
+				}
+			}
+			for _, o := range objs {
 				if e.cat.byIDGet(o.ID) == nil {
 					continue // went with an earlier one
 				}

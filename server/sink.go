@@ -237,6 +237,9 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink, opts crea
 		if err != nil {
 			return err
 		}
+		if err := e.creatingErr(sp.deps); err != nil {
+			return err
+		}
 		stored, err := storePlan(sp.plan)
 		if err != nil {
 			return err
@@ -252,6 +255,7 @@ func (e *Engine) createSink(ctx context.Context, x *parser.CreateSink, opts crea
 			}
 			return err
 		}
+		e.markForeground(id, opts)
 		var cols []storage.ColumnEntry
 		for _, c := range sp.cols {
 			cols = append(cols, storage.ColumnOf(c))

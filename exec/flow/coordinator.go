@@ -127,6 +127,19 @@ func (c *Coordinator) AddCollectors(n int) {
 	c.mu.Unlock()
 }
 
+// Join adds one collector from the next epoch injected on, if admit,
+// called with that epoch under the coordinator's lock, agrees: a job
+// created while the graph runs (its backfill read outside the epochs,
+// exec/job/detached.go) joins them so. Once admit has returned, every
+// barrier of that epoch or later is sent after it.
+func (c *Coordinator) Join(admit func(next uint64) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if admit(c.mu.epoch + 1) {
+		c.mu.collectors++
+	}
+}
+
 // OnNextEpoch adds writes (catalog changes, state deletions) to the next
 // epoch injected.
 func (c *Coordinator) OnNextEpoch(f func(w *storage.EpochWriter)) {

@@ -576,3 +576,37 @@ func TestCoordinatorBeforeCommitShares(t *testing.T) {
 		t.Fatalf("committed %d, want 3", db.CommittedEpoch())
 	}
 }
+
+// TestCoordinatorJoin: a collector that joins counts from the next epoch
+// injected on (the one admit is given): the epochs before commit without
+// it, that one waits for it. A join that admit refuses adds nothing.
+func TestCoordinatorJoin(t *testing.T) {
+	db := openDB(t)
+	c, _ := startCoordinator(t, db, time.Hour)
+	c.AddCollectors(1)
+	ctx := context.Background()
+	e1 := c.inject(false, false)
+	var at uint64
+	c.Join(func(next uint64) bool { at = next; return true })
+	if at != e1+1 {
+		t.Fatalf("join at %d, want %d", at, e1+1)
+	}
+	c.Join(func(uint64) bool { return false })
+	c.Collect(e1)
+	if err := c.wait(ctx, e1); err != nil {
+		t.Fatal(err)
+	}
+	e2 := c.inject(false, false)
+	if e2 != at {
+		t.Fatalf("injected %d, want %d", e2, at)
+	}
+	c.Collect(e2)
+	time.Sleep(20 * time.Millisecond) // it must not commit: give it the chance
+	if got := c.Committed(); got != e1 {
+		t.Fatalf("epoch %d committed without the collector that joined (committed %d)", e2, got)
+	}
+	c.Collect(e2)
+	if err := c.wait(ctx, e2); err != nil {
+		t.Fatal(err)
+	}
+}

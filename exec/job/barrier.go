@@ -85,6 +85,9 @@ func (r *Runtime) Barriers(minAge time.Duration) (rep BarrierReport, ok bool) {
 		return rep, true
 	}
 	for _, j := range r.Jobs() {
+		if j.Detached() {
+			continue // not in the epochs yet: it holds none (detached.go)
+		}
 		for _, s := range j.sources {
 			sp, ok := s.(sourceProgress)
 			if !ok {

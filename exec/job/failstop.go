@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"sluice/exec/flow"
 	"sluice/exec/ops"
@@ -227,6 +228,11 @@ func (r *Runtime) subscribe(j *Job, a *flow.Actor, s *ops.Subscribe, opID uint64
 	ts := r.mu.tables[rel]
 	up := r.mu.jobs[rel]
 	r.mu.Unlock()
+	if up != nil && up.Detached() && backfill {
+		// Its contents are not committed yet (detached.go).
+		return pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s is still being created", relName).
+			WithHint("SHOW JOBS shows its progress.")
+	}
 	if up != nil && up.Failure() != nil && backfill {
 		err := pgerror.New(pgcode.ObjectNotInPrerequisiteState, "%s failed: its contents are not current", relName).
 			WithHint("Resume it first: ALTER MATERIALIZED VIEW %s RESUME.", relName)
@@ -452,12 +458,15 @@ func changesSince(db *storage.DB, then *storage.Snapshot, rel uint64) func(func(
 // that a resumed job runs. An entry block:<kind>:<rows>[:<job>] instead
 // blocks that operator for good (until its job stops) once it has seen
 // that many rows, holding every later barrier: the stuck-barrier report's
-// test. Kinds beyond the plan's operators: source (a job's source
+// test. An entry pause:<kind>:<rows>[:<job>] blocks the same way until
+// the file named by SLUICE_FAILPOINT_RELEASE exists (or its job stops).
+// Kinds beyond the plan's operators: source (a job's source
 // reader, after a read), backfill (a job's backfill, per row: progress.go)
 // and commit (the store write of the epochs, one per epoch; no job). For
 // tests.
 type failpoint struct {
 	block     bool
+	release   string // pause: the file whose creation ends the block
 	kind, job string
 	rows      int64
 	fired     atomic.Bool
@@ -472,20 +481,39 @@ func parseFailpoint(s string) failpoints {
 	var fps failpoints
 	for _, e := range strings.Split(s, ",") {
 		f := strings.Split(strings.TrimSpace(e), ":")
-		if len(f) < 3 || (f[0] != "op" && f[0] != "block") {
+		if len(f) < 3 || (f[0] != "op" && f[0] != "block" && f[0] != "pause") {
 			continue
 		}
 		n, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
 			continue
 		}
-		fp := &failpoint{block: f[0] == "block", kind: strings.ToLower(f[1]), rows: n}
+		fp := &failpoint{block: f[0] != "op", kind: strings.ToLower(f[1]), rows: n}
+		if f[0] == "pause" {
+			fp.release = os.Getenv("SLUICE_FAILPOINT_RELEASE")
+		}
 		if len(f) > 3 {
 			fp.job = strings.ToLower(f[3])
 		}
 		fps = append(fps, fp)
 	}
 	return fps
+}
+
+// pause blocks until ctx ends or the release file exists.
+func (fp *failpoint) pause(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(fp.release); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // hook returns the Actor.Failpoint of an operator of kind in job, or nil.
@@ -499,9 +527,12 @@ func (fps failpoints) hook(kind, job string) func(context.Context, int) error {
 				return nil
 			}
 			if fp.seen.Add(int64(rows)) > fp.rows && fp.fired.CompareAndSwap(false, true) {
-				if fp.block {
+				if fp.block && fp.release == "" {
 					<-ctx.Done()
 					return ctx.Err()
+				}
+				if fp.block {
+					return fp.pause(ctx)
 				}
 				panic(fmt.Sprintf("failpoint: %s of %s after %d rows", kind, job, fp.rows))
 			}

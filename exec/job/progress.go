@@ -108,7 +108,7 @@ func (r *Runtime) Cancelled(j *Job) bool {
 func (r *Runtime) SetCreationEpoch(id, e uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if j := r.mu.jobs[id]; j != nil && j.bf.creating && j.bf.epoch == 0 {
+	if j := r.mu.jobs[id]; j != nil && j.bf.creating && j.bf.epoch == 0 && j.det == nil {
 		j.bf.epoch = e
 	}
 }
@@ -122,6 +122,9 @@ func (r *Runtime) endCreation(j *Job, e uint64, w *storage.EpochWriter) {
 	j.bf.creating = false
 	if j.bf.epoch == 0 {
 		j.bf.epoch = e
+	}
+	if j.det != nil {
+		j.det.closeOnce.Do(func() { close(j.det.decided) })
 	}
 	if j.bf.cancel != nil {
 		j.bf.cancel()

@@ -118,7 +118,11 @@ type Job struct {
 	rebuild bool
 	// bf is its creation (progress.go); committed the last epoch
 	// committed with its state.
-	bf        backfillState
+	bf backfillState
+	// det is set while a job created over existing data backfills
+	// outside the epochs (detached.go); done ends when the job stops.
+	det       *detached
+	done      <-chan struct{}
 	committed atomic.Uint64
 	// stateful holds the actors of the job's operators built by newOp,
 	// by StateID: a view changed in place reuses the kept ones' operators
@@ -175,6 +179,9 @@ func NewRuntime(ctx context.Context, db *storage.DB, coord *flow.Coordinator, lo
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, j := range r.mu.jobs {
+			if j.bf.creating {
+				continue // nothing of it committed yet (a detached backfill)
+			}
 			j.committed.Store(j.absorbed)
 			if j.Deliverer != nil {
 				j.Deliverer.Notify()
@@ -421,8 +428,15 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		if rp == nil {
 			j.bf.creating = true
 			j.bf.ctx, j.bf.cancel = context.WithCancel(ctx)
+			r.mu.Lock()
+			running := r.mu.started
+			r.mu.Unlock()
+			if running && !j.rebuild && detachable(plan) {
+				j.detach() // detached.go: created while the graph runs
+			}
 		}
 	}
+	j.done = ctx.Done()
 	r.mu.Lock()
 	j.then = r.mu.catchup[id]
 	delete(r.mu.catchup, id)
@@ -539,6 +553,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			up.Attach(c)
 			j.subs = append(j.subs, sub{out: up, ch: c})
 			inputs = []chan flow.Msg{c}
+			if j.det != nil && backfill {
+				inputs = []chan flow.Msg{j.relayFor(c)}
+			}
 			op = &ops.Subscribe{Width: len(n.Cols)}
 		case spec.Materialize:
 			m, err2 := ops.NewMaterialize(id, n.Key, r.db)
@@ -600,6 +617,12 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			if err := r.subscribe(j, a, s, opID, n.Rel, n.RelName, backfill, snap); err != nil {
 				return fail(err)
 			}
+			if f := s.Backfill; j.det != nil && backfill && f != nil {
+				s.Backfill = func(emit func(types.Row, int64) error) error {
+					defer r.backfillRead(ctx, j)
+					return f(emit)
+				}
+			}
 		}
 		if n.Kind == spec.Materialize || n.Kind == spec.Sink {
 			a.OnCollect = r.coord.Collect
@@ -622,7 +645,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		j.sources = append(j.sources, rs)
 		r.coord.AddSource(rs)
 	}
-	r.coord.AddCollectors(1)
+	if j.det == nil {
+		r.coord.AddCollectors(1)
+	}
 	r.mu.Lock()
 	if stream != nil {
 		r.mu.streams[id] = stream
@@ -660,6 +685,11 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	for _, rs := range readers {
 		r.spawn(j, ctx, rs.Name, rs.Run)
+	}
+	if j.det != nil {
+		for _, rl := range j.det.relays {
+			r.spawn(j, ctx, name+"/relay", func(ctx context.Context) error { return rl.run(ctx, &j.det.at) })
+		}
 	}
 	if then := j.then; then != nil {
 		// The Subscribe ops' catch-ups (changesSince) read it in Start;
@@ -759,7 +789,9 @@ func (r *Runtime) stop(j *Job) {
 	for _, s := range j.sources {
 		r.coord.RemoveSource(s)
 	}
-	r.coord.AddCollectors(-1)
+	if j.det == nil || j.det.at.Load() != 0 {
+		r.coord.AddCollectors(-1) // a job still detached never joined
+	}
 	j.cancel()
 	j.wg.Wait()
 	j.shares.discardAll()
