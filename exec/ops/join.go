@@ -910,6 +910,15 @@ func (j *Join) processFiltering(side int, b *types.Batch, out *flow.Emitter) err
 // store adds diff copies of row r to side's bucket jk. A spilled bucket
 // is not read: the change is kept as a delta until the next barrier.
 func (j *Join) store(side int, jk string, r types.Row, diff int64) {
+	for _, x := range j.tidx[side] {
+		if x.expired(r) {
+			// A watermark of the other side has passed it already (its
+			// matches so far are emitted): dropRows would delete it at the
+			// next one, and a stream that ends, or a side far behind the
+			// other, gets none, so it is not kept at all.
+			return
+		}
+	}
 	s := &j.s[side]
 	b := s.hot[jk]
 	if b == nil {

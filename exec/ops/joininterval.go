@@ -25,6 +25,9 @@ type timeIndex struct {
 	col  int
 	ents []timeEntry
 	head int // ents[:head] are taken
+	// floor is the highest time takeBelow was given: a row below it
+	// arriving later can match no future row of the other side either.
+	floor int64
 }
 
 type timeEntry struct {
@@ -34,7 +37,14 @@ type timeEntry struct {
 
 type rowRef struct{ jk, rk string }
 
-func newTimeIndex(col int) *timeIndex { return &timeIndex{col: col} }
+func newTimeIndex(col int) *timeIndex { return &timeIndex{col: col, floor: math.MinInt64} }
+
+// expired reports whether row r is below the floor: the next takeBelow
+// would delete it at once.
+func (x *timeIndex) expired(r types.Row) bool {
+	d := r[x.col]
+	return !d.IsNull() && d.I < x.floor
+}
 
 func (x *timeIndex) add(r types.Row, jk, rk string) {
 	d := r[x.col]
@@ -57,6 +67,7 @@ func (x *timeIndex) add(r types.Row, jk, rk string) {
 // takeBelow removes and returns the rows whose time is below ts; the
 // slice is valid until the next call.
 func (x *timeIndex) takeBelow(ts int64) []timeEntry {
+	x.floor = max(x.floor, ts)
 	k := x.head
 	for k < len(x.ents) && x.ents[k].t < ts {
 		k++
