@@ -85,10 +85,10 @@ type relay struct {
 }
 
 // run moves messages from in to out until ctx ends. Until the job has
-// joined and the queue is empty it never blocks on out (the queue grows
-// instead); after that it forwards one message at a time, so that the
-// job's backpressure reaches its upstream again. Barriers of epochs before
-// the join are dropped.
+// joined it never blocks on out (the queue grows instead); once joined it
+// reads nothing more until the queue is drained, then forwards one message
+// at a time, so that the job's backpressure reaches its upstream again.
+// Barriers of epochs before the join are dropped.
 func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 	var q []flow.Msg
 	pass := func(m flow.Msg) bool {
@@ -99,8 +99,12 @@ func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 		return e != 0 && m.Barrier.Epoch >= e
 	}
 	for {
-		if len(q) == 0 && at.Load() != 0 {
-			break
+		in := rl.in
+		if at.Load() != 0 {
+			if len(q) == 0 {
+				break
+			}
+			in = nil // joined: drain the queue, holding the upstream back
 		}
 		var out chan flow.Msg
 		var head flow.Msg
@@ -110,7 +114,7 @@ func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case m := <-rl.in:
+		case m := <-in:
 			if pass(m) {
 				q = append(q, m)
 				rl.queued.Add(1)
