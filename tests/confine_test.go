@@ -141,14 +141,7 @@ func TestConfinedFileSink(t *testing.T) {
 		t.Errorf("foreign file after the refusals: %q, %v", b, err)
 	}
 	// The owner restarts over its own directory.
-	conn.Close(context.Background())
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	conn = srv.Connect(t)
+	conn = srv.StopRestart(t, conn)
 	ExecAll(t, conn, `INSERT INTO t VALUES (3, 'c')`, `FLUSH`)
 	waitFor(t, 30*time.Second, func() bool {
 		var rows int

@@ -16,6 +16,19 @@ import (
 // on. These tests hold a backfill with a pause failpoint, which a file
 // releases.
 
+// startHeld starts a server with the failpoints fp (pause entries, held
+// until the file release is created) and a table t (id, k) of n rows.
+func startHeld(t *testing.T, fp string, n int) (srv *Server, conn *pgx.Conn, release string) {
+	t.Helper()
+	release = filepath.Join(t.TempDir(), "release")
+	srv = StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
+		Env: []string{"SLUICE_FAILPOINT=" + fp, "SLUICE_FAILPOINT_RELEASE=" + release}})
+	conn = srv.Connect(t)
+	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`)
+	insertRows(t, conn, "t", n)
+	return srv, conn, release
+}
+
 // within runs sql on conn and fails the test unless it succeeds within d
 // (the statement is cancelled then); it returns how long it took.
 func within(t *testing.T, conn *pgx.Conn, d time.Duration, sql string) time.Duration {
@@ -39,12 +52,7 @@ const detAgg = `SELECT k, count(*), sum(id) FROM t GROUP BY k`
 // including what changed during its backfill, and keeps it after more
 // writes and a restart.
 func TestDetachedBackfill(t *testing.T) {
-	release := filepath.Join(t.TempDir(), "release")
-	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
-		Env: []string{"SLUICE_FAILPOINT=pause:backfill:1000:det_b", "SLUICE_FAILPOINT_RELEASE=" + release}})
-	conn := srv.Connect(t)
-	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`)
-	insertRows(t, conn, "t", 5000)
+	srv, conn, release := startHeld(t, "pause:backfill:1000:det_b", 5000)
 	ExecAll(t, conn, `CREATE MATERIALIZED VIEW det_a AS SELECT k, count(*) AS n, sum(id) AS s FROM t GROUP BY k`)
 
 	p := startPsql(t, srv, `CREATE MATERIALIZED VIEW det_b AS SELECT k, count(*) AS n, sum(id) AS s FROM t GROUP BY k`)
@@ -98,14 +106,7 @@ func TestDetachedBackfill(t *testing.T) {
 	wantRows(t, conn, `SELECT count(*) FROM det_b`, "12")
 	ExecAll(t, conn, `DROP MATERIALIZED VIEW det_c`)
 
-	conn.Close(context.Background())
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	conn = srv.Connect(t)
+	conn = srv.StopRestart(t, conn)
 	for _, v := range []string{"det_a", "det_b"} {
 		if got := queryLines(t, conn, `SELECT k, n, s FROM `+v); !equalLines(got, want) {
 			t.Fatalf("%s after a restart (-want +got):\n%s", v, lineDiff(want, got))
@@ -119,12 +120,7 @@ func TestDetachedBackfill(t *testing.T) {
 // (its name is free) and with the background one built again from the
 // start, holding exactly the table's aggregate.
 func TestDetachedBackfillKill(t *testing.T) {
-	release := filepath.Join(t.TempDir(), "release")
-	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond,
-		Env: []string{"SLUICE_FAILPOINT=pause:backfill:500:det_f,pause:backfill:700:det_g", "SLUICE_FAILPOINT_RELEASE=" + release}})
-	conn := srv.Connect(t)
-	ExecAll(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT)`)
-	insertRows(t, conn, "t", 2000)
+	srv, conn, _ := startHeld(t, "pause:backfill:500:det_f,pause:backfill:700:det_g", 2000)
 
 	p := startPsql(t, srv, `CREATE MATERIALIZED VIEW det_f AS SELECT k, count(*) AS n, sum(id) AS s FROM t GROUP BY k`)
 	ExecAll(t, conn, `SET background_ddl = on`, `CREATE MATERIALIZED VIEW det_g AS SELECT k, count(*) AS n, sum(id) AS s FROM t GROUP BY k`)

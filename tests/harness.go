@@ -465,6 +465,20 @@ func (s *Server) Restart() error {
 	return s.Start()
 }
 
+// StopRestart closes conn, stops the server cleanly, starts it again and
+// returns a new connection (the test fails if any step does).
+func (s *Server) StopRestart(t testing.TB, conn *pgx.Conn) *pgx.Conn {
+	t.Helper()
+	conn.Close(context.Background())
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return s.Connect(t)
+}
+
 // Stop sends SIGTERM and waits for a clean exit. It returns an error if the
 // process does not exit within stopTimeout (it is then killed) or exits
 // with a non-zero status.

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -153,14 +152,7 @@ func TestShowJobsAndCancel(t *testing.T) {
 	wantCode(t, conn, `SET background_ddl = maybe`, "22023")
 
 	// A restart finds the cancelled view gone and the other one whole.
-	conn.Close(context.Background())
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	conn = srv.Connect(t)
+	conn = srv.StopRestart(t, conn)
 	checkGone()
 	wantRows(t, conn, `SELECT count(*), sum(n) FROM jobs20_v2`, "10 5000")
 	wantRows(t, conn, `SELECT name, status, progress FROM sluice_catalog.jobs ORDER BY id`, "t running done\njobs20_v2 running done")

@@ -48,14 +48,7 @@ func TestConstraintsSurviveRestart(t *testing.T) {
 		`CREATE UNIQUE INDEX c_qty_key ON c (qty)`,
 		`ALTER TABLE c ADD COLUMN extra INT DEFAULT 42`,
 	)
-	conn.Close(context.Background())
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	conn = srv.Connect(t)
+	conn = srv.StopRestart(t, conn)
 	expectCode(t, conn, "23502", `INSERT INTO c (name) VALUES (NULL)`)
 	expectCode(t, conn, "23514", `INSERT INTO c (name, qty) VALUES ('x', -1)`)
 	expectCode(t, conn, "23505", `INSERT INTO c (name, code) VALUES ('x', 'A')`)
@@ -224,14 +217,7 @@ func TestDroppedFunctionInDefault(t *testing.T) {
 		`CREATE TABLE fd (id INT PRIMARY KEY, n INT DEFAULT seven())`,
 		`INSERT INTO fd (id) VALUES (1)`,
 		`DROP FUNCTION seven`)
-	conn.Close(context.Background())
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	conn = srv.Connect(t)
+	conn = srv.StopRestart(t, conn)
 	ExecAll(t, conn, `FLUSH`)
 	if n := queryInt(t, conn, `SELECT n FROM fd WHERE id = 1`); n != 7 {
 		t.Fatalf("n = %d, want 7", n)

@@ -366,6 +366,16 @@ func inputBag(in joinInput) bag {
 	return out
 }
 
+// intervalCond is left.ts BETWEEN right.ts - 10 AND right.ts over rows
+// (key, ts) on each side.
+func intervalCond() spec.Expr {
+	ts := types.TTimestamp
+	ten := &spec.Const{D: types.NewInterval(0, 0, 10), T: types.T{Fam: types.Interval}}
+	return fn("and", types.TBool,
+		fn(">=", types.TBool, col(1, ts), fn("-", ts, col(3, ts), ten)),
+		fn("<=", types.TBool, col(1, ts), col(3, ts)))
+}
+
 // TestJoinIntervalBoundsDeleteRows runs an interval join (equal keys and
 // left.ts BETWEEN right.ts - 10 AND right.ts) over rows that never fall
 // behind the watermarks, which both inputs advance as time goes: the
@@ -373,11 +383,7 @@ func inputBag(in joinInput) bag {
 // stay a window's worth, not the whole input. Half the runs spill every
 // bucket and restore the join from the store along the way.
 func TestJoinIntervalBoundsDeleteRows(t *testing.T) {
-	ts := types.TTimestamp
-	ten := &spec.Const{D: types.NewInterval(0, 0, 10), T: types.T{Fam: types.Interval}}
-	cond := fn("and", types.TBool,
-		fn(">=", types.TBool, col(1, ts), fn("-", ts, col(3, ts), ten)),
-		fn("<=", types.TBool, col(1, ts), col(3, ts)))
+	cond := intervalCond()
 	for _, spill := range []bool{false, true} {
 		n := joinNode(spec.InnerJoin, cond)
 		ck := newCheckpointer(t)
@@ -438,11 +444,7 @@ func TestJoinIntervalBoundsDeleteRows(t *testing.T) {
 // retraction among them takes its matches back), but those below the
 // watermark less 10 are not kept: no right row to come can match them.
 func TestJoinIntervalLaggingSide(t *testing.T) {
-	ts := types.TTimestamp
-	ten := &spec.Const{D: types.NewInterval(0, 0, 10), T: types.T{Fam: types.Interval}}
-	cond := fn("and", types.TBool,
-		fn(">=", types.TBool, col(1, ts), fn("-", ts, col(3, ts), ten)),
-		fn("<=", types.TBool, col(1, ts), col(3, ts)))
+	cond := intervalCond()
 	ck := newCheckpointer(t)
 	j := newJoin(t, joinNode(spec.InnerJoin, cond), 7, ck.db, nil)
 	c := newCollector()
