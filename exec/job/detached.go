@@ -21,7 +21,8 @@ import (
 //   - each Subscribe reads its relation's committed snapshot (taken, with
 //     the subscription attached, while the graph was paused), and a relay
 //     between the relation's stream and the Subscribe queues what the
-//     relation changes meanwhile, never holding the upstream back;
+//     relation changes meanwhile, holding the upstream back only past
+//     maxQueuedRows;
 //   - the relays drop the barriers of epochs the job does not belong to:
 //     the coordinator does not count it as a collector, so those epochs
 //     commit without it (and without any of its state);
@@ -43,6 +44,12 @@ const catchUpWait = 5 * time.Second
 
 // caughtUp is the queue length (messages) under which a relay has caught up.
 const caughtUp = 4
+
+// maxQueuedRows bounds the rows a relay queues while its job backfills:
+// past it the relay reads no more until the queue drains, so the upstream
+// waits (and with it the epochs, as when a backfill was one epoch) rather
+// than memory growing without end under heavy writes.
+const maxQueuedRows = 256 << 10
 
 // detached is a job's state while it backfills outside the epochs.
 type detached struct {
@@ -85,12 +92,20 @@ type relay struct {
 }
 
 // run moves messages from in to out until ctx ends. Until the job has
-// joined it never blocks on out (the queue grows instead); once joined it
+// joined it never blocks on out (the queue grows instead, up to
+// maxQueuedRows); once joined it
 // reads nothing more until the queue is drained, then forwards one message
 // at a time, so that the job's backpressure reaches its upstream again.
 // Barriers of epochs before the join are dropped.
 func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 	var q []flow.Msg
+	rows := 0 // rows of the data messages in q
+	size := func(m flow.Msg) int {
+		if m.Kind == flow.MsgData && m.Batch != nil {
+			return m.Batch.Len()
+		}
+		return 0
+	}
 	pass := func(m flow.Msg) bool {
 		if m.Kind != flow.MsgBarrier {
 			return true
@@ -106,6 +121,9 @@ func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 			}
 			in = nil // joined: drain the queue, holding the upstream back
 		}
+		if rows >= maxQueuedRows {
+			in = nil // full: the upstream waits until the queue drains
+		}
 		var out chan flow.Msg
 		var head flow.Msg
 		if len(q) > 0 {
@@ -117,9 +135,11 @@ func (rl *relay) run(ctx context.Context, at *atomic.Uint64) error {
 		case m := <-in:
 			if pass(m) {
 				q = append(q, m)
+				rows += size(m)
 				rl.queued.Add(1)
 			}
 		case out <- head:
+			rows -= size(head)
 			q[0] = flow.Msg{}
 			q = q[1:]
 			if len(q) == 0 {
