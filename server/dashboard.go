@@ -278,7 +278,7 @@ func (e *Engine) dashJob(j *job.Job, producers map[chan flow.Msg]producer) DashJ
 		}
 		d.Nodes = append(d.Nodes, n)
 		for _, in := range a.Inputs {
-			p, ok := producers[in]
+			p, ok := producers[j.Upstream(in)]
 			if !ok {
 				continue
 			}

@@ -84,6 +84,20 @@ func detachable(plan *spec.Plan) bool {
 // not joined them yet).
 func (j *Job) Detached() bool { return j.det != nil && j.det.at.Load() == 0 }
 
+// Upstream returns the channel attached to another job's output that
+// feeds in, an input of one of j's actors: in itself, or for a relay's
+// output (a job created over existing data), the relay's input.
+func (j *Job) Upstream(in chan flow.Msg) chan flow.Msg {
+	if j.det != nil {
+		for _, rl := range j.det.relays {
+			if rl.out == in {
+				return rl.in
+			}
+		}
+	}
+	return in
+}
+
 // relay passes a relation's stream to a detached job's Subscribe.
 type relay struct {
 	in     chan flow.Msg // attached to the relation's stream
