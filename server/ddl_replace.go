@@ -70,6 +70,11 @@ func (e *Engine) replaceMView(ctx context.Context, x *parser.CreateMaterializedV
 			return err
 		}
 		deps := dedup(pl.Deps)
+		// Not while it, or what it is to read, is being created (its
+		// catalog entry commits before its state: detached.go).
+		if err := e.creatingErr(append([]uint64{ent.ID}, deps...)); err != nil {
+			return err
+		}
 		dependents := e.allDependents(ent)
 		for _, d := range deps {
 			if d == ent.ID {

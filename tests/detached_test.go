@@ -47,8 +47,8 @@ const detAgg = `SELECT k, count(*), sum(id) FROM t GROUP BY k`
 // TestDetachedBackfill: while a foreground CREATE MATERIALIZED VIEW is
 // held in its backfill, writes to the table it reads are visible at once
 // in another view over it, FLUSH returns, another view is created, SHOW
-// JOBS shows the held one creating, and a DROP of it or a view over it is
-// refused. Released, it ends with exactly the table's aggregate,
+// JOBS shows the held one creating, and a DROP or ALTER … AS of it, or a
+// view over it, is refused. Released, it ends with exactly the table's aggregate,
 // including what changed during its backfill, and keeps it after more
 // writes and a restart.
 func TestDetachedBackfill(t *testing.T) {
@@ -87,6 +87,8 @@ func TestDetachedBackfill(t *testing.T) {
 	wantCode(t, conn, `DROP MATERIALIZED VIEW det_b`, "55000", "being created", "CANCEL JOB "+id)
 	wantCode(t, conn, `CREATE VIEW det_over AS SELECT n FROM det_b`, "55000", "det_b is still being created")
 	wantCode(t, conn, `CREATE MATERIALIZED VIEW det_over AS SELECT n FROM det_b`, "55000", "det_b is still being created")
+	wantCode(t, conn, `ALTER MATERIALIZED VIEW det_b AS SELECT k, count(*) AS n, sum(id) AS s FROM t WHERE id > 0 GROUP BY k`, "55000", "det_b is still being created")
+	wantCode(t, conn, `ALTER MATERIALIZED VIEW det_c AS SELECT count(*) AS n FROM det_b`, "55000", "det_b is still being created")
 
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
