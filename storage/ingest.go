@@ -153,7 +153,15 @@ func (db *DB) batchEntries(b *pebble.Batch) ([]entry, []span, error) {
 			return nil, nil, errNoIngest
 		}
 	}
-	slices.SortStableFunc(ops, func(a, b op) int { return bytes.Compare(a.key, b.key) })
+	// By key, then in batch order: idx is unique, so an unstable sort
+	// gives the stable order (pdqsort, where the stable sort's merges cost
+	// a tenth of a checkpoint-heavy query's CPU).
+	slices.SortFunc(ops, func(a, b op) int {
+		if c := bytes.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return a.idx - b.idx
+	})
 	var out []entry
 	for i := 0; i < len(ops); {
 		j := i + 1
