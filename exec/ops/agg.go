@@ -39,6 +39,10 @@ type Agg struct {
 	opID    uint64 // state under s/<opID> (storage.AppendStateKey)
 	groups  map[string]*group
 	dirty   map[string]struct{}
+	// unstored holds the groups dropped this epoch that nothing stored:
+	// created since the last checkpoint (a window opened and closed
+	// within one), they need no deletion written.
+	unstored map[string]struct{}
 	global  bool
 	touched []*group // groups changed since the last flush, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
@@ -208,6 +212,10 @@ type group struct {
 	// resum: the header had no distinctSums marker (an older build's):
 	// the exact DISTINCT sums are computed from the stored set (resum).
 	resum bool
+	// stored: the store may hold the group's header (it was read from
+	// there, written by a checkpoint, or its key was dropped earlier in
+	// this epoch): dropping it writes a deletion.
+	stored bool
 }
 
 // A group holds one acc per aggregate, so the rarely used parts sit
@@ -335,7 +343,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	a := &Agg{
 		groupBy: n.GroupBy, aggs: n.Aggs,
 		opID:   opID,
-		groups: map[string]*group{}, dirty: map[string]struct{}{},
+		groups: map[string]*group{}, dirty: map[string]struct{}{}, unstored: map[string]struct{}{},
 		global: len(n.GroupBy) == 0, eowc: n.EOWC, appendOnly: n.InputAppendOnly,
 		windows: map[int]*valueIndex{},
 		set:     make([]setRef, len(n.Aggs)),
@@ -389,6 +397,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 		}
 		if g == nil {
 			a.groups[""] = a.newGroup(nil)
+			a.groups[""].stored = true // kept simple: the one group
 			a.dirty[""] = struct{}{}
 		}
 	}
@@ -443,6 +452,7 @@ func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 			}
 			g = a.newGroup(key)
 			g.k = string(kbuf)
+			_, g.stored = a.dirty[g.k] // dropped earlier this epoch: maybe stored
 			a.groups[g.k] = g
 			a.indexGroup(g.k, g)
 			g.touch = &touch{}
@@ -506,6 +516,11 @@ func (a *Agg) indexGroup(k string, g *group) {
 // the store.
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
+	if g.stored {
+		delete(a.unstored, k)
+	} else {
+		a.unstored[k] = struct{}{}
+	}
 	a.spill.bytes -= a.groupMem(g)
 	a.dirty[k] = struct{}{}
 	for i := range g.sets {
@@ -1020,7 +1035,11 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		if ok {
 			g.dirty = false
 			g.saved = b.Epoch
+			g.stored = true
 		} else {
+			if _, u := a.unstored[k]; u {
+				continue // nothing of it was written
+			}
 			a.markGone(k, b.Epoch)
 		}
 		_, cleared := a.cleared[k]
@@ -1086,6 +1105,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		b.W.Set(key, a.encodeGroup(g))
 	}
 	clear(a.dirty)
+	clear(a.unstored)
 	clear(a.cleared)
 	a.evict(committed)
 	return nil
@@ -1250,6 +1270,7 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 		key[i] = next()
 	}
 	g := a.newGroup(key)
+	g.stored = true // read from the store
 	g.count = next().I
 	g.emitted = next().Bool()
 	for i := range g.accs {
