@@ -43,8 +43,8 @@ type Agg struct {
 	// created since the last checkpoint (a window opened and closed
 	// within one), they need no deletion written.
 	unstored map[string]struct{}
-	global  bool
-	touched []*group // groups changed since the last flush, in first-touch order
+	global   bool
+	touched  []*group // groups changed since the last flush, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
 	// WINDOW CLOSE), never before and never retracted.
 	eowc bool
