@@ -68,16 +68,16 @@ type detached struct {
 // epochs: one that reads a source directly (a connector, a clock series)
 // takes part in every epoch from its start, so its backfill is one epoch.
 func detachable(plan *spec.Plan) bool {
-	subs := 0
+	subscribes := false
 	for _, n := range plan.Nodes {
 		switch n.Kind {
 		case spec.SourceRead:
 			return false
 		case spec.Subscribe:
-			subs++
+			subscribes = true
 		}
 	}
-	return subs > 0
+	return subscribes
 }
 
 // Detached reports whether job j is backfilling outside the epochs (it has

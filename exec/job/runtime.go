@@ -428,16 +428,13 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		if rp == nil {
 			j.bf.creating = true
 			j.bf.ctx, j.bf.cancel = context.WithCancel(ctx)
-			r.mu.Lock()
-			running := r.mu.started
-			r.mu.Unlock()
-			if running && !j.rebuild && detachable(plan) {
-				j.detach() // detached.go: created while the graph runs
-			}
 		}
 	}
 	j.done = ctx.Done()
 	r.mu.Lock()
+	if j.bf.creating && r.mu.started && !j.rebuild && detachable(plan) {
+		j.detach() // detached.go: created while the graph runs
+	}
 	j.then = r.mu.catchup[id]
 	delete(r.mu.catchup, id)
 	r.mu.Unlock()
