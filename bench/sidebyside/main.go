@@ -152,7 +152,7 @@ func run() error {
 		case "sluice-kafka", "sluice-file":
 			r := &sluiceRun{bin: bin, work: work, workload: workload, input: input, want: want, name: name, profile: prof}
 			if system == "sluice-kafka" {
-				r.source, r.broker = "kafka", brk.addr
+				r.source, r.broker, r.brokerPid = "kafka", brk.addr, brk.cmd.Process.Pid
 			} else {
 				r.source = "file"
 				if workload == "w2" {
@@ -177,8 +177,12 @@ func run() error {
 					order = append(order, k)
 				}
 				all[k] = append(all[k], m)
-				fmt.Printf("round %d %-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  %6.2f s  load %.1f  output ok\n",
-					round, s, strings.ToUpper(w), m.eventsPerSec(), m.cpuPerMillion(), float64(m.PeakRSSKiB)/1024, m.Seconds, m.Load)
+				brokerCPU := ""
+				if m.BrokerCPUSeconds > 0 {
+					brokerCPU = fmt.Sprintf("  broker %.3f CPU-s/M", m.BrokerCPUSeconds/(float64(m.Events)/1e6))
+				}
+				fmt.Printf("round %d %-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  %6.2f s  load %.1f  output ok%s\n",
+					round, s, strings.ToUpper(w), m.eventsPerSec(), m.cpuPerMillion(), float64(m.PeakRSSKiB)/1024, m.Seconds, m.Load, brokerCPU)
 			}
 		}
 	}

@@ -18,6 +18,9 @@ type measured struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	PeakRSSKiB int64   `json:"peak_rss_kib"`
 	Load       float64 `json:"load"` // 1-minute load average when the run started
+	// BrokerCPUSeconds is the Kafka broker's CPU over the same span (a
+	// Kafka run): it shares the cores.
+	BrokerCPUSeconds float64 `json:"broker_cpu_seconds,omitempty"`
 }
 
 func (m measured) eventsPerSec() float64 { return float64(m.Events) / m.Seconds }

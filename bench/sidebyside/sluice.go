@@ -152,6 +152,7 @@ type sluiceRun struct {
 	source    string // "kafka" or "file"
 	workload  string // "w1" or "w2"
 	broker    string // the broker's address (source kafka)
+	brokerPid int    // its process (source kafka)
 	input     string // the input file (source file), under work/files
 	want      results
 	name      string        // distinguishes the run's sink directory
@@ -239,6 +240,12 @@ func (r *sluiceRun) run(ctx context.Context) (measured, error) {
 	if err != nil {
 		return m, err
 	}
+	var brokerCPU0 float64
+	if r.brokerPid != 0 {
+		if brokerCPU0, err = procCPU(r.brokerPid); err != nil {
+			return m, err
+		}
+	}
 	start := time.Now()
 	if _, err := conn.Exec(ctx, r.sinkDDL(sinkDir)); err != nil {
 		return m, fmt.Errorf("CREATE SINK: %w", err)
@@ -287,6 +294,13 @@ func (r *sluiceRun) run(ctx context.Context) (measured, error) {
 		return m, err
 	}
 	m.CPUSeconds = cpu1 - cpu0
+	if r.brokerPid != 0 {
+		b, err := procCPU(r.brokerPid)
+		if err != nil {
+			return m, err
+		}
+		m.BrokerCPUSeconds = b - brokerCPU0
+	}
 	m.PeakRSSKiB = hwmKiB(fmt.Sprint(pid))
 	m.Events = -1 // set by the caller: the bids in the input
 	if prof != nil {

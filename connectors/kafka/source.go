@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	kafkasasl "github.com/segmentio/kafka-go/sasl"
 
 	"sluice/connectors/internal/chunkq"
@@ -714,6 +713,3 @@ func (r *srcReader) Close() error {
 	r.client.close()
 	return nil
 }
-
-// srcKafkaAddr returns the bootstrap address of c.
-func srcKafkaAddr(c *srcConfig) net.Addr { return kafkago.TCP(c.brokers...) }

@@ -1,16 +1,15 @@
 package kafka
 
-// The fetching side of the kafka source: a client over kafka-go's
-// protocol layer and the goroutine that fetches every partition, drops
+// The fetching side of the kafka source: a client over franz-go's kgo
+// and kmsg and the goroutine that fetches every partition, drops
 // what read_committed must not see, decodes records into rows and hands
 // them to the reader in chunks.
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"sort"
 	"sync"
@@ -18,11 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	kafkago "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
-	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
-	"github.com/segmentio/kafka-go/protocol/listoffsets"
-	metaAPI "github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/connectors/internal/decode"
 	"sluice/exec/connector"
@@ -40,12 +37,11 @@ const (
 	// srcRequestTimeout bounds one request to a broker that stalls.
 	srcRequestTimeout = 10 * time.Second
 	// srcPartitionBytes and srcFetchBytes bound a fetch (a larger first
-	// batch is still returned whole by the broker). They are small
-	// because kafka-go's decoder holds a 64 KiB page per record batch for
-	// as long as the response lives: producers with small batches (a few
-	// records each) would make an 8 MiB response cost gigabytes.
-	srcPartitionBytes = 256 << 10
-	srcFetchBytes     = 1 << 20
+	// batch is still returned whole by the broker). A response is read
+	// in place (its records alias it) and lives until its last record is
+	// decoded, so the chunks buffered for Read hold at most a few.
+	srcPartitionBytes = 1 << 20
+	srcFetchBytes     = 4 << 20
 	// srcChunkBuffer is how many fetched chunks (one per partition and
 	// fetch) may wait for Read: the bound on buffered memory.
 	srcChunkBuffer = 16
@@ -58,46 +54,52 @@ const (
 
 var errSrcNoTopic = errors.New("topic does not exist")
 
-// srcClient talks to the cluster through a kafka-go Transport, which
-// routes each request to the partition leaders from its cached metadata.
+// srcClient talks to the cluster through a kgo client: metadata and
+// offsets through its routing, fetches straight to a partition's leader
+// as raw requests whose record batches the fetcher reads in place.
 type srcClient struct {
 	topic  string
-	addr   net.Addr
-	tr     *kafkago.Transport
-	cancel context.CancelFunc
+	cl     *kgo.Client
+	err    error                  // the client's options were refused
 	status atomic.Pointer[string] // the last request's error, nil after a success
 	sec    *security
 }
 
 func newSrcClient(c *srcConfig) *srcClient {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &srcClient{
-		topic: c.topic,
-		addr:  srcKafkaAddr(c),
-		sec:   c.sec,
-		tr: &kafkago.Transport{
-			DialTimeout:    2 * time.Second,
-			MetadataTTL:    srcMetadataEvery,
-			MetadataTopics: []string{c.topic},
-			ClientID:       "sluice",
-			Context:        ctx,
-			Dial:           policyDialer(c.policy, c.sec, 2*time.Second),
-			SASL:           c.mech,
-		},
-		cancel: cancel,
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.brokers...),
+		kgo.ClientID("sluice"),
+		kgo.Dialer(policyDialer(c.policy, c.sec, 2*time.Second)),
+		kgo.RetryTimeout(srcRequestTimeout),
+		kgo.MetadataMinAge(time.Second),
+	}
+	opts = append(opts, c.sec.kgoOpts()...)
+	cl, err := kgo.NewClient(opts...)
+	return &srcClient{topic: c.topic, cl: cl, err: err, sec: c.sec}
+}
+
+// close closes the client's connections.
+func (c *srcClient) close() {
+	if c.cl != nil {
+		c.cl.Close()
 	}
 }
 
-// close stops the transport's goroutines and closes its connections.
-func (c *srcClient) close() {
-	c.cancel()
-	c.tr.CloseIdleConnections()
-}
-
-func (c *srcClient) roundTrip(ctx context.Context, req protocol.Message) (protocol.Message, error) {
+// request sends req: to broker when it is not negative, otherwise where
+// the client routes it.
+func (c *srcClient) request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	ctx, cancel := context.WithTimeout(ctx, srcRequestTimeout)
 	defer cancel()
-	m, err := c.tr.RoundTrip(ctx, c.addr, req)
+	var m kmsg.Response
+	var err error
+	if broker >= 0 {
+		m, err = c.cl.Broker(int(broker)).Request(ctx, req)
+	} else {
+		m, err = c.cl.Request(ctx, req)
+	}
 	switch {
 	case err == nil:
 		c.status.Store(nil)
@@ -120,45 +122,56 @@ func (r *srcReader) Status() string {
 	return ""
 }
 
-// metadata returns the leader of every partition of the topic (-1 when
-// it has none right now), or errSrcNoTopic.
-func (c *srcClient) metadata(ctx context.Context) (map[int32]int32, error) {
-	m, err := c.roundTrip(ctx, &metaAPI.Request{TopicNames: []string{c.topic}})
+// srcLeaders is the topic's partitions, each with its leader (-1 when
+// it has none right now), and the topic's ID (fetch v13 and later name
+// topics by ID).
+type srcLeaders struct {
+	leaders map[int32]int32
+	id      [16]byte
+}
+
+// metadata returns the topic's partitions and leaders, or errSrcNoTopic.
+func (c *srcClient) metadata(ctx context.Context) (srcLeaders, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(c.topic)
+	req.Topics = append(req.Topics, t)
+	req.AllowAutoTopicCreation = false
+	m, err := c.request(ctx, -1, req)
 	if err != nil {
-		return nil, err
+		return srcLeaders{}, err
 	}
-	res := m.(*metaAPI.Response)
-	for _, t := range res.Topics {
-		if t.Name != c.topic {
+	for _, t := range m.(*kmsg.MetadataResponse).Topics {
+		if t.Topic == nil || *t.Topic != c.topic {
 			continue
 		}
-		switch kafkago.Error(t.ErrorCode) {
-		case 0:
-		case kafkago.UnknownTopicOrPartition:
-			return nil, errSrcNoTopic
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case err == nil:
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return srcLeaders{}, errSrcNoTopic
 		default:
-			return nil, kafkago.Error(t.ErrorCode)
+			return srcLeaders{}, err
 		}
-		leaders := make(map[int32]int32, len(t.Partitions))
+		l := srcLeaders{leaders: make(map[int32]int32, len(t.Partitions)), id: t.TopicID}
 		for _, p := range t.Partitions {
-			leaders[p.PartitionIndex] = p.LeaderID
+			l.leaders[p.Partition] = p.Leader
 			if p.ErrorCode != 0 {
-				leaders[p.PartitionIndex] = -1
+				l.leaders[p.Partition] = -1
 			}
 		}
-		return leaders, nil
+		return l, nil
 	}
-	return nil, errSrcNoTopic
+	return srcLeaders{}, errSrcNoTopic
 }
 
 // partitions returns the partitions of the topic.
 func (c *srcClient) partitions(ctx context.Context) ([]int32, error) {
-	leaders, err := c.metadata(ctx)
+	l, err := c.metadata(ctx)
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]int32, 0, len(leaders))
-	for p := range leaders {
+	parts := make([]int32, 0, len(l.leaders))
+	for p := range l.leaders {
 		parts = append(parts, p)
 	}
 	return parts, nil
@@ -167,23 +180,31 @@ func (c *srcClient) partitions(ctx context.Context) ([]int32, error) {
 // listOffsets asks for the offset of every partition in parts at ts
 // (srcEarliest, srcLatest or a time in milliseconds).
 func (c *srcClient) listOffsets(ctx context.Context, parts []int32, ts int64, readCommitted bool) (map[int32]int64, error) {
-	req := &listoffsets.Request{ReplicaID: -1, Topics: []listoffsets.RequestTopic{{Topic: c.topic}}}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
 	if readCommitted {
 		req.IsolationLevel = 1
 	}
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = c.topic
 	for _, p := range parts {
-		req.Topics[0].Partitions = append(req.Topics[0].Partitions,
-			listoffsets.RequestPartition{Partition: p, CurrentLeaderEpoch: -1, Timestamp: ts})
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p, -1, ts
+		t.Partitions = append(t.Partitions, rp)
 	}
-	m, err := c.roundTrip(ctx, req)
+	req.Topics = append(req.Topics, t)
+	m, err := c.request(ctx, -1, req)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[int32]int64, len(parts))
-	for _, t := range m.(*listoffsets.Response).Topics {
+	for _, t := range m.(*kmsg.ListOffsetsResponse).Topics {
+		if t.Topic != c.topic {
+			continue
+		}
 		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return nil, fmt.Errorf("list offsets of partition %d: %w", p.Partition, kafkago.Error(p.ErrorCode))
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("list offsets of partition %d: %w", p.Partition, err)
 			}
 			out[p.Partition] = p.Offset
 		}
@@ -239,27 +260,27 @@ func (c *srcClient) resolve(ctx context.Context, cfg *srcConfig, offs map[int32]
 	return out, nil
 }
 
-// fetch sends one Fetch request for parts (all led by one broker).
-func (c *srcClient) fetch(ctx context.Context, parts []fetchAPI.RequestPartition, readCommitted bool) (*fetchAPI.Response, error) {
-	req := &fetchAPI.Request{
-		ReplicaID:    -1,
-		MaxWaitTime:  int32(srcFetchWait / time.Millisecond),
-		MinBytes:     1,
-		MaxBytes:     srcFetchBytes,
-		SessionID:    -1, // no fetch session: every request is a full fetch
-		SessionEpoch: -1,
-		Topics:       []fetchAPI.RequestTopic{{Topic: c.topic, Partitions: parts}},
-	}
+// fetch sends one Fetch request for parts to their leader.
+func (c *srcClient) fetch(ctx context.Context, leader int32, id [16]byte, parts []kmsg.FetchRequestTopicPartition, readCommitted bool) (*kmsg.FetchResponse, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(srcFetchWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = srcFetchBytes
+	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every request is a full fetch
 	if readCommitted {
 		req.IsolationLevel = 1
 	}
-	m, err := c.roundTrip(ctx, req)
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic, t.TopicID, t.Partitions = c.topic, id, parts
+	req.Topics = append(req.Topics, t)
+	m, err := c.request(ctx, leader, req)
 	if err != nil {
 		return nil, err
 	}
-	res := m.(*fetchAPI.Response)
-	if res.ErrorCode != 0 {
-		return nil, kafkago.Error(res.ErrorCode)
+	res := m.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -278,16 +299,9 @@ type srcChunk struct {
 	// hwm is the partition's high watermark in the fetch response; bytes
 	// the key and value bytes of its records (metrics).
 	hwm, bytes int64
-	// raw holds the records until a decoder turns them into items.
-	raw []srcRaw
-}
-
-// srcRaw is a fetched record not yet decoded.
-type srcRaw struct {
-	off                int64
-	ts                 time.Time
-	key, value         []byte
-	keyNull, valueNull bool
+	// raw holds the records until a decoder turns them into items; they
+	// alias the fetch response.
+	raw []srcRecord
 }
 
 // srcItem is one record: the rows it gave (rows[first:first+nrows]), or
@@ -313,7 +327,7 @@ type srcFetcher struct {
 	// order for the goroutine that hands them to the reader.
 	jobs  chan *srcJob
 	order chan *srcJob
-	block []byte // where copyBytes puts record bytes
+	dec   kgo.Decompressor
 	// rawHint is the most records one partition's response held: the
 	// capacity of the next chunk's raw records, so that a large response
 	// does not grow them by copying (a fetch is up to tens of MB).
@@ -393,6 +407,7 @@ func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, ou
 		cfg: cfg, client: client, offsets: make(map[int32]int64, len(from)), out: out,
 		cancel: cancel, done: make(chan struct{}),
 		jobs: make(chan *srcJob), order: make(chan *srcJob, srcChunkBuffer),
+		dec: kgo.DefaultDecompressor(),
 	}
 	for p, o := range from {
 		f.offsets[p] = o
@@ -510,10 +525,10 @@ func sleep(ctx context.Context, backoff *time.Duration) bool {
 
 func (f *srcFetcher) run(ctx context.Context) {
 	backoff := srcMinBackoff
-	var leaders map[int32]int32
+	var meta srcLeaders
 	var refreshed time.Time
 	for ctx.Err() == nil {
-		if leaders == nil || time.Since(refreshed) >= srcMetadataEvery {
+		if meta.leaders == nil || time.Since(refreshed) >= srcMetadataEvery {
 			l, err := f.client.metadata(ctx)
 			if err != nil {
 				// A broker that is down, or a topic that is gone for now:
@@ -527,34 +542,34 @@ func (f *srcFetcher) run(ctx context.Context) {
 			if len(f.offsets) == 0 {
 				start = f.cfg.startup // the source knew no partition yet
 			}
-			for p := range l {
+			for p := range l.leaders {
 				if _, ok := f.offsets[p]; !ok {
 					f.offsets[p] = start
 				}
 			}
-			leaders, refreshed = l, time.Now()
+			meta, refreshed = l, time.Now()
 		}
 		if !f.resolve(ctx, &backoff) {
 			continue
 		}
-		groups := map[int32][]fetchAPI.RequestPartition{}
+		groups := map[int32][]kmsg.FetchRequestTopicPartition{}
 		for p, off := range f.offsets {
-			leader, ok := leaders[p]
+			leader, ok := meta.leaders[p]
 			if !ok || leader < 0 || off < 0 {
 				continue
 			}
-			groups[leader] = append(groups[leader], fetchAPI.RequestPartition{
-				Partition: p, CurrentLeaderEpoch: -1, FetchOffset: off, LogStartOffset: -1, PartitionMaxBytes: srcPartitionBytes,
-			})
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, srcPartitionBytes
+			groups[leader] = append(groups[leader], rp)
 		}
 		if len(groups) == 0 {
-			leaders = nil // no leader known: ask again after a pause
+			meta.leaders = nil // no leader known: ask again after a pause
 			if !sleep(ctx, &backoff) {
 				return
 			}
 			continue
 		}
-		responses := f.fetchAll(ctx, groups)
+		responses := f.fetchAll(ctx, meta.id, groups)
 		failed := false
 		for _, r := range responses {
 			if r.err != nil {
@@ -562,7 +577,7 @@ func (f *srcFetcher) run(ctx context.Context) {
 				continue
 			}
 			for _, t := range r.res.Topics {
-				if t.Topic != f.cfg.topic {
+				if t.Topic != f.cfg.topic && (t.TopicID == [16]byte{} || t.TopicID != meta.id) {
 					continue
 				}
 				for i := range t.Partitions {
@@ -591,7 +606,7 @@ func (f *srcFetcher) run(ctx context.Context) {
 			}
 		}
 		if failed {
-			leaders = nil // a leader may have moved
+			meta.leaders = nil // a leader may have moved
 			if !sleep(ctx, &backoff) {
 				return
 			}
@@ -633,28 +648,28 @@ func (f *srcFetcher) resolve(ctx context.Context, backoff *time.Duration) bool {
 }
 
 type srcFetchResult struct {
-	res *fetchAPI.Response
+	res *kmsg.FetchResponse
 	err error
 }
 
 // fetchAll fetches every leader's partitions, in parallel when there are
 // several leaders.
-func (f *srcFetcher) fetchAll(ctx context.Context, groups map[int32][]fetchAPI.RequestPartition) []srcFetchResult {
+func (f *srcFetcher) fetchAll(ctx context.Context, id [16]byte, groups map[int32][]kmsg.FetchRequestTopicPartition) []srcFetchResult {
 	out := make([]srcFetchResult, 0, len(groups))
 	if len(groups) == 1 {
-		for _, parts := range groups {
-			res, err := f.client.fetch(ctx, parts, f.cfg.readCommitted)
+		for leader, parts := range groups {
+			res, err := f.client.fetch(ctx, leader, id, parts, f.cfg.readCommitted)
 			out = append(out, srcFetchResult{res, err})
 		}
 		return out
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, parts := range groups {
+	for leader, parts := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := f.client.fetch(ctx, parts, f.cfg.readCommitted)
+			res, err := f.client.fetch(ctx, leader, id, parts, f.cfg.readCommitted)
 			mu.Lock()
 			out = append(out, srcFetchResult{res, err})
 			mu.Unlock()
@@ -667,24 +682,24 @@ func (f *srcFetcher) fetchAll(ctx context.Context, groups map[int32][]fetchAPI.R
 // process turns one partition of a fetch response that started at from
 // into a chunk. It returns nil when there is nothing new, and retry when
 // the partition had a transient error.
-func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *srcChunk, retry bool) {
+func (f *srcFetcher) process(rp *kmsg.FetchResponseTopicPartition, from int64) (c *srcChunk, retry bool) {
 	part := rp.Partition
 	if rp.ErrorCode != 0 {
-		if kafkago.Error(rp.ErrorCode) == kafkago.OffsetOutOfRange {
+		if errors.Is(kerr.ErrorForCode(rp.ErrorCode), kerr.OffsetOutOfRange) {
 			return &srcChunk{part: part, end: from, err: pgerror.New(pgcode.DataCorrupted,
 				"source %s: offset %d of topic %s partition %d is out of range (log start %d, end %d): the records were deleted or the topic was recreated",
 				f.cfg.name, from, f.cfg.topic, part, rp.LogStartOffset, rp.HighWatermark)}, false
 		}
 		return nil, true
 	}
-	if rp.RecordSet.Records == nil {
+	if len(rp.RecordBatches) == 0 {
 		return nil, false
 	}
 	hint := f.rawHint
 	if avail := rp.HighWatermark - from; avail >= 0 && avail < int64(hint) {
 		hint = int(avail)
 	}
-	c = &srcChunk{part: part, end: from, hwm: rp.HighWatermark, raw: make([]srcRaw, 0, hint)}
+	c = &srcChunk{part: part, end: from, hwm: rp.HighWatermark, raw: make([]srcRecord, 0, hint)}
 	read := c // c is the result, nil when nothing is new
 	defer func() { f.rawHint = max(f.rawHint, len(read.raw)) }()
 	// Records at or after the last stable offset belong to transactions
@@ -697,103 +712,89 @@ func (f *srcFetcher) process(rp *fetchAPI.ResponsePartition, from int64) (c *src
 	// The aborted transactions overlapping this response, by first offset:
 	// a producer's batches from its first offset up to its abort marker
 	// are dropped.
-	var abortedTxns []fetchAPI.ResponseTransaction
+	var abortedTxns []kmsg.FetchResponseTopicPartitionAbortedTransaction
 	var aborted map[int64]bool
 	if f.cfg.readCommitted && len(rp.AbortedTransactions) > 0 {
 		abortedTxns = append(abortedTxns, rp.AbortedTransactions...)
 		sort.Slice(abortedTxns, func(i, j int) bool { return abortedTxns[i].FirstOffset < abortedTxns[j].FirstOffset })
 		aborted = map[int64]bool{}
 	}
-	var batches []protocol.RecordReader
-	if s, ok := rp.RecordSet.Records.(*protocol.RecordStream); ok {
-		batches = s.Records
-	} else {
-		batches = []protocol.RecordReader{rp.RecordSet.Records}
+	fail := func(err error) (*srcChunk, bool) {
+		c.err = pgerror.Wrap(err, pgcode.DataCorrupted, "source %s: topic %s partition %d", f.cfg.name, f.cfg.topic, part)
+		return c, false
 	}
-	for _, b := range batches {
-		switch b := b.(type) {
-		case *protocol.ControlBatch:
-			// A commit or abort marker: never a row. An abort marker ends
-			// the aborted transaction of its producer.
-			for {
-				cr, err := b.ReadControlRecord()
-				if err != nil {
-					break
-				}
-				if cr.Offset >= from && (limit < 0 || cr.Offset < limit) && cr.Offset+1 > c.end {
-					c.end = cr.Offset + 1
-				}
-				if cr.Type == 0 && aborted != nil {
-					delete(aborted, b.ProducerID)
-				}
-			}
-			continue
-		case *protocol.RecordBatch:
-			if aborted != nil {
-				for len(abortedTxns) > 0 && abortedTxns[0].FirstOffset <= b.BaseOffset {
-					aborted[abortedTxns[0].ProducerID] = true
-					abortedTxns = abortedTxns[1:]
-				}
-				if b.Attributes.Transactional() && aborted[b.ProducerID] {
-					if !f.skipBatch(c, b, from, limit) {
-						return c, false
-					}
-					continue
-				}
+	atLimit := false
+	for rest := rp.RecordBatches; len(rest) > 0 && !atLimit; {
+		b, next, ok, err := nextBatch(rest)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			break // a partial batch ends the response
+		}
+		rest = next
+		if !b.control() && aborted != nil {
+			// The producers whose aborted transactions start at or
+			// before this batch.
+			for len(abortedTxns) > 0 && abortedTxns[0].FirstOffset <= b.base {
+				aborted[abortedTxns[0].ProducerID] = true
+				abortedTxns = abortedTxns[1:]
 			}
 		}
-		if !f.readBatch(c, b, from, limit) {
-			return c, false
+		if !b.control() && b.next() <= from {
+			continue // records before the fetch offset (brokers return whole batches)
+		}
+		switch {
+		case b.control():
+			// A commit or abort marker: never a row. An abort marker ends
+			// the aborted transaction of its producer.
+			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+				if limit >= 0 && r.off >= limit {
+					atLimit = true
+					return false
+				}
+				if r.off >= from && r.off+1 > c.end {
+					c.end = r.off + 1
+				}
+				if len(r.key) >= 4 && binary.BigEndian.Uint16(r.key[2:4]) == 0 && aborted != nil {
+					delete(aborted, b.producerID)
+				}
+				return true
+			})
+		case b.transactional() && aborted[b.producerID]:
+			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+				if limit >= 0 && r.off >= limit {
+					atLimit = true
+					return false
+				}
+				if r.off >= from {
+					c.end = r.off + 1
+				}
+				return true
+			})
+		default:
+			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+				if limit >= 0 && r.off >= limit {
+					atLimit = true
+					return false
+				}
+				if r.off < from {
+					return true
+				}
+				c.bytes += int64(len(r.key) + len(r.value))
+				c.raw = append(c.raw, *r)
+				c.end = r.off + 1
+				return true
+			})
+		}
+		if err != nil {
+			return fail(err)
 		}
 	}
 	if c.end == from && len(c.raw) == 0 {
 		return nil, false
 	}
 	return c, false
-}
-
-// skipBatch passes the records of an aborted batch; false at the limit.
-func (f *srcFetcher) skipBatch(c *srcChunk, b protocol.RecordReader, from, limit int64) bool {
-	for {
-		rec, err := b.ReadRecord()
-		if err != nil {
-			return true
-		}
-		srcCloseRecord(rec)
-		if limit >= 0 && rec.Offset >= limit {
-			return false
-		}
-		if rec.Offset >= from {
-			c.end = rec.Offset + 1
-		}
-	}
-}
-
-// readBatch decodes the records of a batch into c; false at the limit.
-// readBatch copies the records of a batch into c for decoding; false at
-// the limit.
-func (f *srcFetcher) readBatch(c *srcChunk, b protocol.RecordReader, from, limit int64) bool {
-	for {
-		rec, err := b.ReadRecord()
-		if err != nil {
-			return true
-		}
-		if limit >= 0 && rec.Offset >= limit {
-			srcCloseRecord(rec)
-			return false
-		}
-		if rec.Offset < from {
-			srcCloseRecord(rec)
-			continue
-		}
-		r := srcRaw{off: rec.Offset, ts: rec.Time}
-		r.key, r.keyNull = f.copyBytes(rec.Key)
-		r.value, r.valueNull = f.copyBytes(rec.Value)
-		srcCloseRecord(rec)
-		c.bytes += int64(len(r.key) + len(r.value))
-		c.raw = append(c.raw, r)
-		c.end = rec.Offset + 1
-	}
 }
 
 // decodeChunk turns c's raw records into items and rows.
@@ -806,42 +807,6 @@ func (d *srcDecoder) decodeChunk(c *srcChunk) {
 		d.record(c, r.off, r.ts, r.key, r.value, r.keyNull, r.valueNull)
 	}
 	c.raw = nil
-}
-
-func srcCloseRecord(rec *protocol.Record) {
-	if rec.Key != nil {
-		rec.Key.Close()
-	}
-	if rec.Value != nil {
-		rec.Value.Close()
-	}
-}
-
-// copyBytes copies b into the fetcher's current block of record bytes
-// (a new one when it is full: blocks are never reused, the chunks' raw
-// records point into them); null is true when b is nil.
-func (f *srcFetcher) copyBytes(b protocol.Bytes) (_ []byte, null bool) {
-	if b == nil {
-		return nil, true
-	}
-	n := b.Len()
-	if n > srcBlockBytes/4 {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(b, buf); err != nil {
-			return nil, false
-		}
-		return buf, false
-	}
-	if len(f.block)+n > cap(f.block) {
-		f.block = make([]byte, 0, srcBlockBytes)
-	}
-	at := len(f.block)
-	f.block = f.block[:at+n]
-	if _, err := io.ReadFull(b, f.block[at:]); err != nil {
-		f.block = f.block[:at]
-		return nil, false
-	}
-	return f.block[at : at+n : at+n], false
 }
 
 // newRow returns a row for one record, from a slab shared by many rows.

@@ -295,6 +295,7 @@ func appendChange(buf []byte, c connector.Change) []byte {
 
 // decodeChanges appends the changes of one log chunk to out.
 func decodeChanges(v []byte, out []connector.Change) ([]connector.Change, error) {
+	var slab []types.Datum // the chunk's rows share allocations
 	for len(v) > 0 {
 		flags := v[0]
 		v = v[1:]
@@ -310,7 +311,7 @@ func decodeChanges(v []byte, out []connector.Change) ([]connector.Change, error)
 			if len(v) < 4+n {
 				return nil, corrupt()
 			}
-			r, err := types.DecodeRow(v[4 : 4+n])
+			r, err := types.DecodeRowIn(v[4:4+n], &slab)
 			if err != nil {
 				return nil, err
 			}

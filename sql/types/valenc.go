@@ -264,7 +264,15 @@ func EncodeRow(buf []byte, r Row) []byte {
 
 // DecodeRow decodes a row encoded by EncodeRow; buf must hold exactly one
 // row. Corrupt input gives XX001.
-func DecodeRow(buf []byte) (Row, error) {
+func DecodeRow(buf []byte) (Row, error) { return DecodeRowIn(buf, nil) }
+
+// decodeSlabRows is how many rows a slab DecodeRowIn allocates holds.
+const decodeSlabRows = 128
+
+// DecodeRowIn is DecodeRow with the row's values cut from *slab (a new
+// slab for many rows when it runs short): one allocation for many rows
+// decoded together. A nil slab allocates the row alone.
+func DecodeRowIn(buf []byte, slab *[]Datum) (Row, error) {
 	n, k := binary.Uvarint(buf)
 	if k <= 0 {
 		return nil, errCorruptValue("bad row header")
@@ -273,7 +281,17 @@ func DecodeRow(buf []byte) (Row, error) {
 	if n > uint64(len(b)) {
 		return nil, errCorruptValue("row of %d values in %d bytes", n, len(b))
 	}
-	r := make(Row, n)
+	var r Row
+	switch {
+	case slab == nil:
+		r = make(Row, n)
+	default:
+		if uint64(len(*slab)) < n {
+			*slab = make([]Datum, n*decodeSlabRows)
+		}
+		r = (*slab)[:n:n]
+		*slab = (*slab)[n:]
+	}
 	for i := range r {
 		var err error
 		if r[i], b, err = decodeValue(b, 0); err != nil {

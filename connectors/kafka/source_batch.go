@@ -1,0 +1,171 @@
+package kafka
+
+// Record batches as a fetch response carries them (message format v2,
+// Kafka 0.11 and later), read in place: a record's key and value are
+// slices of the response (or of its decompressed batch), never copied.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+)
+
+// Batch attributes.
+const (
+	batchCodecMask     = 0x07
+	batchLogAppendTime = 0x08
+	batchTransactional = 0x10
+	batchControl       = 0x20
+)
+
+// batchHeaderSize is the size of a v2 batch header, up to its records.
+const batchHeaderSize = 61
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// srcBatch is one record batch of a fetched partition.
+type srcBatch struct {
+	base       int64 // the first record's offset
+	lastDelta  int32 // the last record's offset - base
+	firstTS    int64 // milliseconds
+	maxTS      int64
+	producerID int64
+	attrs      int16
+	count      int32
+	records    []byte // compressed when attrs says so
+}
+
+func (b *srcBatch) transactional() bool { return b.attrs&batchTransactional != 0 }
+func (b *srcBatch) control() bool       { return b.attrs&batchControl != 0 }
+
+// next returns the offset after the batch's last record.
+func (b *srcBatch) next() int64 { return b.base + int64(b.lastDelta) + 1 }
+
+// errBatch is a batch that cannot be read: its bytes are corrupt, or it
+// is in a format this reader does not know.
+func errBatch(format string, args ...any) error {
+	return pgerror.New(pgcode.DataCorrupted, "kafka record batch: %s", fmt.Sprintf(format, args...))
+}
+
+// nextBatch reads the batch at the start of b. ok is false when b holds
+// no whole batch (a broker may end a response with part of one).
+func nextBatch(b []byte) (batch srcBatch, rest []byte, ok bool, err error) {
+	if len(b) < 17 {
+		return batch, nil, false, nil
+	}
+	size := int64(int32(binary.BigEndian.Uint32(b[8:12])))
+	if size < 0 {
+		return batch, nil, false, errBatch("negative length %d", size)
+	}
+	if 12+size > int64(len(b)) {
+		return batch, nil, false, nil
+	}
+	whole := b[:12+size]
+	if magic := b[16]; magic != 2 {
+		return batch, nil, false, errBatch("message format v%d at offset %d: only v2 (Kafka 0.11 and later) is read", magic, int64(binary.BigEndian.Uint64(b)))
+	}
+	if len(whole) < batchHeaderSize {
+		return batch, nil, false, errBatch("batch of %d bytes is shorter than its header", len(whole))
+	}
+	if crc := binary.BigEndian.Uint32(whole[17:21]); crc32.Checksum(whole[21:], crc32c) != crc {
+		return batch, nil, false, errBatch("checksum mismatch in the batch at offset %d", int64(binary.BigEndian.Uint64(b)))
+	}
+	batch = srcBatch{
+		base:       int64(binary.BigEndian.Uint64(whole[0:8])),
+		attrs:      int16(binary.BigEndian.Uint16(whole[21:23])),
+		lastDelta:  int32(binary.BigEndian.Uint32(whole[23:27])),
+		firstTS:    int64(binary.BigEndian.Uint64(whole[27:35])),
+		maxTS:      int64(binary.BigEndian.Uint64(whole[35:43])),
+		producerID: int64(binary.BigEndian.Uint64(whole[43:51])),
+		count:      int32(binary.BigEndian.Uint32(whole[57:61])),
+		records:    whole[batchHeaderSize:],
+	}
+	if batch.count < 0 {
+		return batch, nil, false, errBatch("negative record count %d", batch.count)
+	}
+	return batch, b[len(whole):], true, nil
+}
+
+// srcRecord is one record of a batch; key and value alias the batch.
+type srcRecord struct {
+	off                int64
+	ts                 time.Time
+	key, value         []byte
+	keyNull, valueNull bool
+}
+
+// batchRecords reads a batch's records: each is passed to fn in offset
+// order until fn returns false. A compressed batch is decompressed
+// first (into a new buffer the records then alias).
+func batchRecords(b *srcBatch, dec kgo.Decompressor, fn func(*srcRecord) bool) error {
+	recs := b.records
+	if codec := b.attrs & batchCodecMask; codec != 0 {
+		if codec > 4 {
+			return errBatch("unknown compression codec %d in the batch at offset %d", codec, b.base)
+		}
+		var err error
+		if recs, err = dec.Decompress(recs, kgo.CompressionCodecType(codec)); err != nil {
+			return errBatch("cannot decompress the batch at offset %d: %v", b.base, err)
+		}
+	}
+	var r srcRecord
+	for i := int32(0); i < b.count; i++ {
+		n, k := binary.Varint(recs)
+		if k <= 0 || n < 0 || int64(len(recs)-k) < n {
+			return errBatch("truncated record %d of the batch at offset %d", i, b.base)
+		}
+		rec := recs[k : k+int(n)]
+		recs = recs[k+int(n):]
+		if len(rec) < 1 {
+			return errBatch("empty record %d of the batch at offset %d", i, b.base)
+		}
+		p := rec[1:] // past the record's attributes
+		tsDelta, k1 := binary.Varint(p)
+		if k1 <= 0 {
+			return errBatch("bad record %d of the batch at offset %d", i, b.base)
+		}
+		p = p[k1:]
+		offDelta, k2 := binary.Varint(p)
+		if k2 <= 0 {
+			return errBatch("bad record %d of the batch at offset %d", i, b.base)
+		}
+		p = p[k2:]
+		var ok bool
+		if r.key, r.keyNull, p, ok = recordBytes(p); !ok {
+			return errBatch("bad key in record %d of the batch at offset %d", i, b.base)
+		}
+		if r.value, r.valueNull, _, ok = recordBytes(p); !ok {
+			return errBatch("bad value in record %d of the batch at offset %d", i, b.base)
+		}
+		// The headers follow; the record's length passes them.
+		r.off = b.base + offDelta
+		ts := b.firstTS + tsDelta
+		if b.attrs&batchLogAppendTime != 0 {
+			ts = b.maxTS
+		}
+		r.ts = time.UnixMilli(ts)
+		if !fn(&r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// recordBytes reads a varint-prefixed byte string (-1: null).
+func recordBytes(p []byte) (v []byte, null bool, rest []byte, ok bool) {
+	n, k := binary.Varint(p)
+	if k <= 0 || n < -1 || int64(len(p)-k) < n {
+		return nil, false, nil, false
+	}
+	p = p[k:]
+	if n == -1 {
+		return nil, true, p, true
+	}
+	return p[:n:n], false, p[n:], true
+}

@@ -1,0 +1,179 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/exec/connector"
+	"sluice/sql/pgcode"
+	"sluice/sql/pgerror"
+)
+
+// TestSourceBatches reads the record batches a real producer writes, in
+// every compression codec, with headers, null keys and null values,
+// through the raw batch reader and through the source; then corrupted,
+// truncated and old-format batches.
+func TestSourceBatches(t *testing.T) {
+	addr := srcTestCluster(t, 1, "t")
+	codecs := []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"none", kgo.NoCompression()}, {"gzip", kgo.GzipCompression()}, {"snappy", kgo.SnappyCompression()},
+		{"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}}
+	type want struct {
+		key, value string
+		keyNull    bool
+		ts         int64
+	}
+	var wants []want
+	var rows []string
+	id := 0
+	for _, c := range codecs {
+		cl := srcTestClient(t, addr, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(50*time.Millisecond))
+		var recs []*kgo.Record
+		for i := 0; i < 40; i++ {
+			ts := time.UnixMilli(1_700_000_000_000 + int64(id)*1000)
+			v := fmt.Sprintf(`{"id":%d,"v":"%s %d %s"}`, id, c.name, i, "padding padding padding padding padding")
+			r := &kgo.Record{Topic: "t", Value: []byte(v), Timestamp: ts,
+				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("header value")}, {Key: "n"}}}
+			w := want{value: v, keyNull: true, ts: ts.UnixMilli()}
+			if i%3 != 0 {
+				r.Key = []byte(fmt.Sprintf("k%d", id))
+				w.key, w.keyNull = string(r.Key), false
+			}
+			recs = append(recs, r)
+			wants = append(wants, w)
+			rows = append(rows, fmt.Sprintf("+1:%d|%s %d %s", id, c.name, i, "padding padding padding padding padding"))
+			id++
+		}
+		// One asynchronous burst, so that the producer batches it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	// A tombstone (null value) and an empty value.
+	cl := srcTestClient(t, addr)
+	tomb := &kgo.Record{Topic: "t", Key: []byte("gone"), Timestamp: time.UnixMilli(1_800_000_000_000)}
+	srcProduce(t, cl, tomb)
+	wants = append(wants, want{key: "gone", ts: 1_800_000_000_000})
+
+	// The raw batches of the partition.
+	cfg, err := srcParse(connector.SourceConfig{Name: "s", Columns: srcTestCols, Options: srcOpts(addr, "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := newSrcClient(cfg)
+	defer client.close()
+	ctx := context.Background()
+	meta, err := client.metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for from := int64(0); from < int64(len(wants)); {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = from, 1<<20
+		res, err := client.fetch(ctx, meta.leaders[0], meta.id, []kmsg.FetchRequestTopicPartition{rp}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := res.Topics[0].Partitions[0].RecordBatches
+		if len(b) == 0 {
+			t.Fatal("empty fetch")
+		}
+		raw = append(raw, b...)
+		for rest := b; ; {
+			batch, next, ok, err := nextBatch(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			from, rest = batch.next(), next
+		}
+	}
+	var got []srcRecord
+	batches, codecsSeen := 0, map[int16]bool{}
+	for rest := raw; len(rest) > 0; {
+		batch, next, ok, err := nextBatch(rest)
+		if err != nil || !ok {
+			t.Fatalf("batch %d: ok=%v err=%v", batches, ok, err)
+		}
+		batches++
+		codecsSeen[batch.attrs&batchCodecMask] = true
+		if err := batchRecords(&batch, kgo.DefaultDecompressor(), func(r *srcRecord) bool {
+			c := *r
+			c.key, c.value = append([]byte(nil), r.key...), append([]byte(nil), r.value...)
+			got = append(got, c)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rest = next
+	}
+	if len(codecsSeen) != 5 {
+		t.Fatalf("codecs in the batches: %v, want all five", codecsSeen)
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("%d records, want %d", len(got), len(wants))
+	}
+	for i, r := range got {
+		w := wants[i]
+		if r.off != int64(i) || string(r.key) != w.key || r.keyNull != w.keyNull || string(r.value) != w.value ||
+			r.ts.UnixMilli() != w.ts || r.valueNull != (i == len(wants)-1) {
+			t.Fatalf("record %d: off %d key %q/%v value %q/%v ts %d; want key %q/%v value %q ts %d",
+				i, r.off, r.key, r.keyNull, r.value, r.valueNull, r.ts.UnixMilli(), w.key, w.keyNull, w.value, w.ts)
+		}
+	}
+
+	// Through the source: every row once, in order (the tombstone is no row).
+	r := srcOpen(t, srcTestCols, nil, srcOpts(addr, "t"))
+	srcEqual(t, srcReadN(t, r, len(rows), 1000), rows)
+	srcExpectQuiet(t, r, 200*time.Millisecond)
+
+	// A flipped byte fails the checksum; another magic byte is refused;
+	// a cut batch is no batch (a response may end with part of one).
+	first, _, _, _ := nextBatch(raw)
+	size := batchHeaderSize + len(first.records)
+	bad := append([]byte(nil), raw[:size]...)
+	bad[size-1] ^= 0x40
+	if _, _, _, err := nextBatch(bad); !isCorrupt(err) {
+		t.Fatalf("flipped byte: %v, want a data_corrupted error", err)
+	}
+	old := append([]byte(nil), raw[:size]...)
+	old[16] = 1
+	if _, _, _, err := nextBatch(old); !isCorrupt(err) {
+		t.Fatalf("magic 1: %v, want a data_corrupted error", err)
+	}
+	for _, n := range []int{0, 10, 17, size - 1} {
+		if _, _, ok, err := nextBatch(raw[:n]); ok || err != nil {
+			t.Fatalf("batch cut to %d bytes: ok=%v err=%v", n, ok, err)
+		}
+	}
+	// A record that claims more bytes than its batch holds.
+	for _, cut := range []int{1, 5, 20} {
+		b := first
+		b.attrs &^= batchCodecMask
+		b.records = append([]byte(nil), raw[batchHeaderSize:size-cut]...)
+		if first.attrs&batchCodecMask != 0 {
+			break // the first batch is uncompressed when the producers ran in this order
+		}
+		if err := batchRecords(&b, kgo.DefaultDecompressor(), func(*srcRecord) bool { return true }); !isCorrupt(err) {
+			t.Fatalf("records cut by %d bytes: %v, want a data_corrupted error", cut, err)
+		}
+	}
+}
+
+func isCorrupt(err error) bool {
+	var pe *pgerror.Error
+	return errors.As(err, &pe) && pe.Code == pgcode.DataCorrupted
+}
