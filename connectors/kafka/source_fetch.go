@@ -48,8 +48,6 @@ const (
 	// Retry backoff while brokers are unreachable.
 	srcMinBackoff = 50 * time.Millisecond
 	srcMaxBackoff = 2 * time.Second
-	// srcSlabRows is how many rows' Datums are allocated at once.
-	srcSlabRows = 256
 )
 
 var errSrcNoTopic = errors.New("topic does not exist")
@@ -349,7 +347,7 @@ type srcDecoder struct {
 	keyAvro *decode.Decoder // likewise, a Confluent-framed Avro key (ENCODE AVRO) or Protobuf key (key.message)
 	keyCols []int           // the key columns read from the record key (not pseudo-columns)
 	keyRow  types.Row
-	slab    []types.Datum
+	alloc   types.RowAlloc
 }
 
 func newSrcDecoder(cfg *srcConfig) *srcDecoder {
@@ -811,13 +809,7 @@ func (d *srcDecoder) decodeChunk(c *srcChunk) {
 
 // newRow returns a row for one record, from a slab shared by many rows.
 func (d *srcDecoder) newRow() types.Row {
-	n := len(d.cfg.cols)
-	if len(d.slab) < n {
-		d.slab = make([]types.Datum, n*srcSlabRows)
-	}
-	r := d.slab[:n:n]
-	d.slab = d.slab[n:]
-	return r
+	return d.alloc.Row(len(d.cfg.cols))
 }
 
 // record decodes one record into c.

@@ -279,7 +279,8 @@ type reader struct {
 
 	now     func() time.Time
 	started time.Time
-	base    int64 // next at started
+	base    int64          // next at started
+	alloc   types.RowAlloc // the rows' values
 
 	p Person
 	a Auction
@@ -360,7 +361,7 @@ func (r *reader) Meter() connector.SourceMeter {
 
 // row builds the output row of event number n.
 func (r *reader) row(n int64, ps pos) (types.Row, error) {
-	row := make(types.Row, len(r.cols))
+	row := r.alloc.Row(len(r.cols))
 	if err := r.fill(row, n, ps); err != nil {
 		return nil, err
 	}

@@ -151,13 +151,14 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		}
 		return nil
 	}
+	var alloc types.RowAlloc
 	for i, r := range b.Rows {
 		if i%rowsPerCheck == rowsPerCheck-1 {
 			if err := p.guard.Err(); err != nil {
 				return err
 			}
 		}
-		nr := make(types.Row, len(p.fns))
+		nr := alloc.Row(len(p.fns))
 		for j, fn := range p.fns {
 			if c := p.cols[j]; c >= 0 && c < len(r) {
 				nr[j] = r[c]

@@ -20,7 +20,8 @@ import (
 type TimeWindow struct {
 	w      spec.TimeWindowSpec
 	inCols int
-	n      int64 // windows per row
+	n      int64          // windows per row
+	alloc  types.RowAlloc // output rows
 }
 
 // NewTimeWindow returns the operator of TimeWindow node n over an input of
@@ -68,7 +69,7 @@ func (o *TimeWindow) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		s := o.firstStart(t.I)
 		// The row's windows share one allocation.
 		w := o.inCols + 2
-		slab := make([]types.Datum, int(o.n)*w)
+		slab := o.alloc.Row(int(o.n) * w)
 		for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
 			nr := types.Row(slab[:w:w])
 			slab = slab[w:]

@@ -295,7 +295,7 @@ func appendChange(buf []byte, c connector.Change) []byte {
 
 // decodeChanges appends the changes of one log chunk to out.
 func decodeChanges(v []byte, out []connector.Change) ([]connector.Change, error) {
-	var slab []types.Datum // the chunk's rows share allocations
+	var slab types.RowAlloc // the chunk's rows share allocations
 	for len(v) > 0 {
 		flags := v[0]
 		v = v[1:]

@@ -266,13 +266,9 @@ func EncodeRow(buf []byte, r Row) []byte {
 // row. Corrupt input gives XX001.
 func DecodeRow(buf []byte) (Row, error) { return DecodeRowIn(buf, nil) }
 
-// decodeSlabRows is how many rows a slab DecodeRowIn allocates holds.
-const decodeSlabRows = 128
-
-// DecodeRowIn is DecodeRow with the row's values cut from *slab (a new
-// slab for many rows when it runs short): one allocation for many rows
-// decoded together. A nil slab allocates the row alone.
-func DecodeRowIn(buf []byte, slab *[]Datum) (Row, error) {
+// DecodeRowIn is DecodeRow with the row cut from a's slabs (nil: a row
+// of its own).
+func DecodeRowIn(buf []byte, a *RowAlloc) (Row, error) {
 	n, k := binary.Uvarint(buf)
 	if k <= 0 {
 		return nil, errCorruptValue("bad row header")
@@ -282,15 +278,10 @@ func DecodeRowIn(buf []byte, slab *[]Datum) (Row, error) {
 		return nil, errCorruptValue("row of %d values in %d bytes", n, len(b))
 	}
 	var r Row
-	switch {
-	case slab == nil:
+	if a == nil {
 		r = make(Row, n)
-	default:
-		if uint64(len(*slab)) < n {
-			*slab = make([]Datum, n*decodeSlabRows)
-		}
-		r = (*slab)[:n:n]
-		*slab = (*slab)[n:]
+	} else {
+		r = a.Row(int(n))
 	}
 	for i := range r {
 		var err error
