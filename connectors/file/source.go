@@ -3,7 +3,8 @@ package file
 // The 'file' source connector: JSON-lines or CSV files of a directory,
 // optionally gzip-compressed, read in name order, with (file, byte offset,
 // line) as the checkpointed position. The reader runs on the engine's
-// goroutine: a local read never blocks for long, so no fetcher goroutine.
+// goroutine: a local read never blocks for long, so no fetcher goroutine;
+// the lines one Read takes are decoded in parallel (decode.go).
 
 import (
 	"bytes"
@@ -138,7 +139,7 @@ func (SourceFactory) Open(_ context.Context, cfg connector.SourceConfig) (connec
 	if buf < srcMinBuffer {
 		buf = srcMinBuffer
 	}
-	return &Source{cfg: c, dec: decode.New(c.cols, c.enc, nil), buf: make([]byte, buf)}, nil
+	return &Source{cfg: c, buf: make([]byte, buf)}, nil
 }
 
 // Source reads the files of a directory. All calls come from the engine's
@@ -152,7 +153,6 @@ func (SourceFactory) Open(_ context.Context, cfg connector.SourceConfig) (connec
 // when it grows.
 type Source struct {
 	cfg *srcConfig
-	dec *decode.Decoder
 
 	// Position: the file being read (or the last one finished, done), the
 	// byte offset of the first unread line (uncompressed for .gz), and the
@@ -175,9 +175,14 @@ type Source struct {
 	listed   time.Time
 	queue    []string // names after name, from the last listing
 	pending  error
+	failed   error // a bad line under on_error = 'fail': every Read returns it
 	dead     chunkq.DeadLetters
-	slab     []types.Datum
 	headerOK []string
+
+	// The lines read but not yet decoded (decode.go).
+	lines []srcLine
+	arena []byte
+	decs  []*srcDecoder
 }
 
 var (
@@ -352,6 +357,9 @@ func (s *Source) fill() (int, error) {
 
 // Read implements connector.Source.
 func (s *Source) Read(ctx context.Context, b *types.Batch, max int) (int, error) {
+	if s.failed != nil {
+		return 0, s.failed
+	}
 	if s.pending != nil {
 		err := s.pending
 		s.pending = nil
@@ -369,9 +377,20 @@ func (s *Source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 	return n, err
 }
 
+// read reads up to max lines, then decodes them (flush): a bad line
+// under on_error = 'fail' ends the rows there.
 func (s *Source) read(b *types.Batch, max int) (int, error) {
+	before := b.Len()
+	_, err := s.readLines(b, max)
+	if ferr := s.flush(b); ferr != nil {
+		err = ferr // it comes before err in the stream
+	}
+	return b.Len() - before, err
+}
+
+// readLines queues up to max lines for decoding (n counts them).
+func (s *Source) readLines(b *types.Batch, max int) (int, error) {
 	deadline := time.Now().Add(srcBudget)
-	ncols := len(s.cfg.cols)
 	n := 0
 	for n < max {
 		if s.f == nil {
@@ -411,9 +430,8 @@ func (s *Source) read(b *types.Batch, max int) (int, error) {
 				// and drop the rest of it.
 				if !s.discard {
 					s.line++
-					if err := s.bad(b, &n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes), s.buf[:min(s.cfg.maxBytes, len(s.buf))]); err != nil {
-						return n, err
-					}
+					s.queueBad(&n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes),
+						s.buf[:min(s.cfg.maxBytes, len(s.buf))], s.offset+int64(s.end-s.start))
 				}
 				s.discard = true
 				s.offset += int64(s.end - s.start)
@@ -456,7 +474,7 @@ func (s *Source) read(b *types.Batch, max int) (int, error) {
 				}
 			}
 			if s.end > s.start && !s.discard {
-				if err := s.take(b, &n, s.buf[s.start:s.end], ncols); err != nil {
+				if err := s.take(b, &n, s.buf[s.start:s.end], s.offset+int64(s.end-s.start)); err != nil {
 					return n, err
 				}
 			}
@@ -477,27 +495,27 @@ func (s *Source) read(b *types.Batch, max int) (int, error) {
 		}
 		if len(ln) > s.cfg.maxBytes {
 			s.line++
-			err := s.bad(b, &n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes), ln[:s.cfg.maxBytes])
+			s.queueBad(&n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes),
+				ln[:s.cfg.maxBytes], s.offset+int64(i+1))
 			s.offset += int64(i + 1)
-			if err != nil {
-				return n, err
-			}
 			continue
 		}
-		if err := s.take(b, &n, ln, ncols); err != nil {
+		if err := s.take(b, &n, ln, s.offset+int64(i+1)); err != nil {
 			s.offset += int64(i + 1)
 			return n, err
 		}
 		s.offset += int64(i + 1)
-		if n&63 == 0 && time.Now().After(deadline) {
+		if (n&63 == 0 && time.Now().After(deadline)) || len(s.arena) >= srcArenaBytes {
 			break
 		}
 	}
 	return n, nil
 }
 
-// take decodes one line (s.line not yet counted) into b.
-func (s *Source) take(b *types.Batch, n *int, ln []byte, ncols int) error {
+// take queues one line (s.line not yet counted) for decoding; after is
+// the offset past it. A CSV header is checked at once, after the lines
+// before it are decoded.
+func (s *Source) take(b *types.Batch, n *int, ln []byte, after int64) error {
 	s.line++
 	if k := len(ln); k > 0 && ln[k-1] == '\r' {
 		ln = ln[:k-1]
@@ -507,18 +525,12 @@ func (s *Source) take(b *types.Batch, n *int, ln []byte, ncols int) error {
 	}
 	if s.header {
 		s.header = false
+		if err := s.flush(b); err != nil {
+			return err
+		}
 		return s.checkHeader(ln)
 	}
-	if len(s.slab) < ncols {
-		s.slab = make([]types.Datum, ncols*256)
-	}
-	row := types.Row(s.slab[:ncols:ncols])
-	if err := s.dec.Decode(ln, row); err != nil {
-		return s.bad(b, n, err.Error(), ln)
-	}
-	s.slab = s.slab[ncols:]
-	b.Add(row, 1)
-	*n++
+	s.queueLine(n, ln, "", after)
 	return nil
 }
 
@@ -544,11 +556,11 @@ func (s *Source) checkHeader(ln []byte) error {
 
 // bad passes a bad line by (on_error skip or dead_letter) or returns the
 // error that stops the source (fail; after the rows already read).
-func (s *Source) bad(b *types.Batch, n *int, cause string, raw []byte) error {
+func (s *Source) bad(name string, line int64, cause string, raw []byte) error {
 	if s.cfg.onError == msgfmt.Fail {
-		return connector.BadRecord(s.cfg.name, s.name, 0, s.line, cause)
+		return connector.BadRecord(s.cfg.name, name, 0, line, cause)
 	}
-	s.dead.Add(connector.DeadLetter{Topic: s.name, Partition: 0, Offset: s.line, Error: cause, Raw: append([]byte(nil), raw...)})
+	s.dead.Add(connector.DeadLetter{Topic: name, Partition: 0, Offset: line, Error: cause, Raw: append([]byte(nil), raw...)})
 	return nil
 }
 

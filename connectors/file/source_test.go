@@ -275,3 +275,74 @@ func TestSourceValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceParallelDecode: Reads of thousands of lines decode them on
+// several goroutines; the rows still come in line order across files,
+// bad lines in any decoder's share are passed by in order (skip) or end
+// the rows exactly there (fail), and a source resumed from the position
+// after a failure reads on from the line after the bad one.
+func TestSourceParallelDecode(t *testing.T) {
+	if srcDecoders < 2 {
+		old := srcDecoders
+		srcDecoders = 2
+		defer func() { srcDecoders = old }()
+	}
+	dir := t.TempDir()
+	long := `{"id":-1,"v":"` + strings.Repeat("x", 300) + `"}`
+	// a.jsonl: rows 0-2999; b.jsonl: rows 3000-5999 with a broken line
+	// after row 4200 and a too-long one after row 5100; c.jsonl: 6000-8999.
+	write(t, filepath.Join(dir, "a.jsonl"), jsonLines(0, 3000))
+	write(t, filepath.Join(dir, "b.jsonl"), jsonLines(3000, 4201)+"{\"id\":oops}\n"+jsonLines(4201, 5101)+long+"\n"+jsonLines(5101, 6000))
+	write(t, filepath.Join(dir, "c.jsonl"), jsonLines(6000, 9000))
+	readAll := func(s *Source, want int) ([]string, error) {
+		var got []string
+		deadline := time.Now().Add(10 * time.Second)
+		for len(got) < want && time.Now().Before(deadline) {
+			b := types.NewBatch(4096)
+			n, err := s.Read(context.Background(), b, 4096)
+			if n != b.Len() {
+				t.Fatalf("Read said %d rows, added %d", n, b.Len())
+			}
+			for _, r := range b.Rows[:n] {
+				got = append(got, srcRow(r))
+			}
+			if err != nil {
+				return got, err
+			}
+		}
+		return got, nil
+	}
+
+	s := openSrc(t, dir, "on_error", "skip", "max.message.bytes", "200")
+	got, err := readAll(s, 9000)
+	if err != nil || !slices.Equal(got, want(0, 9000)) {
+		t.Fatalf("skip: %d rows, %v", len(got), err)
+	}
+	dead := s.TakeDeadLetters(nil)
+	if len(dead) != 2 || dead[0].Topic != "b.jsonl" || dead[0].Offset != 1202 || dead[1].Topic != "b.jsonl" || dead[1].Offset != 2103 {
+		t.Fatalf("dead letters %+v", dead)
+	}
+
+	s2 := openSrc(t, dir, "max.message.bytes", "200")
+	got, err = readAll(s2, 9000)
+	if !slices.Equal(got, want(0, 4201)) {
+		t.Fatalf("fail: %d rows before the error, want 4201", len(got))
+	}
+	if e := pgerror.Flatten(err); e == nil || !strings.Contains(e.Message, "topic b.jsonl partition 0 offset 1202") {
+		t.Fatalf("fail: %v", err)
+	}
+	if _, err := s2.Read(context.Background(), types.NewBatch(16), 16); err == nil {
+		t.Fatal("a Read after the failure succeeded")
+	}
+	s3 := openSrc(t, dir, "max.message.bytes", "200")
+	if err := s3.Seek(s2.Position()); err != nil {
+		t.Fatal(err)
+	}
+	got, err = readAll(s3, 9000)
+	if !slices.Equal(got, want(4201, 5101)) {
+		t.Fatalf("resumed: rows %d..., %d of them", len(got), len(got))
+	}
+	if e := pgerror.Flatten(err); e == nil || !strings.Contains(e.Message, "topic b.jsonl partition 0 offset 2103") {
+		t.Fatalf("resumed: %v", err)
+	}
+}

@@ -77,6 +77,11 @@ type Decoder struct {
 	// next is the column after the last one matched: JSON objects usually
 	// list their keys in the declared order, so the search starts there.
 	next int
+	// keyAt remembers, by position in an object, the last key seen there
+	// and the column it named (-1: none): the records of one producer
+	// list the same keys in the same order, so a key, even one no column
+	// takes, is mostly one comparison.
+	keyAt []keyMemo
 
 	b []byte // the message being scanned
 	i int    // read position in b

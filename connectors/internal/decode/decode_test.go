@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -425,4 +426,34 @@ func FuzzDecode(f *testing.F) {
 		d.KeyText(msg, row, 0)
 		New(testCols, CSV, nil).Decode(msg, row)
 	})
+}
+
+// TestKeyOrderMemo: one decoder reads objects whose keys change order,
+// case, and set from one message to the next (the key memo must never
+// give a stale column); every row equals a fresh decoder's.
+func TestKeyOrderMemo(t *testing.T) {
+	cols := []types.Column{{Name: "a", Type: types.TInt8}, {Name: "B", Type: types.TInt8}, {Name: "cc", Type: types.TInt8}}
+	skip := []bool{false, false, true}
+	keys := []string{"a", "A", "b", "B", "cc", "x", "ab", ""}
+	rng := uint64(7)
+	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
+	memo := New(cols, JSON, skip)
+	for m := 0; m < 2000; m++ {
+		var sb strings.Builder
+		sb.WriteByte('{')
+		for k, n := 0, next(6); k < n; k++ {
+			if k > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, "%q:%d", keys[next(len(keys))], next(100))
+		}
+		sb.WriteByte('}')
+		msg := []byte(sb.String())
+		got, want := make(types.Row, 3), make(types.Row, 3)
+		err1 := memo.Decode(msg, got)
+		err2 := New(cols, JSON, skip).Decode(msg, want)
+		if (err1 == nil) != (err2 == nil) || rowText(cols, got) != rowText(cols, want) {
+			t.Fatalf("%s: %s (%v), fresh decoder %s (%v)", msg, rowText(cols, got), err1, rowText(cols, want), err2)
+		}
+	}
 }

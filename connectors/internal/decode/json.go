@@ -67,7 +67,7 @@ func (d *Decoder) object(row types.Row) error {
 		d.i++
 		return nil
 	}
-	for {
+	for pos := 0; ; pos++ {
 		d.ws()
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			return d.syntax(fmt.Sprintf("expected a string key, found %s", d.found()))
@@ -82,7 +82,7 @@ func (d *Decoder) object(row types.Row) error {
 		}
 		d.i++
 		d.ws()
-		if col := d.lookup(key); col >= 0 {
+		if col := d.column(pos, key); col >= 0 {
 			if err := d.value(col, &row[col]); err != nil {
 				return err
 			}
@@ -103,6 +103,32 @@ func (d *Decoder) object(row types.Row) error {
 			return d.syntax(fmt.Sprintf("expected ',' or '}' in an object, found %s", d.found()))
 		}
 	}
+}
+
+// keyMemo is a key seen at a position of an object and its column.
+type keyMemo struct {
+	key []byte
+	col int
+}
+
+// keyMemos bounds the positions remembered.
+const keyMemos = 64
+
+// column returns the column key names (-1: none), key being the pos'th
+// of its object.
+func (d *Decoder) column(pos int, key []byte) int {
+	if pos < len(d.keyAt) && string(d.keyAt[pos].key) == string(key) {
+		return d.keyAt[pos].col
+	}
+	col := d.lookup(key)
+	if pos < keyMemos {
+		for len(d.keyAt) <= pos {
+			d.keyAt = append(d.keyAt, keyMemo{col: -1})
+		}
+		m := &d.keyAt[pos]
+		m.key, m.col = append(m.key[:0], key...), col
+	}
+	return col
 }
 
 // lookup returns the column whose name matches key case-insensitively, or
