@@ -1,8 +1,8 @@
 // Package kafka reads Kafka topics as sources and writes sinks to them.
 // It imports only exec/connector, the sql leaf packages, connectors/internal
-// (decode, encode) and its client libraries: segmentio/kafka-go for
-// reading and plain writes, twmb/franz-go for the transactional producer
-// of the exactly-once sink (txn.go).
+// (decode, encode) and its client libraries: twmb/franz-go (kgo, kmsg)
+// for reading and for the transactional producer of the exactly-once sink
+// (txn.go), segmentio/kafka-go for plain writes.
 //
 // # Source
 //
@@ -20,11 +20,11 @@
 // dead_letter; max.message.bytes (default 1048576) bounds key plus value,
 // and a larger record is a bad record.
 //
-// The source reads every partition of the topic. It does not use
-// kafka-go's Reader, which hands out records of aborted transactions:
-// source_fetch.go sends Fetch requests (isolation level 1 for
-// read_committed) on kafka-go's protocol layer through a kafka.Transport,
-// reads the record batches itself, drops the batches of aborted
+// The source reads every partition of the topic. It does not use a
+// consumer: source_fetch.go sends Fetch requests (isolation level 1 for
+// read_committed) as kmsg requests through a kgo client to each
+// partition's leader, reads the record batches itself, in place
+// (source_batch.go: message format v2; v0/v1 is refused), drops the batches of aborted
 // transactions (from the response's AbortedTransactions list of producer
 // ids and first offsets, as the Java consumer does), never returns control
 // records, and reads only below the last stable offset.
