@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -176,4 +177,70 @@ func TestSourceBatches(t *testing.T) {
 func isCorrupt(err error) bool {
 	var pe *pgerror.Error
 	return errors.As(err, &pe) && pe.Code == pgcode.DataCorrupted
+}
+
+// TestSourceLeadersMove: partitions led by three brokers are fetched from
+// each leader (in parallel), and when every leader moves mid-stream the
+// source finds the new ones and goes on: every record once, in order
+// within its partition, in transactions and out.
+func TestSourceLeadersMove(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.Ports(0, 0, 0), kfake.NumBrokers(3), kfake.SeedTopics(6, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	leaders := map[int32]bool{}
+	for p := int32(0); p < 6; p++ {
+		leaders[c.LeaderFor("t", p)] = true
+	}
+	if len(leaders) < 2 {
+		t.Fatalf("six partitions on %d leader(s): want several", len(leaders))
+	}
+	plain := srcTestClient(t, addr)
+	txn := srcTestClient(t, addr, kgo.TransactionalID("sluice-move"))
+	produce := func(from, to int, inTxn bool) []string {
+		var recs []*kgo.Record
+		var want []string
+		for i := from; i < to; i++ {
+			recs = append(recs, srcRec("t", int32(i%6), "", fmt.Sprintf(`{"id":%d,"v":"r%d"}`, i, i)))
+			want = append(want, fmt.Sprintf("+1:%d|r%d", i, i))
+		}
+		cl := plain
+		if inTxn {
+			cl = txn
+			if err := txn.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srcProduce(t, cl, recs...)
+		if inTxn {
+			if err := txn.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return want
+	}
+	want := append(produce(0, 300, false), produce(300, 600, true)...)
+	r := srcOpen(t, srcTestCols, nil, srcOpts(addr, "t"))
+	got := srcReadN(t, r, 400, 50)
+	for p := int32(0); p < 6; p++ {
+		if err := c.MoveTopicPartition("t", p, (c.LeaderFor("t", p)+1)%3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, produce(600, 900, true)...)
+	want = append(want, produce(900, 1200, false)...)
+	got = append(got, srcReadN(t, r, 800, 50)...)
+	srcEqual(t, got, want)
+	last := map[int]int{}
+	for _, g := range got {
+		var id int
+		fmt.Sscanf(g, "+1:%d|", &id)
+		if prev, ok := last[id%6]; ok && prev > id {
+			t.Fatalf("partition %d out of order: %d after %d", id%6, id, prev)
+		}
+		last[id%6] = id
+	}
+	srcExpectQuiet(t, r, 300*time.Millisecond)
 }
