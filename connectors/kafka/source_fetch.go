@@ -525,6 +525,12 @@ func (f *srcFetcher) run(ctx context.Context) {
 	backoff := srcMinBackoff
 	var meta srcLeaders
 	var refreshed time.Time
+	var ahead *srcAhead // the next fetch, sent early
+	defer func() {
+		if ahead != nil {
+			<-ahead.done // the goroutine ends with ctx
+		}
+	}()
 	for ctx.Err() == nil {
 		if meta.leaders == nil || time.Since(refreshed) >= srcMetadataEvery {
 			l, err := f.client.metadata(ctx)
@@ -550,16 +556,7 @@ func (f *srcFetcher) run(ctx context.Context) {
 		if !f.resolve(ctx, &backoff) {
 			continue
 		}
-		groups := map[int32][]kmsg.FetchRequestTopicPartition{}
-		for p, off := range f.offsets {
-			leader, ok := meta.leaders[p]
-			if !ok || leader < 0 || off < 0 {
-				continue
-			}
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, srcPartitionBytes
-			groups[leader] = append(groups[leader], rp)
-		}
+		groups := f.groups(meta)
 		if len(groups) == 0 {
 			meta.leaders = nil // no leader known: ask again after a pause
 			if !sleep(ctx, &backoff) {
@@ -567,40 +564,40 @@ func (f *srcFetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		responses := f.fetchAll(ctx, meta.id, groups)
-		failed := false
-		for _, r := range responses {
-			if r.err != nil {
-				failed = true
-				continue
+		var responses []srcFetchResult
+		if ahead != nil && sameGroups(ahead.groups, groups) {
+			responses = <-ahead.done
+		} else {
+			if ahead != nil {
+				<-ahead.done // fetched for offsets or leaders that changed
 			}
-			for _, t := range r.res.Topics {
-				if t.Topic != f.cfg.topic && (t.TopicID == [16]byte{} || t.TopicID != meta.id) {
-					continue
-				}
-				for i := range t.Partitions {
-					rp := &t.Partitions[i]
-					from, ok := f.offsets[rp.Partition]
-					if !ok || from < 0 {
-						continue
-					}
-					c, retry := f.process(rp, from)
-					if retry {
-						failed = true
-					}
-					if c == nil {
-						continue
-					}
-					end, failed := c.end, c.err != nil
-					if !f.send(ctx, c) {
-						return
-					}
-					if failed {
-						<-ctx.Done() // the reader stops the source
-						return
-					}
-					f.offsets[rp.Partition] = end
-				}
+			responses = f.fetchAll(ctx, meta.id, groups)
+		}
+		ahead = nil
+		chunks, failed := f.processAll(responses, meta)
+		fatal := false
+		for _, c := range chunks {
+			if c.err != nil {
+				fatal = true
+				break
+			}
+			f.offsets[c.part] = c.end
+		}
+		// The next fetch goes out while these chunks wait for the
+		// decoders and the reader: the broker works while this side
+		// does.
+		if !failed && !fatal && time.Since(refreshed) < srcMetadataEvery {
+			if next := f.groups(meta); len(next) > 0 {
+				ahead = f.fetchAhead(ctx, meta.id, next)
+			}
+		}
+		for _, c := range chunks {
+			if !f.send(ctx, c) {
+				return
+			}
+			if c.err != nil {
+				<-ctx.Done() // the reader stops the source
+				return
 			}
 		}
 		if failed {
@@ -612,6 +609,93 @@ func (f *srcFetcher) run(ctx context.Context) {
 		}
 		backoff = srcMinBackoff
 	}
+}
+
+// groups returns the fetch of every partition with a known leader and a
+// resolved offset, by leader.
+func (f *srcFetcher) groups(meta srcLeaders) map[int32][]kmsg.FetchRequestTopicPartition {
+	groups := map[int32][]kmsg.FetchRequestTopicPartition{}
+	for p, off := range f.offsets {
+		leader, ok := meta.leaders[p]
+		if !ok || leader < 0 || off < 0 {
+			continue
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, srcPartitionBytes
+		groups[leader] = append(groups[leader], rp)
+	}
+	for _, g := range groups {
+		sort.Slice(g, func(i, j int) bool { return g[i].Partition < g[j].Partition })
+	}
+	return groups
+}
+
+// sameGroups reports whether a and b fetch the same partitions from the
+// same leaders at the same offsets.
+func sameGroups(a, b map[int32][]kmsg.FetchRequestTopicPartition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for leader, ga := range a {
+		gb := b[leader]
+		if len(ga) != len(gb) {
+			return false
+		}
+		for i := range ga {
+			if ga[i].Partition != gb[i].Partition || ga[i].FetchOffset != gb[i].FetchOffset {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// srcAhead is a fetch sent before the chunks of the one before went out.
+type srcAhead struct {
+	groups map[int32][]kmsg.FetchRequestTopicPartition
+	done   chan []srcFetchResult // receives the responses once
+}
+
+// fetchAhead starts fetching groups on a goroutine run waits for.
+func (f *srcFetcher) fetchAhead(ctx context.Context, id [16]byte, groups map[int32][]kmsg.FetchRequestTopicPartition) *srcAhead {
+	a := &srcAhead{groups: groups, done: make(chan []srcFetchResult, 1)}
+	go func() { a.done <- f.fetchAll(ctx, id, groups) }()
+	return a
+}
+
+// processAll turns the partitions of responses into chunks, in response
+// order; failed is true when a request or a partition failed and should be
+// retried after a pause.
+func (f *srcFetcher) processAll(responses []srcFetchResult, meta srcLeaders) (chunks []*srcChunk, failed bool) {
+	for _, r := range responses {
+		if r.err != nil {
+			failed = true
+			continue
+		}
+		for _, t := range r.res.Topics {
+			if t.Topic != f.cfg.topic && (t.TopicID == [16]byte{} || t.TopicID != meta.id) {
+				continue
+			}
+			for i := range t.Partitions {
+				rp := &t.Partitions[i]
+				from, ok := f.offsets[rp.Partition]
+				if !ok || from < 0 {
+					continue
+				}
+				c, retry := f.process(rp, from)
+				if retry {
+					failed = true
+				}
+				if c != nil {
+					chunks = append(chunks, c)
+					if c.err != nil {
+						return chunks, failed // the source stops at it
+					}
+				}
+			}
+		}
+	}
+	return chunks, failed
 }
 
 // resolve asks the brokers for the start of partitions that have none
