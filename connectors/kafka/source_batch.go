@@ -5,12 +5,18 @@ package kafka
 // slices of the response (or of its decompressed batch), never copied.
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 
 	"sluice/sql/pgcode"
 	"sluice/sql/pgerror"
@@ -103,14 +109,11 @@ type srcRecord struct {
 // batchRecords reads a batch's records: each is passed to fn in offset
 // order until fn returns false. A compressed batch is decompressed
 // first (into a new buffer the records then alias).
-func batchRecords(b *srcBatch, dec kgo.Decompressor, fn func(*srcRecord) bool) error {
+func batchRecords(b *srcBatch, dec *batchDecompressor, fn func(*srcRecord) bool) error {
 	recs := b.records
 	if codec := b.attrs & batchCodecMask; codec != 0 {
-		if codec > 4 {
-			return errBatch("unknown compression codec %d in the batch at offset %d", codec, b.base)
-		}
 		var err error
-		if recs, err = dec.Decompress(recs, kgo.CompressionCodecType(codec)); err != nil {
+		if recs, err = dec.decompress(recs, codec); err != nil {
 			return errBatch("cannot decompress the batch at offset %d: %v", b.base, err)
 		}
 	}
@@ -168,4 +171,121 @@ func recordBytes(p []byte) (v []byte, null bool, rest []byte, ok bool) {
 		return nil, true, p, true
 	}
 	return p[:n:n], false, p[n:], true
+}
+
+// srcMaxBatchBytes bounds what one compressed batch may decompress to: a
+// batch crafted to expand without end (a compression bomb) fails the
+// source with XX001 instead of taking the server's memory. Producers'
+// batches are bounded by the broker's message.max.bytes (1 MiB by
+// default) before compression.
+var srcMaxBatchBytes = 64 << 20
+
+// errBatchTooLarge is the error of a batch past srcMaxBatchBytes.
+func errBatchTooLarge() error {
+	return fmt.Errorf("it decompresses to more than %d bytes, the most a batch may hold", srcMaxBatchBytes)
+}
+
+// batchDecompressor decompresses batches of the four Kafka codecs within
+// srcMaxBatchBytes. It belongs to the fetching goroutine.
+type batchDecompressor struct {
+	zstd *zstd.Decoder
+}
+
+func (d *batchDecompressor) decompress(src []byte, codec int16) ([]byte, error) {
+	max := srcMaxBatchBytes
+	switch codec {
+	case 1: // gzip
+		r, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, err
+		}
+		return readBounded(r, max)
+	case 2: // snappy: a raw block, or the Java client's xerial framing
+		if len(src) > 16 && bytes.HasPrefix(src, xerialPrefix) {
+			return xerialDecode(src[16:], max)
+		}
+		n, err := s2.DecodedLen(src)
+		if err != nil {
+			return nil, err
+		}
+		if n > max {
+			return nil, errBatchTooLarge()
+		}
+		return s2.Decode(nil, src)
+	case 3: // lz4 frames
+		return readBounded(lz4.NewReader(bytes.NewReader(src)), max)
+	case 4: // zstd
+		if d.zstd == nil {
+			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxMemory(uint64(max)))
+			if err != nil {
+				return nil, err
+			}
+			d.zstd = z
+		}
+		out, err := d.zstd.DecodeAll(src, nil)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, errBatchTooLarge()
+		}
+		return out, err
+	}
+	return nil, fmt.Errorf("unknown compression codec %d", codec)
+}
+
+// close releases the zstd decoder's goroutines and buffers.
+func (d *batchDecompressor) close() {
+	if d.zstd != nil {
+		d.zstd.Close()
+		d.zstd = nil
+	}
+}
+
+// readBounded reads r to its end, failing past max bytes.
+func readBounded(r io.Reader, max int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, errBatchTooLarge()
+	}
+	return b, nil
+}
+
+var xerialPrefix = []byte{130, 83, 78, 65, 80, 80, 89, 0}
+
+// xerialDecode decodes xerial-framed snappy (after its 16-byte header):
+// blocks of a big-endian length and a raw snappy block, whose claimed
+// sizes are summed against max before anything is allocated.
+func xerialDecode(src []byte, max int) ([]byte, error) {
+	total := 0
+	for rem := src; len(rem) > 0; {
+		if len(rem) < 4 {
+			return nil, errors.New("malformed xerial framing")
+		}
+		size := int(int32(binary.BigEndian.Uint32(rem)))
+		rem = rem[4:]
+		if size < 0 || size > len(rem) {
+			return nil, errors.New("malformed xerial framing")
+		}
+		n, err := s2.DecodedLen(rem[:size])
+		if err != nil {
+			return nil, err
+		}
+		if total += n; total > max {
+			return nil, errBatchTooLarge()
+		}
+		rem = rem[size:]
+	}
+	out := make([]byte, 0, total)
+	for len(src) > 0 {
+		size := int(binary.BigEndian.Uint32(src))
+		block, err := s2.Decode(nil, src[4:4+size])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, block...)
+		src = src[4+size:]
+	}
+	return out, nil
 }

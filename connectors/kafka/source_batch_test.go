@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,7 +112,7 @@ func TestSourceBatches(t *testing.T) {
 		}
 		batches++
 		codecsSeen[batch.attrs&batchCodecMask] = true
-		if err := batchRecords(&batch, kgo.DefaultDecompressor(), func(r *srcRecord) bool {
+		if err := batchRecords(&batch, &batchDecompressor{}, func(r *srcRecord) bool {
 			c := *r
 			c.key, c.value = append([]byte(nil), r.key...), append([]byte(nil), r.value...)
 			got = append(got, c)
@@ -121,6 +122,28 @@ func TestSourceBatches(t *testing.T) {
 		}
 		rest = next
 	}
+	// Every compressed batch over the bound is refused, not decompressed.
+	func() {
+		defer func(old int) { srcMaxBatchBytes = old }(srcMaxBatchBytes)
+		srcMaxBatchBytes = 1 << 10 // each batch of 40 records holds ~4 KiB
+		refused := map[int16]bool{}
+		for rest := raw; len(rest) > 0; {
+			batch, next, _, _ := nextBatch(rest)
+			rest = next
+			codec := batch.attrs & batchCodecMask
+			if codec == 0 || batch.count < 40 {
+				continue
+			}
+			err := batchRecords(&batch, &batchDecompressor{}, func(*srcRecord) bool { return true })
+			if !isCorrupt(err) || !strings.Contains(err.Error(), "more than") {
+				t.Fatalf("codec %d over the bound: %v", codec, err)
+			}
+			refused[codec] = true
+		}
+		if len(refused) != 4 {
+			t.Fatalf("refused codecs %v, want all four", refused)
+		}
+	}()
 	if len(codecsSeen) != 5 {
 		t.Fatalf("codecs in the batches: %v, want all five", codecsSeen)
 	}
@@ -168,7 +191,7 @@ func TestSourceBatches(t *testing.T) {
 		if first.attrs&batchCodecMask != 0 {
 			break // the first batch is uncompressed when the producers ran in this order
 		}
-		if err := batchRecords(&b, kgo.DefaultDecompressor(), func(*srcRecord) bool { return true }); !isCorrupt(err) {
+		if err := batchRecords(&b, &batchDecompressor{}, func(*srcRecord) bool { return true }); !isCorrupt(err) {
 			t.Fatalf("records cut by %d bytes: %v, want a data_corrupted error", cut, err)
 		}
 	}

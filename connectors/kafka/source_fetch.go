@@ -325,7 +325,7 @@ type srcFetcher struct {
 	// order for the goroutine that hands them to the reader.
 	jobs  chan *srcJob
 	order chan *srcJob
-	dec   kgo.Decompressor
+	dec   batchDecompressor
 	// rawHint is the most records one partition's response held: the
 	// capacity of the next chunk's raw records, so that a large response
 	// does not grow them by copying (a fetch is up to tens of MB).
@@ -405,7 +405,6 @@ func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, ou
 		cfg: cfg, client: client, offsets: make(map[int32]int64, len(from)), out: out,
 		cancel: cancel, done: make(chan struct{}),
 		jobs: make(chan *srcJob), order: make(chan *srcJob, srcChunkBuffer),
-		dec: kgo.DefaultDecompressor(),
 	}
 	for p, o := range from {
 		f.offsets[p] = o
@@ -415,6 +414,7 @@ func startSrcFetcher(cfg *srcConfig, client *srcClient, from map[int32]int64, ou
 	go func() {
 		defer wg.Done()
 		defer close(f.jobs)
+		defer f.dec.close()
 		f.run(ctx)
 	}()
 	for range srcDecoders {
@@ -830,7 +830,7 @@ func (f *srcFetcher) process(rp *kmsg.FetchResponseTopicPartition, from int64) (
 		case b.control():
 			// A commit or abort marker: never a row. An abort marker ends
 			// the aborted transaction of its producer.
-			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
 				if limit >= 0 && r.off >= limit {
 					atLimit = true
 					return false
@@ -844,7 +844,7 @@ func (f *srcFetcher) process(rp *kmsg.FetchResponseTopicPartition, from int64) (
 				return true
 			})
 		case b.transactional() && aborted[b.producerID]:
-			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
 				if limit >= 0 && r.off >= limit {
 					atLimit = true
 					return false
@@ -855,7 +855,7 @@ func (f *srcFetcher) process(rp *kmsg.FetchResponseTopicPartition, from int64) (
 				return true
 			})
 		default:
-			err = batchRecords(&b, f.dec, func(r *srcRecord) bool {
+			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
 				if limit >= 0 && r.off >= limit {
 					atLimit = true
 					return false
