@@ -49,9 +49,10 @@ func (s *Source) queueLine(n *int, ln []byte, cause string, after int64) {
 	*n++
 }
 
-// queueBad queues a line already known to be bad.
-func (s *Source) queueBad(n *int, cause string, raw []byte, after int64) {
-	s.queueLine(n, raw, cause, after)
+// queueTooLong queues the start of a line longer than max.message.bytes
+// as a bad line.
+func (s *Source) queueTooLong(n *int, raw []byte, after int64) {
+	s.queueLine(n, raw, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes), after)
 }
 
 // flush decodes the queued lines and adds their rows to b in order. A bad

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -381,25 +380,25 @@ func (s *Source) Read(ctx context.Context, b *types.Batch, max int) (int, error)
 // under on_error = 'fail' ends the rows there.
 func (s *Source) read(b *types.Batch, max int) (int, error) {
 	before := b.Len()
-	_, err := s.readLines(b, max)
+	err := s.readLines(b, max)
 	if ferr := s.flush(b); ferr != nil {
 		err = ferr // it comes before err in the stream
 	}
 	return b.Len() - before, err
 }
 
-// readLines queues up to max lines for decoding (n counts them).
-func (s *Source) readLines(b *types.Batch, max int) (int, error) {
+// readLines queues up to max lines for decoding.
+func (s *Source) readLines(b *types.Batch, max int) error {
 	deadline := time.Now().Add(srcBudget)
 	n := 0
 	for n < max {
 		if s.f == nil {
 			next, err := s.laterFile()
 			if err != nil {
-				return n, err
+				return err
 			}
 			if next == "" {
-				return n, nil
+				return nil
 			}
 			s.name, s.done, s.offset, s.line = next, false, 0, 0
 			if err := s.openFile(); err != nil {
@@ -407,20 +406,20 @@ func (s *Source) readLines(b *types.Batch, max int) (int, error) {
 					s.done = true // listed and gone before it was opened: nothing read
 					continue
 				}
-				return n, err
+				return err
 			}
 		}
 		if s.reopen {
 			if time.Since(s.listed) < s.cfg.poll {
-				return n, nil
+				return nil
 			}
 			s.listed = time.Now()
 			s.closeFile()
 			if err := s.openFile(); err != nil {
-				return n, err
+				return err
 			}
 			if s.reopen {
-				return n, nil
+				return nil
 			}
 		}
 		i := bytes.IndexByte(s.buf[s.start:s.end], '\n')
@@ -430,8 +429,7 @@ func (s *Source) readLines(b *types.Batch, max int) (int, error) {
 				// and drop the rest of it.
 				if !s.discard {
 					s.line++
-					s.queueBad(&n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes),
-						s.buf[:min(s.cfg.maxBytes, len(s.buf))], s.offset+int64(s.end-s.start))
+					s.queueTooLong(&n, s.buf[:min(s.cfg.maxBytes, len(s.buf))], s.offset+int64(s.end-s.start))
 				}
 				s.discard = true
 				s.offset += int64(s.end - s.start)
@@ -450,32 +448,32 @@ func (s *Source) readLines(b *types.Batch, max int) (int, error) {
 					// A .gz file still being written: read on when it grows.
 					s.reopen = true
 					s.start, s.end = 0, 0
-					return n, nil
+					return nil
 				}
-				return n, s.ioError(err, "reading "+s.name)
+				return s.ioError(err, "reading "+s.name)
 			}
 			// The end of what the file holds now.
 			if s.gz == nil {
 				next, lerr := s.laterFile()
 				if lerr != nil {
-					return n, lerr
+					return lerr
 				}
 				if next == "" {
-					return n, nil // follow the file as it grows
+					return nil // follow the file as it grows
 				}
 				// A later file exists: the writer has moved on. Read
 				// what grew meanwhile, then the last line without its
 				// newline.
 				if got, err := s.fill(); got > 0 || (err != nil && !errors.Is(err, io.EOF)) {
 					if err != nil && !errors.Is(err, io.EOF) {
-						return n, s.ioError(err, "reading "+s.name)
+						return s.ioError(err, "reading "+s.name)
 					}
 					continue
 				}
 			}
 			if s.end > s.start && !s.discard {
 				if err := s.take(b, &n, s.buf[s.start:s.end], s.offset+int64(s.end-s.start)); err != nil {
-					return n, err
+					return err
 				}
 			}
 			s.offset += int64(s.end - s.start)
@@ -495,21 +493,20 @@ func (s *Source) readLines(b *types.Batch, max int) (int, error) {
 		}
 		if len(ln) > s.cfg.maxBytes {
 			s.line++
-			s.queueBad(&n, fmt.Sprintf("line longer than max.message.bytes (%d); raw bytes truncated", s.cfg.maxBytes),
-				ln[:s.cfg.maxBytes], s.offset+int64(i+1))
+			s.queueTooLong(&n, ln[:s.cfg.maxBytes], s.offset+int64(i+1))
 			s.offset += int64(i + 1)
 			continue
 		}
 		if err := s.take(b, &n, ln, s.offset+int64(i+1)); err != nil {
 			s.offset += int64(i + 1)
-			return n, err
+			return err
 		}
 		s.offset += int64(i + 1)
 		if (n&63 == 0 && time.Now().After(deadline)) || len(s.arena) >= srcArenaBytes {
 			break
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // take queues one line (s.line not yet counted) for decoding; after is

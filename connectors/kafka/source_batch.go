@@ -277,14 +277,17 @@ func xerialDecode(src []byte, max int) ([]byte, error) {
 		}
 		rem = rem[size:]
 	}
-	out := make([]byte, 0, total)
+	// Each block decodes straight into its place in out.
+	out := make([]byte, total)
+	at := 0
 	for len(src) > 0 {
 		size := int(binary.BigEndian.Uint32(src))
-		block, err := s2.Decode(nil, src[4:4+size])
-		if err != nil {
+		block := src[4 : 4+size]
+		n, _ := s2.DecodedLen(block) // checked above
+		if _, err := s2.Decode(out[at:at+n], block); err != nil {
 			return nil, err
 		}
-		out = append(out, block...)
+		at += n
 		src = src[4+size:]
 	}
 	return out, nil

@@ -1,13 +1,16 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -266,4 +269,33 @@ func TestSourceLeadersMove(t *testing.T) {
 		last[id%6] = id
 	}
 	srcExpectQuiet(t, r, 300*time.Millisecond)
+}
+
+// TestXerialSnappy: snappy in the Java client's xerial framing (blocks
+// of a length and a raw snappy block) decodes to its input, a cut frame
+// is an error, and blocks that claim more than the bound are refused.
+func TestXerialSnappy(t *testing.T) {
+	data := []byte(strings.Repeat("the quick brown fox jumps over the lazy dog; ", 3000))
+	frame := append([]byte(nil), xerialPrefix...)
+	frame = append(frame, 0, 0, 0, 1, 0, 0, 0, 1)
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 32<<10)
+		block := s2.EncodeSnappy(nil, rest[:n])
+		frame = binary.BigEndian.AppendUint32(frame, uint32(len(block)))
+		frame = append(frame, block...)
+		rest = rest[n:]
+	}
+	var d batchDecompressor
+	got, err := d.decompress(frame, 2)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("decoded %d bytes (%v), want %d", len(got), err, len(data))
+	}
+	if _, err := d.decompress(frame[:len(frame)-3], 2); err == nil {
+		t.Fatal("a cut frame decoded")
+	}
+	defer func(old int) { srcMaxBatchBytes = old }(srcMaxBatchBytes)
+	srcMaxBatchBytes = len(data) - 1
+	if _, err := d.decompress(frame, 2); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("over the bound: %v", err)
+	}
 }

@@ -826,49 +826,28 @@ func (f *srcFetcher) process(rp *kmsg.FetchResponseTopicPartition, from int64) (
 		if !b.control() && b.next() <= from {
 			continue // records before the fetch offset (brokers return whole batches)
 		}
-		switch {
-		case b.control():
-			// A commit or abort marker: never a row. An abort marker ends
-			// the aborted transaction of its producer.
-			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
-				if limit >= 0 && r.off >= limit {
-					atLimit = true
-					return false
-				}
-				if r.off >= from && r.off+1 > c.end {
-					c.end = r.off + 1
-				}
-				if len(r.key) >= 4 && binary.BigEndian.Uint16(r.key[2:4]) == 0 && aborted != nil {
-					delete(aborted, b.producerID)
-				}
+		// A control batch holds commit and abort markers, never a row (an
+		// abort marker ends its producer's aborted transaction); an aborted
+		// transaction's batch is passed by. Both still move c.end.
+		control, skip := b.control(), b.transactional() && aborted[b.producerID]
+		err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
+			if limit >= 0 && r.off >= limit {
+				atLimit = true
+				return false
+			}
+			if control && aborted != nil && len(r.key) >= 4 && binary.BigEndian.Uint16(r.key[2:4]) == 0 {
+				delete(aborted, b.producerID)
+			}
+			if r.off < from {
 				return true
-			})
-		case b.transactional() && aborted[b.producerID]:
-			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
-				if limit >= 0 && r.off >= limit {
-					atLimit = true
-					return false
-				}
-				if r.off >= from {
-					c.end = r.off + 1
-				}
-				return true
-			})
-		default:
-			err = batchRecords(&b, &f.dec, func(r *srcRecord) bool {
-				if limit >= 0 && r.off >= limit {
-					atLimit = true
-					return false
-				}
-				if r.off < from {
-					return true
-				}
+			}
+			c.end = max(c.end, r.off+1)
+			if !control && !skip {
 				c.bytes += int64(len(r.key) + len(r.value))
 				c.raw = append(c.raw, *r)
-				c.end = r.off + 1
-				return true
-			})
-		}
+			}
+			return true
+		})
 		if err != nil {
 			return fail(err)
 		}
