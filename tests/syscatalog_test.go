@@ -47,6 +47,42 @@ func TestSluiceCatalog(t *testing.T) {
 		FROM sluice_catalog.checkpoints WHERE started > now() - interval '1 hour'`, "t t t f")
 }
 
+// TestFusedWindowOperators: an aggregation over TUMBLE or HOP runs the
+// windowing inside its HashAgg (one actor fewer, no rows allocated per
+// window, issue 20): the job's operators have no window of their own, the
+// edge goes from the input straight to the HashAgg, and the view's rows are
+// those of the windows, deletes included. A window read by two consumers
+// keeps its own actor.
+func TestFusedWindowOperators(t *testing.T) {
+	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
+	conn := srv.Connect(t)
+	ExecAll(t, conn,
+		`CREATE TABLE fw (id BIGINT PRIMARY KEY, k BIGINT, ts TIMESTAMP)`,
+		`CREATE MATERIALIZED VIEW fw_hop AS SELECT k, window_start, count(*) AS n
+		 FROM HOP(fw, ts, INTERVAL '5' SECOND, INTERVAL '10' SECOND) GROUP BY k, window_start`,
+		`CREATE MATERIALIZED VIEW fw_two AS
+		 WITH w AS (SELECT * FROM TUMBLE(fw, ts, INTERVAL '10' SECOND))
+		 SELECT a.window_start, a.n, b.m FROM (SELECT window_start, count(*) AS n FROM w GROUP BY window_start) a
+		 JOIN (SELECT window_start, max(k) AS m FROM w GROUP BY window_start) b ON a.window_start = b.window_start`,
+		`INSERT INTO fw VALUES (1, 1, '2026-01-01 00:00:01'), (2, 1, '2026-01-01 00:00:07'), (3, 2, '2026-01-01 00:00:12'),
+		 (4, 1, NULL), (5, 3, '2026-01-01 00:00:13')`,
+		`DELETE FROM fw WHERE id = 5`,
+		`FLUSH`,
+	)
+	wantRows(t, conn, `SELECT o.kind FROM sluice_catalog.jobs j JOIN sluice_catalog.operators o ON o.job_id = j.id
+		WHERE j.name = 'fw_hop' ORDER BY o.operator`, "Subscribe\nHashAgg\nProject\nMaterialize")
+	wantRows(t, conn, `SELECT f.kind, o.kind FROM sluice_catalog.edges e
+		JOIN sluice_catalog.operators f ON f.job_id = e.job_id AND f.operator = e.from_operator
+		JOIN sluice_catalog.operators o ON o.job_id = e.job_id AND o.operator = e.to_operator
+		WHERE e.job = 'fw_hop' ORDER BY e.to_operator`, "Subscribe HashAgg\nHashAgg Project\nProject Materialize")
+	wantRows(t, conn, `SELECT k, window_start, n FROM fw_hop ORDER BY k, window_start`,
+		"1 2025-12-31 23:59:55 1\n1 2026-01-01 00:00:00 2\n1 2026-01-01 00:00:05 1\n2 2026-01-01 00:00:05 1\n2 2026-01-01 00:00:10 1")
+	wantRows(t, conn, `SELECT string_agg(o.kind, ' ' ORDER BY o.operator) FROM sluice_catalog.jobs j JOIN sluice_catalog.operators o ON o.job_id = j.id
+		WHERE j.name = 'fw_two'`, "Subscribe TimeWindow HashAgg Project HashAgg Project HashJoin Materialize")
+	wantRows(t, conn, `SELECT window_start, n, m FROM fw_two ORDER BY window_start`,
+		"2026-01-01 00:00:00 2 1\n2026-01-01 00:00:10 1 2")
+}
+
 // TestLagHistory: sluice_catalog.lag_history samples every source's and
 // sink's lag each second. A Redis sink whose server is down falls behind
 // epoch by epoch (its lag grows in the history), and catches up once the

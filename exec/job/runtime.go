@@ -481,7 +481,18 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		return nil, err
 	}
 	var stream *flow.Output
+	fused := fusedWindows(plan)
+	from := func(in int) int { // the node whose actor feeds input in
+		for fused[in] {
+			in = plan.Nodes[in].Inputs[0]
+		}
+		return in
+	}
 	for idx, n := range plan.Nodes {
+		if fused[idx] {
+			outs[idx] = outs[n.Inputs[0]] // its Agg reads that itself
+			continue
+		}
 		opID := nodeOpID(id, idx, n)
 		backfill := backfill
 		if rp != nil {
@@ -493,7 +504,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			outs[in].Attach(c)
 			j.edges = append(j.edges, sub{out: outs[in], ch: c})
 			inputs[i] = c
-			j.Edges = append(j.Edges, [2]string{fmt.Sprintf("%d-%s", in, plan.Nodes[in].Kind), fmt.Sprintf("%d-%s", idx, n.Kind)})
+			j.Edges = append(j.Edges, [2]string{fmt.Sprintf("%d-%s", from(in), plan.Nodes[from(in)].Kind), fmt.Sprintf("%d-%s", idx, n.Kind)})
 		}
 		var op flow.Operator
 		var err error
@@ -595,6 +606,14 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		}
 		if err != nil {
 			return fail(err)
+		}
+		if ag, ok := op.(*ops.Agg); ok && n.Kind == spec.Agg {
+			var tw *ops.TimeWindow
+			if in := n.Inputs[0]; fused[in] {
+				w := plan.Nodes[in]
+				tw = ops.NewTimeWindow(w, len(plan.Nodes[w.Inputs[0]].Cols))
+			}
+			ag.FuseWindow(tw)
 		}
 		a := &flow.Actor{Name: fmt.Sprintf("%s/%d-%s", name, idx, n.Kind), Op: op, Inputs: inputs, Out: &flow.Output{}, OnError: j.fail,
 			Share: j.shares.share, Failpoint: theFailpoint.hook(n.Kind.String(), name), Kind: n.Kind.String(), Stats: r.newStats()}
@@ -711,6 +730,31 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	return j, nil
 }
+
+// fusedWindows reports the TimeWindow nodes of plan whose only consumer is
+// an Agg of one input: the Agg expands the windows itself (Agg.FuseWindow),
+// and the node gets no actor of its own.
+func fusedWindows(plan *spec.Plan) []bool {
+	consumers := make([]int, len(plan.Nodes))
+	for _, n := range plan.Nodes {
+		for _, in := range n.Inputs {
+			consumers[in]++
+		}
+	}
+	fused := make([]bool, len(plan.Nodes))
+	for _, n := range plan.Nodes {
+		if n.Kind != spec.Agg || len(n.Inputs) != 1 || disableWindowFusion {
+			continue
+		}
+		if in := n.Inputs[0]; plan.Nodes[in].Kind == spec.TimeWindow && consumers[in] == 1 && in != plan.Root() {
+			fused[in] = true
+		}
+	}
+	return fused
+}
+
+// disableWindowFusion turns fusedWindows off (tests compare both ways).
+var disableWindowFusion = false
 
 func backfillFrom(snap *storage.Snapshot, rel uint64) func(func(types.Row, int64) error) error {
 	return func(emit func(types.Row, int64) error) error {

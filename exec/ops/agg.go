@@ -78,6 +78,8 @@ type Agg struct {
 	// tail: group headers end with the marker and the per-scale counts of
 	// the numeric sums (scaledSum); set with distinctSums or any such sum.
 	tail bool
+	// win, when set, windows the input before the Agg sees it (FuseWindow).
+	win *fusedWindow
 }
 
 // scaledSum reports whether ag is a sum or avg of numeric values: its
@@ -428,8 +430,25 @@ func groupBytes(key types.Row, keyLen, naggs int) int64 {
 	return limit.RowBytes(key) + 2*int64(keyLen) + int64(naggs)*96 + 160
 }
 
+// FuseWindow makes the Agg take the input of TimeWindow tw, its only
+// input, and expand it itself (fusedWindow); nil undoes it. The job's
+// runtime fuses them; the plan keeps both nodes.
+func (a *Agg) FuseWindow(tw *TimeWindow) {
+	a.win = nil
+	if tw != nil {
+		a.win = &fusedWindow{tw: tw, wm: map[int]int64{}}
+	}
+}
+
 // Process implements flow.Operator.
 func (a *Agg) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	if a.win != nil {
+		return a.win.expand(b, func(b *types.Batch) error { return a.process(b, out) })
+	}
+	return a.process(b, out)
+}
+
+func (a *Agg) process(b *types.Batch, out *flow.Emitter) error {
 	var kbuf []byte
 	for i, r := range b.Rows {
 		diff := b.Diffs[i]
@@ -543,7 +562,22 @@ func (a *Agg) dropGroup(k string, g *group) {
 // the rows already emitted). The group column keeps the watermark: the
 // groups still pending are at or above it.
 func (a *Agg) OnWatermark(_ int, w flow.Watermark, out *flow.Emitter) ([]flow.Watermark, error) {
+	if a.win == nil {
+		return a.onWatermark(w, out, nil)
+	}
 	var fwd []flow.Watermark
+	for _, x := range a.win.watermarks(w) {
+		var err error
+		if fwd, err = a.onWatermark(x, out, fwd); err != nil {
+			return nil, err
+		}
+	}
+	return fwd, nil
+}
+
+// onWatermark is OnWatermark for a watermark on column w.Col of the
+// Agg's own input (after a fused window), appending to fwd.
+func (a *Agg) onWatermark(w flow.Watermark, out *flow.Emitter, fwd []flow.Watermark) ([]flow.Watermark, error) {
 	for gi, c := range a.groupBy {
 		if c != w.Col {
 			continue

@@ -12,6 +12,7 @@ package ops_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"sluice/exec/flow"
@@ -335,4 +336,122 @@ func TestAggWatermarkFlushesClosingGroups(t *testing.T) {
 	c.step(t, aggStep(a, del(row(20, "b", 4))))
 	c.wantDelta(t, bagOf("-(20,'b',1,4)"))
 	c.wantTotal(t, bagOf("(10,'a',2,4)", "(20,'a',2,7)"))
+}
+
+// TestAggFusedWindow checks that an Agg expanding the windows itself
+// (FuseWindow, as the runtime runs an Agg whose only input is a TimeWindow)
+// emits exactly what TimeWindow followed by Agg does: random inserts and
+// deletes (NULL times among them) over TUMBLE and HOP windows, more rows
+// per batch than one expansion chunk, watermarks closing windows, and
+// checkpoints; after each step the two emitted the same changes and
+// forwarded the same watermarks.
+func TestAggFusedWindow(t *testing.T) {
+	const size, slide = 10, 4
+	for _, hop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hop=%v", hop), func(t *testing.T) {
+			w := spec.TimeWindowSpec{Col: 1, Size: size, Slide: slide, Hop: hop}
+			if !hop {
+				w.Slide = size
+			}
+			twNode := &spec.Node{Kind: spec.TimeWindow, TimeWin: &w}
+			// Input: key, time, value; after the window: + start, end.
+			n := aggNode([]int{3, 0}, []spec.AggCall{agg("count_star", -1, types.TInt8), agg("sum", 2, types.TInt8),
+				agg("max", 2, types.TInt8), agg("min", 4, types.TTimestamp)})
+			cp := newCheckpointer(t)
+			plain, err := ops.NewAgg(n, 1, cp.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fused, err := ops.NewAgg(n, 2, cp.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw := ops.NewTimeWindow(twNode, 3)
+			fused.FuseWindow(ops.NewTimeWindow(twNode, 3))
+			cPlain, cFused := newCollector(), newCollector()
+			twWM := map[int]int64{} // the actors' filter between tw and plain
+			rng := rand.New(rand.NewPCG(7, uint64(w.Slide)))
+			var live []types.Row
+			low := int64(0) // times below the last watermark are still sent (late rows)
+			for step := 0; step < 60; step++ {
+				b := types.NewBatch(0)
+				for i := rng.IntN(700); i > 0; i-- {
+					if len(live) > 0 && rng.IntN(4) == 0 {
+						k := rng.IntN(len(live))
+						b.Add(live[k], -1)
+						live = append(live[:k], live[k+1:]...)
+						continue
+					}
+					tm := types.NewTimestamp(low - 8 + rng.Int64N(40))
+					if rng.IntN(30) == 0 {
+						tm = types.Null
+					}
+					r := types.Row{types.NewInt(rng.Int64N(5)), tm, types.NewInt(rng.Int64N(100))}
+					b.Add(r, 1)
+					live = append(live, r)
+				}
+				// plain: the TimeWindow's output, then the Agg.
+				wb := types.NewBatch(0)
+				em := flow.NewEmitter(func(x *types.Batch) error {
+					for i, r := range x.Rows {
+						wb.Add(r, x.Diffs[i])
+					}
+					return nil
+				})
+				if err := tw.Process(0, b, em); err != nil {
+					t.Fatal(err)
+				}
+				if err := em.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				cPlain.step(t, aggStep(plain, changesOf(wb)...))
+				cFused.step(t, aggStep(fused, changesOf(b)...))
+				if !cPlain.delta.equal(cFused.delta) {
+					t.Fatalf("step %d: fused emitted %v, plain %v", step, cFused.delta, cPlain.delta)
+				}
+				if rng.IntN(3) == 0 {
+					low += rng.Int64N(12)
+					wm := flow.Watermark{Col: 1, Ts: low}
+					var fwdPlain, fwdFused []flow.Watermark
+					ws, _ := tw.OnWatermark(0, wm, nil)
+					cPlain.step(t, func(out *flow.Emitter) error {
+						for _, x := range ws {
+							if last, ok := twWM[x.Col]; ok && x.Ts <= last {
+								continue
+							}
+							twWM[x.Col] = x.Ts
+							f, err := plain.OnWatermark(0, x, out)
+							fwdPlain = append(fwdPlain, f...)
+							if err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					cFused.step(t, watermark(fused, 0, wm, &fwdFused))
+					if !cPlain.delta.equal(cFused.delta) || fmt.Sprint(fwdPlain) != fmt.Sprint(fwdFused) {
+						t.Fatalf("watermark %d: fused emitted %v and forwarded %v, plain %v and %v",
+							low, cFused.delta, fwdFused, cPlain.delta, fwdPlain)
+					}
+				}
+				if step%7 == 6 {
+					cp.checkpoint(t, []flow.Operator{plain, fused}, []*collector{cPlain, cFused})
+				}
+			}
+			if !cPlain.total.equal(cFused.total) || len(cPlain.total) == 0 {
+				t.Fatalf("fused output %v, plain %v", cFused.total, cPlain.total)
+			}
+			if plain.Groups() != fused.Groups() {
+				t.Fatalf("fused keeps %d groups, plain %d", fused.Groups(), plain.Groups())
+			}
+		})
+	}
+}
+
+func changesOf(b *types.Batch) []change {
+	cs := make([]change, len(b.Rows))
+	for i, r := range b.Rows {
+		cs[i] = change{r, b.Diffs[i]}
+	}
+	return cs
 }
