@@ -39,12 +39,8 @@ type Agg struct {
 	opID    uint64 // state under s/<opID> (storage.AppendStateKey)
 	groups  map[string]*group
 	dirty   map[string]struct{}
-	// unstored holds the groups dropped this epoch that nothing stored:
-	// created since the last checkpoint (a window opened and closed
-	// within one), they need no deletion written.
-	unstored map[string]struct{}
-	global   bool
-	touched  []*group // groups changed since the last flush, in first-touch order
+	global  bool
+	touched []*group // groups changed since the last flush, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
 	// WINDOW CLOSE), never before and never retracted.
 	eowc bool
@@ -345,7 +341,7 @@ func NewAgg(n *spec.Node, opID uint64, db *storage.DB) (*Agg, error) {
 	a := &Agg{
 		groupBy: n.GroupBy, aggs: n.Aggs,
 		opID:   opID,
-		groups: map[string]*group{}, dirty: map[string]struct{}{}, unstored: map[string]struct{}{},
+		groups: map[string]*group{}, dirty: map[string]struct{}{},
 		global: len(n.GroupBy) == 0, eowc: n.EOWC, appendOnly: n.InputAppendOnly,
 		windows: map[int]*valueIndex{},
 		set:     make([]setRef, len(n.Aggs)),
@@ -535,13 +531,15 @@ func (a *Agg) indexGroup(k string, g *group) {
 // the store.
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
-	if g.stored {
-		delete(a.unstored, k)
-	} else {
-		a.unstored[k] = struct{}{}
-	}
 	a.spill.bytes -= a.groupMem(g)
-	a.dirty[k] = struct{}{}
+	if g.stored {
+		a.dirty[k] = struct{}{}
+	} else {
+		// Nothing of it was written (created since the last checkpoint,
+		// and k was not dirty then, or stored would be set): there is
+		// nothing to delete, and k is dirty only through this group.
+		delete(a.dirty, k)
+	}
 	for i := range g.sets {
 		if g.sets[i].split {
 			a.markCleared(k) // its entries are stored apart
@@ -1071,9 +1069,6 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 			g.saved = b.Epoch
 			g.stored = true
 		} else {
-			if _, u := a.unstored[k]; u {
-				continue // nothing of it was written
-			}
 			a.markGone(k, b.Epoch)
 		}
 		_, cleared := a.cleared[k]
@@ -1139,7 +1134,6 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		b.W.Set(key, a.encodeGroup(g))
 	}
 	clear(a.dirty)
-	clear(a.unstored)
 	clear(a.cleared)
 	a.evict(committed)
 	return nil
