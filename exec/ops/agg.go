@@ -594,6 +594,10 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 	if idx == nil {
 		// First watermark on this column: index the groups.
 		idx = newValueIndex()
+		if a.appendOnly {
+			// Groups go only when closed (they never empty).
+			idx = newListIndex()
+		}
 		a.windows[gi] = idx
 		for k, g := range a.groups {
 			if d := g.key[gi]; !d.IsNull() {
@@ -614,7 +618,10 @@ func (a *Agg) closeBelow(gi int, ts int64, out *flow.Emitter) error {
 		return nil
 	}
 	sort.Strings(closed)
-	for _, k := range closed {
+	for i, k := range closed {
+		if i > 0 && k == closed[i-1] {
+			continue // a list index's key added twice
+		}
 		g, err := a.lookup([]byte(k))
 		if err != nil {
 			return err
