@@ -72,6 +72,7 @@ func run() error {
 	workloads := flag.String("workloads", "w1,w2", "workloads to run")
 	profile := flag.Duration("profile", 0, "when set, one extra Kafka run per workload saves a CPU profile this long")
 	keep := flag.String("keep", "", "work directory to use and keep (default: a temporary one, removed)")
+	flag.StringVar(&checkpointInterval, "checkpoint-interval", "", "sluice's --checkpoint-interval (default: its own, 1s)")
 	baseline := flag.String("baseline", "", "a sluice binary to compare with: each sluice system also runs with it (as <system>@base), just before the built one")
 	flag.Parse()
 	if *bids <= 0 || *rounds <= 0 {

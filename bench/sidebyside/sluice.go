@@ -19,6 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// checkpointInterval, when set, is passed to every sluice as
+// --checkpoint-interval (main's flag).
+var checkpointInterval string
+
 // benchTopic is the Kafka topic of the bids (one partition, so that event
 // time is in order as in the file).
 const benchTopic = "bench20_bids"
@@ -204,8 +208,12 @@ func (r *sluiceRun) run(ctx context.Context) (measured, error) {
 		return m, err
 	}
 	defer log.Close()
-	cmd := exec.Command(r.bin, "--listen", addr, "--data-dir", data, "--file-root", filepath.Join(r.work, "files"),
-		"--http", httpAddr, "--unix-socket-dir", "")
+	args := []string{"--listen", addr, "--data-dir", data, "--file-root", filepath.Join(r.work, "files"),
+		"--http", httpAddr, "--unix-socket-dir", ""}
+	if checkpointInterval != "" {
+		args = append(args, "--checkpoint-interval", checkpointInterval)
+	}
+	cmd := exec.Command(r.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return m, err

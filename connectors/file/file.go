@@ -165,9 +165,43 @@ type Sink struct {
 }
 
 var (
-	_ connector.Sink     = (*Sink)(nil)
-	_ connector.Progress = (*Sink)(nil)
+	_ connector.Sink        = (*Sink)(nil)
+	_ connector.Progress    = (*Sink)(nil)
+	_ connector.WireSink    = (*Sink)(nil)
+	_ connector.WireEncoder = Factory{}
 )
+
+// WireEncoder implements connector.WireEncoder: a FORMAT PLAIN line
+// depends only on its row, so the runtime may encode it while the epoch
+// runs.
+func (Factory) WireEncoder(cfg connector.SinkConfig) func(buf []byte, c connector.Change) ([]byte, error) {
+	c, err := parse(cfg)
+	if err != nil || c.format != formatPlain {
+		return nil
+	}
+	cols := cfg.Columns
+	return func(buf []byte, ch connector.Change) ([]byte, error) {
+		if ch.After == nil || ch.Before != nil {
+			return nil, errRetraction(cfg.Name)
+		}
+		return appendPlain(buf, cols, c.csv, ch.After), nil
+	}
+}
+
+// appendPlain appends the FORMAT PLAIN line of row.
+func appendPlain(buf []byte, cols []types.Column, csv bool, row types.Row) []byte {
+	if csv {
+		buf = encode.CSV(buf, cols, row)
+	} else {
+		buf = encode.JSON(buf, cols, row)
+	}
+	return append(buf, '\n')
+}
+
+func errRetraction(name string) error {
+	return pgerror.New(pgcode.Internal,
+		"file sink %s: FORMAT PLAIN got a retraction, but its input was planned append-only", name)
+}
 
 func (s *Sink) ioError(err error, format string, args ...any) error {
 	return pgerror.Wrap(err, pgcode.IOError, "file sink %s: %s", s.cfg.Name, fmt.Sprintf(format, args...))
@@ -186,6 +220,36 @@ func (s *Sink) Write(ctx context.Context, epoch uint64, changes []connector.Chan
 // WriteChanges implements connector.StreamSink: the part file is written
 // piece by piece.
 func (s *Sink) WriteChanges(ctx context.Context, epoch uint64, changes connector.Changes) error {
+	return s.writePart(epoch, func(f *os.File) error { return s.writeFile(ctx, f, epoch, changes) })
+}
+
+// WriteWire implements connector.WireSink: the pieces are the epoch's
+// lines (WireEncoder).
+func (s *Sink) WriteWire(ctx context.Context, epoch uint64, pieces [][]byte) error {
+	return s.writePart(epoch, func(f *os.File) error {
+		if s.c.csv {
+			if _, err := f.Write(s.csvHeader(s.buf[:0])); err != nil {
+				return s.ioError(err, "writing %s", f.Name())
+			}
+		}
+		for _, p := range pieces {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := f.Write(p); err != nil {
+				return s.ioError(err, "writing %s", f.Name())
+			}
+		}
+		if err := f.Sync(); err != nil {
+			return s.ioError(err, "syncing %s", f.Name())
+		}
+		return nil
+	})
+}
+
+// writePart makes epoch's part file: write fills a temporary file, which
+// is renamed into place (nothing if the part exists: a replay).
+func (s *Sink) writePart(epoch uint64, write func(f *os.File) error) error {
 	final := filepath.Join(s.c.dir, partName(epoch, s.c.ext))
 	switch _, err := os.Lstat(final); {
 	case err == nil:
@@ -198,7 +262,7 @@ func (s *Sink) WriteChanges(ctx context.Context, epoch uint64, changes connector
 		return s.ioError(err, "creating a temporary file")
 	}
 	tmp := f.Name()
-	if err := s.writeFile(ctx, f, epoch, changes); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -222,16 +286,9 @@ func (s *Sink) WriteChanges(ctx context.Context, epoch uint64, changes connector
 
 // writeFile writes the lines of one epoch to f and syncs it.
 func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes connector.Changes) error {
-	cols := s.cfg.Columns
 	buf := s.buf[:0]
 	if s.c.csv {
-		for i, c := range cols {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = encode.CSVField(buf, c.Name)
-		}
-		buf = append(buf, '\n')
+		buf = s.csvHeader(buf)
 	}
 	err := changes(func(piece []connector.Change) error {
 		var err error
@@ -251,6 +308,17 @@ func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes 
 	return nil
 }
 
+// csvHeader appends the CSV header line.
+func (s *Sink) csvHeader(buf []byte) []byte {
+	for i, c := range s.cfg.Columns {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = encode.CSVField(buf, c.Name)
+	}
+	return append(buf, '\n')
+}
+
 // appendLines appends the lines of changes to buf, writing buf to f
 // whenever it passes flushSize.
 func (s *Sink) appendLines(ctx context.Context, f *os.File, buf []byte, epoch uint64, changes []connector.Change) ([]byte, error) {
@@ -259,27 +327,21 @@ func (s *Sink) appendLines(ctx context.Context, f *os.File, buf []byte, epoch ui
 		switch s.c.format {
 		case formatPlain:
 			if ch.After == nil || ch.Before != nil {
-				return nil, pgerror.New(pgcode.Internal,
-					"file sink %s: FORMAT PLAIN got a retraction in epoch %d, but its input was planned append-only", s.cfg.Name, epoch)
+				return nil, errRetraction(s.cfg.Name)
 			}
-			if s.c.csv {
-				buf = encode.CSV(buf, cols, ch.After)
-			} else {
-				buf = encode.JSON(buf, cols, ch.After)
-			}
+			buf = appendPlain(buf, cols, s.c.csv, ch.After)
 		case formatDebezium:
-			buf = encode.Debezium(buf, cols, ch.Before, ch.After, epoch)
+			buf = append(encode.Debezium(buf, cols, ch.Before, ch.After, epoch), '\n')
 		case formatUpsert:
 			switch {
 			case ch.After != nil:
-				buf = encode.JSON(buf, cols, ch.After)
+				buf = append(encode.JSON(buf, cols, ch.After), '\n')
 			case ch.Before != nil:
-				buf = appendDelete(buf, cols, s.cfg.Key, ch.Before)
+				buf = append(appendDelete(buf, cols, s.cfg.Key, ch.Before), '\n')
 			default:
 				continue
 			}
 		}
-		buf = append(buf, '\n')
 		if len(buf) >= flushSize {
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -130,6 +130,27 @@ type StreamSink interface {
 	WriteChanges(ctx context.Context, epoch uint64, changes Changes) error
 }
 
+// WireEncoder is implemented by sink factories whose sinks, for some
+// configurations, write each change of an append-only sink as bytes that
+// depend only on the change and the configuration (not on the epoch or
+// the other changes): a file sink's FORMAT PLAIN lines. The runtime then
+// encodes the changes as they come, while the epoch runs, and hands an
+// epoch it still holds in memory to the sink as those bytes (WireSink),
+// without decoding the sink log's form of it again; an epoch read back
+// from the log (after a restart) goes through Write as before.
+type WireEncoder interface {
+	// WireEncoder returns the function appending one change's bytes to
+	// buf, or nil when cfg is not such a configuration.
+	WireEncoder(cfg SinkConfig) func(buf []byte, c Change) ([]byte, error)
+}
+
+// WireSink is implemented by the sinks of a WireEncoder factory: WriteWire
+// has Write's contract for an epoch given as the encoder's bytes of its
+// changes, in order, split in pieces.
+type WireSink interface {
+	WriteWire(ctx context.Context, epoch uint64, pieces [][]byte) error
+}
+
 // Progress is implemented by sinks that record the last epoch they
 // applied in the external system (transactional sinks). The runtime asks
 // once after Open and skips epochs up to it.

@@ -588,6 +588,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 				if !n.Sink.Discard {
 					d.Mem = &sink.MemLog{}
 					j.Sink.Mem = d.Mem
+					if we, ok := d.Factory.(connector.WireEncoder); ok {
+						j.Sink.Wire = we.WireEncoder(d.Config) // nil unless the format allows
+					}
 				}
 				j.Deliverer = d
 				op = j.Sink

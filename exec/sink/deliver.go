@@ -284,39 +284,44 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	if d.Mem != nil && d.next != 0 {
 		committed := d.DB.CommittedEpoch()
 		for d.next <= committed {
+			h, ok := d.Mem.takeHeld(d.next)
 			var changes []connector.Change
-			var size int64
-			var ok bool
-			var err error
 			var stream connector.Changes
-			var count int
-			if _, streams := s.(connector.StreamSink); streams {
-				// An append-only sink's epoch goes to a streaming sink a
-				// log chunk at a time.
-				var chunks [][]byte
-				var n int64
-				changes, chunks, n, size, ok = d.Mem.takeHeld(d.next)
-				if len(chunks) > 0 {
-					stream, count = chunkStream(chunks), int(n)
+			var pieces [][]byte
+			count := 0
+			switch _, wires := s.(connector.WireSink); {
+			case !ok:
+			case h.wire && len(h.chunks) > 0:
+				// The sink's own bytes (Writer.Wire): as they are.
+				pieces, count = h.chunks, int(h.count)
+				ok = wires // else read the log
+			case len(h.chunks) > 0:
+				if _, streams := s.(connector.StreamSink); streams {
+					// An append-only sink's epoch goes to a streaming
+					// sink a log chunk at a time.
+					stream, count = chunkStream(h.chunks), int(h.count)
+					break
 				}
-			} else {
-				changes, size, ok, err = d.Mem.take(d.next)
-				if err != nil {
-					return false, err
+				for _, c := range h.chunks {
+					var err error
+					if changes, err = decodeChanges(c, changes); err != nil {
+						return false, err
+					}
 				}
+				count = len(changes)
+			default:
+				changes, count = h.changes, len(h.changes)
 			}
 			if !ok {
 				d.next = 0 // not held: read the log
 				break
 			}
-			if len(changes) == 0 && stream == nil {
+			if count == 0 {
 				d.next++ // an empty epoch: nothing in the log
 				continue
 			}
-			if stream == nil {
-				count = len(changes)
-			}
-			more, err := d.writeStream(ctx, s, d.next, changes, stream, count, size, 0, true)
+			size := h.size
+			more, err := d.writeStream(ctx, s, d.next, changes, stream, pieces, count, size, 0, true)
 			if err != nil {
 				return false, err
 			}
@@ -374,12 +379,13 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 // already, then removes the epoch from the log and records it delivered.
 // logged is how many epochs the log scan saw (Status).
 func (d *Deliverer) write(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, size int64, logged int, fromMem bool) (bool, error) {
-	return d.writeStream(ctx, s, epoch, changes, nil, len(changes), size, logged, fromMem)
+	return d.writeStream(ctx, s, epoch, changes, nil, nil, len(changes), size, logged, fromMem)
 }
 
-// writeStream is write with the changes given either whole or as a
-// stream of count changes (to a StreamSink).
-func (d *Deliverer) writeStream(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, stream connector.Changes, count int, size int64, logged int, fromMem bool) (bool, error) {
+// writeStream is write with the changes given either whole, as a
+// stream of count changes (to a StreamSink) or as the sink's own bytes of
+// them (pieces, to a WireSink).
+func (d *Deliverer) writeStream(ctx context.Context, s connector.Sink, epoch uint64, changes []connector.Change, stream connector.Changes, pieces [][]byte, count int, size int64, logged int, fromMem bool) (bool, error) {
 	prefix := LogPrefix(d.ID)
 	d.mu.Lock()
 	delivered := d.mu.delivered
@@ -388,9 +394,12 @@ func (d *Deliverer) writeStream(ctx context.Context, s connector.Sink, epoch uin
 	if epoch > delivered && count > 0 {
 		t := time.Now()
 		var err error
-		if stream != nil {
+		switch {
+		case pieces != nil:
+			err = s.(connector.WireSink).WriteWire(ctx, epoch, pieces)
+		case stream != nil:
 			err = s.(connector.StreamSink).WriteChanges(ctx, epoch, stream)
-		} else {
+		default:
 			err = s.Write(ctx, epoch, changes)
 		}
 		if err != nil {

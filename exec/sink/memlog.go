@@ -32,6 +32,7 @@ type memEpoch struct {
 	epoch   uint64
 	changes []connector.Change
 	chunks  [][]byte // or the epoch's log chunks (an append-only sink), decoded at delivery
+	wire    bool     // chunks are the sink's own bytes of the changes (Writer.Wire), not log chunks
 	count   int64    // the changes in chunks
 	size    int64    // bytes of the changes' log entries
 	heap    int64    // estimated heap bytes of the changes (changesHeap)
@@ -112,6 +113,17 @@ func chunkStream(chunks [][]byte) connector.Changes {
 // takes them. They are held in their encoded form, several times smaller
 // than rows (changesHeap).
 func (m *MemLog) addEncoded(e uint64, chunks [][]byte, size, count int64) {
+	m.addChunks(e, chunks, size, count, false)
+}
+
+// addWire records epoch e's changes as the pieces of the sink's own bytes
+// (Writer.Wire), which the deliverer hands to the sink as they are
+// (connector.WireSink); size is still their log entries' size.
+func (m *MemLog) addWire(e uint64, pieces [][]byte, size, count int64) {
+	m.addChunks(e, pieces, size, count, true)
+}
+
+func (m *MemLog) addChunks(e uint64, chunks [][]byte, size, count int64, wire bool) {
 	heap := int64(cap(chunks)) * 24
 	for _, c := range chunks {
 		heap += int64(cap(c))
@@ -125,7 +137,7 @@ func (m *MemLog) addEncoded(e uint64, chunks [][]byte, size, count int64) {
 		m.epochs = append(m.epochs, memEpoch{epoch: e, dropped: true})
 		return
 	}
-	m.epochs = append(m.epochs, memEpoch{epoch: e, chunks: chunks, count: count, size: size, heap: heap})
+	m.epochs = append(m.epochs, memEpoch{epoch: e, chunks: chunks, wire: wire, count: count, size: size, heap: heap})
 	m.bytes += size
 	m.heap += heap
 }
@@ -136,20 +148,29 @@ func (m *MemLog) clearLocked() {
 }
 
 // take returns the changes of epoch e if they are held (ok), dropping
-// every epoch before e; empty is true for an epoch without changes.
+// every epoch before e; empty is true for an epoch without changes. An
+// epoch held as the sink's own bytes is not (ok is false): it is read from
+// the log.
 func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool, err error) {
-	changes, chunks, _, size, ok := m.takeHeld(e)
-	for _, c := range chunks {
-		if changes, err = decodeChanges(c, changes); err != nil {
-			return nil, 0, false, err
+	h, ok := m.takeHeld(e)
+	if !ok || (h.wire && len(h.chunks) > 0) {
+		return nil, 0, false, nil
+	}
+	changes = h.changes
+	if !h.wire {
+		for _, c := range h.chunks {
+			if changes, err = decodeChanges(c, changes); err != nil {
+				return nil, 0, false, err
+			}
 		}
 	}
-	return changes, size, ok, nil
+	return changes, h.size, true, nil
 }
 
 // takeHeld is take without decoding an encoded epoch's chunks: it
-// returns them instead (an append-only sink's epoch), for chunkStream.
-func (m *MemLog) takeHeld(e uint64) (changes []connector.Change, chunks [][]byte, count, size int64, ok bool) {
+// returns the epoch as held (an append-only sink's chunks for chunkStream,
+// or its wire pieces).
+func (m *MemLog) takeHeld(e uint64) (h memEpoch, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := 0
@@ -164,10 +185,9 @@ func (m *MemLog) takeHeld(e uint64) (changes []connector.Change, chunks [][]byte
 		m.epochs = m.epochs[:n]
 	}
 	if len(m.epochs) == 0 || m.epochs[0].epoch != e || m.epochs[0].dropped {
-		return nil, nil, 0, 0, false
+		return memEpoch{}, false
 	}
-	h := m.epochs[0]
-	return h.changes, h.chunks, h.count, h.size, true
+	return m.epochs[0], true
 }
 
 // pending counts the held epochs with changes after epoch after (the one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,11 +20,49 @@ import (
 // log is empty afterwards. Both kinds of sink: a keyed one hands over
 // its changes, an append-only one its encoded log chunks.
 // A streaming sink (connector.StreamSink) takes an append-only epoch
-// held in memory chunk by chunk.
+// held in memory chunk by chunk; a wire sink (connector.WireSink) takes it
+// as the bytes the writer encoded for it while the epoch ran, and the
+// epochs read from the log (a restart) as changes, with the same rows.
 func TestDelivererFromMemory(t *testing.T) {
-	t.Run("keyed", func(t *testing.T) { testDelivererFromMemory(t, []int{0}, false) })
-	t.Run("append-only", func(t *testing.T) { testDelivererFromMemory(t, nil, false) })
-	t.Run("append-only-streaming", func(t *testing.T) { testDelivererFromMemory(t, nil, true) })
+	t.Run("keyed", func(t *testing.T) { testDelivererFromMemory(t, []int{0}, "") })
+	t.Run("append-only", func(t *testing.T) { testDelivererFromMemory(t, nil, "") })
+	t.Run("append-only-streaming", func(t *testing.T) { testDelivererFromMemory(t, nil, "stream") })
+	t.Run("append-only-wire", func(t *testing.T) { testDelivererFromMemory(t, nil, "wire") })
+}
+
+// wireMemSink is a memSink that takes epochs held in memory as the bytes
+// of wireEncode, and counts the epochs it got so.
+type wireMemSink struct {
+	*memSink
+	wired int
+}
+
+func (s *wireMemSink) Open(context.Context, connector.SinkConfig) (connector.Sink, error) {
+	return s, nil
+}
+
+// wireEncode writes a change as "<key> <value>\n".
+func wireEncode(buf []byte, c connector.Change) ([]byte, error) {
+	if c.After == nil {
+		return nil, fmt.Errorf("a retraction")
+	}
+	return fmt.Appendf(buf, "%d %s\n", c.After[0].I, c.After[1].S), nil
+}
+
+func (s *wireMemSink) WriteWire(ctx context.Context, e uint64, pieces [][]byte) error {
+	var all []connector.Change
+	for _, p := range pieces {
+		for _, l := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
+			var k int64
+			var v string
+			if _, err := fmt.Sscanf(l, "%d %s", &k, &v); err != nil {
+				return fmt.Errorf("line %q: %w", l, err)
+			}
+			all = append(all, connector.Change{After: row(k, v)})
+		}
+	}
+	s.wired++
+	return s.Write(ctx, e, all)
 }
 
 // streamMemSink is a memSink that takes epochs as streams, and counts the
@@ -49,11 +88,14 @@ func (s *streamMemSink) WriteChanges(ctx context.Context, e uint64, changes conn
 	return s.Write(ctx, e, all)
 }
 
-func testDelivererFromMemory(t *testing.T, key []int, streaming bool) {
+func testDelivererFromMemory(t *testing.T, key []int, kind string) {
 	db := openDB(t)
 	mem := &MemLog{}
 	w := NewWriter(21, key, false)
 	w.Mem = mem
+	if kind == "wire" {
+		w.Wire = wireEncode
+	}
 	epoch := uint64(0)
 	step := func(rows ...int64) {
 		t.Helper()
@@ -68,8 +110,12 @@ func testDelivererFromMemory(t *testing.T, key []int, streaming bool) {
 	ms := &memSink{}
 	var factory connector.SinkFactory = ms
 	sms := &streamMemSink{memSink: ms}
-	if streaming {
+	wms := &wireMemSink{memSink: ms}
+	switch kind {
+	case "stream":
 		factory = sms
+	case "wire":
+		factory = wms
 	}
 	d := &Deliverer{ID: 21, Name: "s", Factory: factory, DB: db, Mem: mem, MinBackoff: time.Millisecond}
 	stop := run(t, d)
@@ -123,8 +169,11 @@ func testDelivererFromMemory(t *testing.T, key []int, streaming bool) {
 		t.Fatalf("a restarted deliverer took %d epochs from memory", n)
 	}
 	// Epochs 3, 5 and 8 came from memory, the others from the log (whole).
-	if want := map[bool]int{false: 0, true: 3}[streaming]; sms.streamed != want {
+	if want := map[string]int{"stream": 3}[kind]; sms.streamed != want {
 		t.Fatalf("%d epochs streamed, want %d", sms.streamed, want)
+	}
+	if want := map[string]int{"wire": 3}[kind]; wms.wired != want {
+		t.Fatalf("%d epochs taken as wire bytes, want %d", wms.wired, want)
 	}
 	if want := []uint64{1, 2, 3, 5, 6, 7, 8, 9}; !reflect.DeepEqual(ms.epochs, want) {
 		t.Fatalf("delivered epochs %v, want %v", ms.epochs, want)
@@ -142,5 +191,63 @@ func testDelivererFromMemory(t *testing.T, key []int, streaming bool) {
 	_ = db.Scan(LogPrefix(21), func(_, _ []byte) error { n++; return nil })
 	if n != 0 {
 		t.Fatalf("%d log entries left after delivery", n)
+	}
+}
+
+// TestWriterWireOnlyWhatFits: an epoch whose wire bytes pass the MemLog's
+// budget is handed over as its log chunks (decoded at delivery), and the
+// epoch after one whose size foretells that is not encoded for the wire at
+// all; once epochs are small again they go as wire bytes. Every epoch's
+// log entries are written either way.
+func TestWriterWireOnlyWhatFits(t *testing.T) {
+	old := memLogBytes.Load()
+	t.Cleanup(func() { memLogBytes.Store(old) })
+	memLogBytes.Store(16 << 10)
+	db := openDB(t)
+	mem := &MemLog{}
+	w := NewWriter(22, nil, false)
+	w.Mem, w.Wire = mem, wireEncode
+	calls := 0
+	// Wire bytes several times the log's, as JSON lines are.
+	pad := strings.Repeat("x", 40)
+	w.Wire = func(buf []byte, c connector.Change) ([]byte, error) {
+		calls++
+		return fmt.Appendf(buf, "%d %s %s\n", c.After[0].I, c.After[1].S, pad), nil
+	}
+	epoch := uint64(0)
+	step := func(n int) (wire bool, encoded int) {
+		t.Helper()
+		epoch++
+		calls = 0
+		mem.takeHeld(epoch) // the deliverer is done with the epochs before
+		for i := range n {
+			if err := w.Process(0, batch([]types.Row{row(int64(i), "some-value")}, []int64{1}), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkpoint(t, db, w, epoch)
+		if got := len(logged(t, db, 22, epoch)); got != n {
+			t.Fatalf("epoch %d: %d changes logged, want %d", epoch, got, n)
+		}
+		h, ok := mem.takeHeld(epoch)
+		if !ok || h.count != int64(n) {
+			t.Fatalf("epoch %d: held %v, %d changes, want %d", epoch, ok, h.count, n)
+		}
+		return h.wire, calls
+	}
+	if wire, _ := step(10); !wire {
+		t.Fatal("a small epoch was not held as wire bytes")
+	}
+	if wire, calls := step(400); wire || calls == 0 || calls >= 400 {
+		t.Fatalf("a large epoch: wire %v after %d encodings, want log chunks after stopping within the budget", wire, calls)
+	}
+	if wire, calls := step(400); wire || calls != 0 {
+		t.Fatalf("after a large epoch: wire %v, %d encodings, want none", wire, calls)
+	}
+	if wire, _ := step(10); wire {
+		t.Fatal("the epoch after a large one was encoded for the wire")
+	}
+	if wire, _ := step(10); !wire {
+		t.Fatal("small epochs again, but not held as wire bytes")
 	}
 }

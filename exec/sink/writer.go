@@ -60,7 +60,29 @@ type Writer struct {
 	LastEpoch atomic.Uint64
 	// Mem, when set, receives every epoch's changes for its deliverer.
 	Mem *MemLog
+	// Wire, when set with Mem (an append-only sink of a
+	// connector.WireEncoder), also encodes each change in the sink's own
+	// bytes as it comes: wenc holds the epoch's full pieces, wcur the one
+	// being filled. Mem gets those, so that delivery from memory neither
+	// decodes the log chunks nor encodes rows; the log chunks, which the
+	// store copies, are kept for the next epoch (free).
+	Wire func(buf []byte, c connector.Change) ([]byte, error)
+	wenc [][]byte
+	wcur []byte
+	free [][]byte
+	// The wire bytes are several times the log's (a JSON line against
+	// binary values): an epoch whose bytes would not fit the MemLog's
+	// budget is not encoded so (wireOff), and Mem gets its log chunks, as
+	// without Wire. wireBytes counts the epoch's bytes; wireRatio is the
+	// last wire epoch's bytes per log byte, from which the next epoch's
+	// size is foretold from this one's.
+	wireOff   bool
+	wireBytes int64
+	wireRatio float64
 }
+
+// maxFreeBufs bounds the log chunk buffers a Writer keeps for reuse.
+const maxFreeBufs = 8 << 20
 
 // NewWriter returns the writer of sink id. With a key, the changes of an
 // epoch are netted per key; with discard nothing is kept.
@@ -81,10 +103,14 @@ func (w *Writer) Process(_ int, b *types.Batch, _ *flow.Emitter) error {
 		for i, row := range b.Rows {
 			d := b.Diffs[i]
 			for ; d > 0; d-- {
-				w.encode(connector.Change{After: row})
+				if err := w.encode(connector.Change{After: row}); err != nil {
+					return err
+				}
 			}
 			for ; d < 0; d++ {
-				w.encode(connector.Change{Before: row})
+				if err := w.encode(connector.Change{Before: row}); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -184,42 +210,96 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 	return nil
 }
 
-// encode appends c to the epoch's current log chunk, starting a new one
-// after chunkChanges changes.
-func (w *Writer) encode(c connector.Change) {
+// encode appends c to the epoch's current log chunk (and wire piece),
+// starting a new one after chunkChanges changes.
+func (w *Writer) encode(c connector.Change) error {
 	if w.cur == nil {
-		w.cur = make([]byte, 0, w.chunkCap())
+		w.cur = w.newChunk()
 	}
 	w.cur = appendChange(w.cur, c)
+	if w.Wire != nil && !w.wireOff {
+		if w.wcur == nil {
+			w.wcur = make([]byte, 0, chunkCap(w.wenc))
+		}
+		n := len(w.wcur)
+		var err error
+		if w.wcur, err = w.Wire(w.wcur, c); err != nil {
+			return err
+		}
+		limit := memLogBytes.Load()
+		if w.wireRatio == 0 {
+			limit /= 4 // not measured yet: the first epoch wastes little
+		}
+		if w.wireBytes += int64(len(w.wcur) - n); w.wireBytes > limit {
+			// Too large to hold: the log chunks go to Mem, and the ratio
+			// of the bytes so far keeps the next epochs from trying.
+			logged := len(w.cur)
+			for _, c := range w.enc {
+				logged += len(c)
+			}
+			w.wireRatio = float64(w.wireBytes) / float64(logged)
+			w.wireOff, w.wenc, w.wcur = true, nil, nil
+		}
+	}
 	w.curN++
 	w.encTotal++
 	if w.curN >= chunkChanges {
 		w.enc = append(w.enc, w.cur)
 		w.cur, w.curN = nil, 0
+		if w.Wire != nil && !w.wireOff {
+			w.wenc = append(w.wenc, w.wcur)
+			w.wcur = nil
+		}
 	}
+	return nil
+}
+
+// newChunk returns an empty log chunk: a kept one, or one with the room of
+// the last full one.
+func (w *Writer) newChunk() []byte {
+	if n := len(w.free); n > 0 {
+		c := w.free[n-1]
+		w.free[n-1] = nil
+		w.free = w.free[:n-1]
+		return c[:0]
+	}
+	return make([]byte, 0, chunkCap(w.enc))
 }
 
 // chunkCap is the room of a new chunk: the size of the last full one.
-func (w *Writer) chunkCap() int {
-	if n := len(w.enc); n > 0 {
-		return min(len(w.enc[n-1])+len(w.enc[n-1])/16, maxKeptBuf)
+func chunkCap(full [][]byte) int {
+	if n := len(full); n > 0 {
+		return min(len(full[n-1])+len(full[n-1])/16, maxKeptBuf)
 	}
 	return 4 << 10
 }
 
 // checkpointEncoded writes an append-only sink's encoded chunks to the
-// log and hands them to Mem: the chunks are the deliverer's from here
-// (the store copies what it is given).
+// log and hands them (or the wire pieces) to Mem: those are the
+// deliverer's from here (the store copies what it is given).
 func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
 		w.enc = append(w.enc, w.cur)
+		w.cur = nil
+		if w.Wire != nil && !w.wireOff {
+			w.wenc = append(w.wenc, w.wcur)
+			w.wcur = nil
+		}
 	}
 	var size int64
 	for i, chunk := range w.enc {
 		b.W.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
 		size += int64(len(chunk))
 	}
-	if w.Mem != nil {
+	handed := w.Mem != nil
+	switch {
+	case w.Mem != nil && w.Wire != nil && !w.wireOff:
+		w.Mem.addWire(b.Epoch, w.wenc, size, w.encTotal)
+		handed = false
+		if size > 0 {
+			w.wireRatio = float64(w.wireBytes) / float64(size)
+		}
+	case w.Mem != nil:
 		w.Mem.addEncoded(b.Epoch, w.enc, size, w.encTotal)
 	}
 	if w.encTotal > 0 {
@@ -227,12 +307,31 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 		w.Epochs.Add(1)
 		w.LastEpoch.Store(b.Epoch)
 	}
-	if w.Mem == nil && len(w.enc) == 1 && cap(w.enc[0]) <= maxKeptBuf {
-		w.cur = w.enc[0][:0] // nobody else holds it: reuse
-	} else {
-		w.cur = nil
+	if !handed {
+		// Nobody else holds the log chunks: keep some for the next epoch.
+		kept := 0
+		for _, c := range w.free {
+			kept += cap(c)
+		}
+		for _, c := range w.enc {
+			if kept+cap(c) > maxFreeBufs {
+				break
+			}
+			kept += cap(c)
+			w.free = append(w.free, c[:0])
+		}
 	}
-	w.enc, w.curN, w.encTotal = nil, 0, 0
+	if handed {
+		w.enc = nil // Mem's now
+	} else {
+		clear(w.enc)
+		w.enc = w.enc[:0]
+	}
+	w.wenc, w.curN, w.encTotal = nil, 0, 0
+	// The next epoch is encoded for the wire if one of this one's size
+	// would take at most half the budget.
+	w.wireOff = w.wireRatio*float64(size) > float64(memLogBytes.Load()/2)
+	w.wireBytes = 0
 	return nil
 }
 
