@@ -100,6 +100,14 @@ func daysInMonth(y int64, m int) int {
 
 // appendPad appends v in decimal, zero-padded to width digits.
 func appendPad(b []byte, v int64, width int) []byte {
+	// The common fields, without strconv: month, day, hour, minute,
+	// second (2) and a year of four digits.
+	switch {
+	case width == 2 && v >= 0 && v < 100:
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	case width == 4 && v >= 0 && v < 10000:
+		return append(b, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+	}
 	var tmp [20]byte
 	ds := strconv.AppendInt(tmp[:0], v, 10)
 	for k := len(ds); k < width; k++ {
