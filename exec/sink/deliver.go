@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -340,6 +341,12 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 	var changes []connector.Change
 	var size int64
 	epochs := map[uint64]struct{}{}
+	// A sink that takes an epoch in pieces gets the log's chunks decoded
+	// one at a time: the epoch is held encoded (a large epoch decoded
+	// whole was most of W1's peak memory), as from memory.
+	_, streams := s.(connector.StreamSink)
+	var chunks [][]byte
+	count := 0
 	err := d.DB.Scan(prefix, func(k, v []byte) error {
 		e, ok := epochOf(d.ID, k)
 		if !ok {
@@ -357,6 +364,12 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 		}
 		var err error
 		size += int64(len(v))
+		if streams {
+			n, err := countChanges(v)
+			count += n
+			chunks = append(chunks, bytes.Clone(v))
+			return err
+		}
 		changes, err = decodeChanges(v, changes)
 		return err
 	})
@@ -371,6 +384,9 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 			d.next = committed + 1
 		}
 		return false, nil
+	}
+	if streams {
+		return d.writeStream(ctx, s, epoch, nil, chunkStream(chunks), nil, count, size, len(epochs), false)
 	}
 	return d.write(ctx, s, epoch, changes, size, len(epochs), false)
 }

@@ -426,4 +426,29 @@ func decodeChanges(v []byte, out []connector.Change) ([]connector.Change, error)
 	return out, nil
 }
 
+// countChanges returns the number of changes in one log chunk, without
+// decoding their rows.
+func countChanges(v []byte) (int, error) {
+	n := 0
+	for len(v) > 0 {
+		flags := v[0]
+		v = v[1:]
+		for _, bit := range []byte{hasBefore, hasAfter} {
+			if flags&bit == 0 {
+				continue
+			}
+			if len(v) < 4 {
+				return 0, corrupt()
+			}
+			l := int(binary.BigEndian.Uint32(v))
+			if len(v) < 4+l {
+				return 0, corrupt()
+			}
+			v = v[4+l:]
+		}
+		n++
+	}
+	return n, nil
+}
+
 func corrupt() error { return pgerror.New(pgcode.DataCorrupted, "corrupt sink log entry") }
