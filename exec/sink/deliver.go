@@ -326,6 +326,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 			if err != nil {
 				return false, err
 			}
+			d.Mem.release(d.next)
 			d.next++
 			return more || d.next <= committed, nil
 		}

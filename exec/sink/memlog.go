@@ -190,8 +190,25 @@ func (m *MemLog) takeHeld(e uint64) (h memEpoch, ok bool) {
 	return m.epochs[0], true
 }
 
+// release drops epoch e, delivered, and any before it: their heap leaves
+// the budget before the next epoch is added (two W1 epochs of log chunks
+// do not fit it together, so the next one went to the log).
+func (m *MemLog) release(e uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := 0
+	for i < len(m.epochs) && m.epochs[i].epoch <= e {
+		m.bytes -= m.epochs[i].size
+		m.heap -= m.epochs[i].heap
+		i++
+	}
+	n := copy(m.epochs, m.epochs[i:])
+	clear(m.epochs[n:])
+	m.epochs = m.epochs[:n]
+}
+
 // pending counts the held epochs with changes after epoch after (the one
-// just delivered, which stays held until the next take) up to epoch last.
+// just delivered, if still held) up to epoch last.
 func (m *MemLog) pending(after, last uint64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -252,3 +252,27 @@ func TestWriterWireOnlyWhatFits(t *testing.T) {
 		t.Fatal("small epochs again, but not held as wire bytes")
 	}
 }
+
+// TestMemLogReleaseFreesBudget: an epoch released once delivered leaves
+// the budget, so the next epoch of the same size is held, where with the
+// delivered one still counted it would not fit and go to the log.
+func TestMemLogReleaseFreesBudget(t *testing.T) {
+	old := memLogBytes.Load()
+	t.Cleanup(func() { memLogBytes.Store(old) })
+	memLogBytes.Store(1000)
+	chunk := func() [][]byte { return [][]byte{make([]byte, 0, 600)} }
+	for _, release := range []bool{false, true} {
+		m := &MemLog{}
+		m.addEncoded(1, chunk(), 600, 10)
+		if _, ok := m.takeHeld(1); !ok {
+			t.Fatal("epoch 1 not held")
+		}
+		if release {
+			m.release(1)
+		}
+		m.addEncoded(2, chunk(), 600, 10)
+		if _, ok := m.takeHeld(2); ok != release {
+			t.Fatalf("release %v: epoch 2 held %v", release, ok)
+		}
+	}
+}
