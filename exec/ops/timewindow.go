@@ -52,36 +52,47 @@ func (o *TimeWindow) firstStart(t int64) int64 {
 
 // Process implements flow.Operator.
 func (o *TimeWindow) Process(_ int, b *types.Batch, out *flow.Emitter) error {
+	w := int(o.n) * (o.inCols + 2)
+	emit := out.Emit
 	for i, r := range b.Rows {
-		t := r[o.w.Col]
-		if t.IsNull() {
-			if o.w.Hop {
-				continue
-			}
-			nr := make(types.Row, o.inCols+2)
-			copy(nr, r)
-			nr[o.inCols], nr[o.inCols+1] = types.Null, types.Null
-			if err := out.Emit(nr, b.Diffs[i]); err != nil {
-				return err
-			}
+		if o.w.Hop && r[o.w.Col].IsNull() {
 			continue
 		}
-		s := o.firstStart(t.I)
 		// The row's windows share one allocation.
-		w := o.inCols + 2
-		slab := o.alloc.Row(int(o.n) * w)
-		for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
-			nr := types.Row(slab[:w:w])
-			slab = slab[w:]
-			copy(nr, r)
-			nr[o.inCols] = types.Datum{K: t.K, I: s}
-			nr[o.inCols+1] = types.Datum{K: t.K, I: s + o.w.Size}
-			if err := out.Emit(nr, b.Diffs[i]); err != nil {
-				return err
-			}
+		if _, err := o.expandRow(r, b.Diffs[i], o.alloc.Row(w), emit); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// expandRow writes the windowed rows of r into slab, which has room for
+// them, calling emit with each, and returns what is left of slab: a HOP
+// row without a time has none, a TUMBLE one a row with NULL windows.
+func (o *TimeWindow) expandRow(r types.Row, diff int64, slab []types.Datum, emit func(types.Row, int64) error) ([]types.Datum, error) {
+	w := o.inCols + 2
+	t := r[o.w.Col]
+	if t.IsNull() {
+		if o.w.Hop {
+			return slab, nil
+		}
+		nr := types.Row(slab[:w:w])
+		copy(nr, r)
+		nr[o.inCols], nr[o.inCols+1] = types.Null, types.Null
+		return slab[w:], emit(nr, diff)
+	}
+	s := o.firstStart(t.I)
+	for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
+		nr := types.Row(slab[:w:w])
+		slab = slab[w:]
+		copy(nr, r)
+		nr[o.inCols] = types.Datum{K: t.K, I: s}
+		nr[o.inCols+1] = types.Datum{K: t.K, I: s + o.w.Size}
+		if err := emit(nr, diff); err != nil {
+			return slab, err
+		}
+	}
+	return slab, nil
 }
 
 // windowChunk is how many input rows a fused window expands at a time:
@@ -106,6 +117,7 @@ type fusedWindow struct {
 func (fw *fusedWindow) expand(b *types.Batch, f func(*types.Batch) error) error {
 	o := fw.tw
 	w := o.inCols + 2
+	add := fw.add
 	for lo := 0; lo < len(b.Rows); lo += windowChunk {
 		hi := min(lo+windowChunk, len(b.Rows))
 		if need := (hi - lo) * int(o.n) * w; cap(fw.slab) < need {
@@ -114,33 +126,17 @@ func (fw *fusedWindow) expand(b *types.Batch, f func(*types.Batch) error) error 
 		slab := fw.slab[:cap(fw.slab)]
 		fw.b.Rows, fw.b.Diffs = fw.b.Rows[:0], fw.b.Diffs[:0]
 		for i := lo; i < hi; i++ {
-			r := b.Rows[i]
-			t := r[o.w.Col]
-			if t.IsNull() {
-				if o.w.Hop {
-					continue
-				}
-				nr := types.Row(slab[:w:w])
-				slab = slab[w:]
-				copy(nr, r)
-				nr[o.inCols], nr[o.inCols+1] = types.Null, types.Null
-				fw.b.Add(nr, b.Diffs[i])
-				continue
-			}
-			s := o.firstStart(t.I)
-			for k := int64(0); k < o.n; k, s = k+1, s+o.w.Slide {
-				nr := types.Row(slab[:w:w])
-				slab = slab[w:]
-				copy(nr, r)
-				nr[o.inCols] = types.Datum{K: t.K, I: s}
-				nr[o.inCols+1] = types.Datum{K: t.K, I: s + o.w.Size}
-				fw.b.Add(nr, b.Diffs[i])
-			}
+			slab, _ = o.expandRow(b.Rows[i], b.Diffs[i], slab, add) // add never fails
 		}
 		if err := f(&fw.b); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (fw *fusedWindow) add(r types.Row, diff int64) error {
+	fw.b.Add(r, diff)
 	return nil
 }
 
