@@ -240,15 +240,12 @@ func (s *Sink) WriteWire(ctx context.Context, epoch uint64, pieces [][]byte) err
 				return s.ioError(err, "writing %s", f.Name())
 			}
 		}
-		if err := f.Sync(); err != nil {
-			return s.ioError(err, "syncing %s", f.Name())
-		}
 		return nil
 	})
 }
 
 // writePart makes epoch's part file: write fills a temporary file, which
-// is renamed into place (nothing if the part exists: a replay).
+// is synced and renamed into place (nothing if the part exists: a replay).
 func (s *Sink) writePart(epoch uint64, write func(f *os.File) error) error {
 	final := filepath.Join(s.c.dir, partName(epoch, s.c.ext))
 	switch _, err := os.Lstat(final); {
@@ -267,6 +264,11 @@ func (s *Sink) writePart(epoch uint64, write func(f *os.File) error) error {
 		os.Remove(tmp)
 		return err
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return s.ioError(err, "syncing %s", tmp)
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return s.ioError(err, "closing %s", tmp)
@@ -284,7 +286,7 @@ func (s *Sink) writePart(epoch uint64, write func(f *os.File) error) error {
 	return nil
 }
 
-// writeFile writes the lines of one epoch to f and syncs it.
+// writeFile writes the lines of one epoch to f.
 func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes connector.Changes) error {
 	buf := s.buf[:0]
 	if s.c.csv {
@@ -302,9 +304,6 @@ func (s *Sink) writeFile(ctx context.Context, f *os.File, epoch uint64, changes 
 		return s.ioError(err, "writing %s", f.Name())
 	}
 	s.buf = buf[:0]
-	if err := f.Sync(); err != nil {
-		return s.ioError(err, "syncing %s", f.Name())
-	}
 	return nil
 }
 

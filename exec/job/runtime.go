@@ -746,7 +746,7 @@ func fusedWindows(plan *spec.Plan) []bool {
 	}
 	fused := make([]bool, len(plan.Nodes))
 	for _, n := range plan.Nodes {
-		if n.Kind != spec.Agg || len(n.Inputs) != 1 || disableWindowFusion {
+		if n.Kind != spec.Agg || len(n.Inputs) != 1 {
 			continue
 		}
 		if in := n.Inputs[0]; plan.Nodes[in].Kind == spec.TimeWindow && consumers[in] == 1 && in != plan.Root() {
@@ -755,9 +755,6 @@ func fusedWindows(plan *spec.Plan) []bool {
 	}
 	return fused
 }
-
-// disableWindowFusion turns fusedWindows off (tests compare both ways).
-var disableWindowFusion = false
 
 func backfillFrom(snap *storage.Snapshot, rel uint64) func(func(types.Row, int64) error) error {
 	return func(emit func(types.Row, int64) error) error {

@@ -147,29 +147,9 @@ func (m *MemLog) clearLocked() {
 	m.epochs, m.bytes, m.heap = m.epochs[:0], 0, 0
 }
 
-// take returns the changes of epoch e if they are held (ok), dropping
-// every epoch before e; empty is true for an epoch without changes. An
-// epoch held as the sink's own bytes is not (ok is false): it is read from
-// the log.
-func (m *MemLog) take(e uint64) (changes []connector.Change, size int64, ok bool, err error) {
-	h, ok := m.takeHeld(e)
-	if !ok || (h.wire && len(h.chunks) > 0) {
-		return nil, 0, false, nil
-	}
-	changes = h.changes
-	if !h.wire {
-		for _, c := range h.chunks {
-			if changes, err = decodeChanges(c, changes); err != nil {
-				return nil, 0, false, err
-			}
-		}
-	}
-	return changes, h.size, true, nil
-}
-
-// takeHeld is take without decoding an encoded epoch's chunks: it
-// returns the epoch as held (an append-only sink's chunks for chunkStream,
-// or its wire pieces).
+// takeHeld returns epoch e as held, if it is (ok), dropping every epoch
+// before e: a keyed sink's changes, an append-only sink's log chunks
+// (decoded by the deliverer) or its wire pieces.
 func (m *MemLog) takeHeld(e uint64) (h memEpoch, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

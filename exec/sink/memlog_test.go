@@ -136,8 +136,7 @@ func testDelivererFromMemory(t *testing.T, key []int, kind string) {
 	if n := d.FromMemory(); n != 2 {
 		t.Fatalf("%d epochs from memory, want 2 (3 and 5)", n)
 	}
-	// SHOW SINKS's pending counts what is left, not the epoch just written
-	// (which memory holds until the next take).
+	// SHOW SINKS's pending counts what is left, not the epoch just written.
 	if p := d.Status().Pending; p != 0 {
 		t.Fatalf("pending %d after every committed epoch was delivered from memory, want 0", p)
 	}

@@ -244,14 +244,19 @@ func (w *Writer) encode(c connector.Change) error {
 	w.curN++
 	w.encTotal++
 	if w.curN >= chunkChanges {
-		w.enc = append(w.enc, w.cur)
-		w.cur, w.curN = nil, 0
-		if w.Wire != nil && !w.wireOff {
-			w.wenc = append(w.wenc, w.wcur)
-			w.wcur = nil
-		}
+		w.closeChunk()
 	}
 	return nil
+}
+
+// closeChunk ends the current log chunk and its wire piece.
+func (w *Writer) closeChunk() {
+	w.enc = append(w.enc, w.cur)
+	w.cur, w.curN = nil, 0
+	if w.Wire != nil && !w.wireOff {
+		w.wenc = append(w.wenc, w.wcur)
+		w.wcur = nil
+	}
 }
 
 // newChunk returns an empty log chunk: a kept one, or one with the room of
@@ -279,12 +284,7 @@ func chunkCap(full [][]byte) int {
 // deliverer's from here (the store copies what it is given).
 func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
-		w.enc = append(w.enc, w.cur)
-		w.cur = nil
-		if w.Wire != nil && !w.wireOff {
-			w.wenc = append(w.wenc, w.wcur)
-			w.wcur = nil
-		}
+		w.closeChunk()
 	}
 	var size int64
 	for i, chunk := range w.enc {
