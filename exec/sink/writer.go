@@ -163,12 +163,16 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		kept = make([]connector.Change, 0, len(w.changes))
 	}
 	var size int64
+	var run *storage.Run
 	chunk, n, total := uint32(0), 0, int64(0)
 	flush := func() {
 		if n == 0 {
 			return
 		}
-		b.W.Set(LogKey(w.id, b.Epoch, chunk), buf)
+		if run == nil {
+			run = b.W.NewRun()
+		}
+		run.Set(LogKey(w.id, b.Epoch, chunk), buf)
 		size += int64(len(buf))
 		buf, n = buf[:0], 0
 		chunk++
@@ -286,10 +290,16 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
 		w.closeChunk()
 	}
+	// The chunks go to a run of the epoch (in key order): one copy, and a
+	// large epoch is ingested as an sstable instead of passing through the
+	// batch, the WAL and a memtable (storage.Run).
 	var size int64
-	for i, chunk := range w.enc {
-		b.W.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
-		size += int64(len(chunk))
+	if len(w.enc) > 0 {
+		run := b.W.NewRun()
+		for i, chunk := range w.enc {
+			run.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+			size += int64(len(chunk))
+		}
 	}
 	handed := w.Mem != nil
 	switch {
