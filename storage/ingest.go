@@ -232,10 +232,14 @@ func orderRuns(runs []*Run) []*Run {
 			// Combined, in their order: the chunks are shared, not copied.
 			all := &Run{pool: rs[0].pool}
 			for _, r := range rs {
-				base := uint32(len(all.chunks))
+				base, obase := uint32(len(all.chunks)), uint32(len(all.owned))
 				all.chunks = append(all.chunks, r.chunks...)
+				all.owned = append(all.owned, r.owned...)
 				for _, x := range r.recs {
 					x.c += base
+					if x.own > 0 {
+						x.own += obase
+					}
 					all.recs = append(all.recs, x)
 				}
 				all.n += r.n

@@ -82,10 +82,14 @@ func TestIngestedEpochsMatchBatches(t *testing.T) {
 					k = rng.Intn(50)
 				}
 				switch rng.Intn(6) {
-				case 0, 1:
+				case 0:
 					v := count(int64(rng.Intn(5)))
 					ra.Set(key(p, k), v)
 					rb.Set(key(p, k), v)
+				case 1: // the value referred to, not copied
+					v := count(int64(rng.Intn(5)))
+					ra.SetOwned(key(p, k), v)
+					rb.SetOwned(key(p, k), v)
 				case 2:
 					ra.Delete(key(p, k))
 					rb.Delete(key(p, k))
@@ -135,6 +139,35 @@ func TestIngestedEpochsMatchBatches(t *testing.T) {
 	}
 	if e := b.CommittedEpoch(); e != 60 {
 		t.Fatalf("reopened at epoch %d, want 60", e)
+	}
+}
+
+// TestRunOwnedValueNotPooled: a value a run refers to (SetOwned) is the
+// caller's: after the commit the run's pool does not hand its memory out
+// for another run to write into, even when it has a pool chunk's size.
+func TestRunOwnedValueNotPooled(t *testing.T) {
+	for _, ingest := range []int{0, 1 << 40} {
+		db := openDB(t, t.TempDir())
+		db.SetIngestBytes(ingest, 0)
+		v := make([]byte, runChunk)
+		for i := range v {
+			v[i] = byte(i)
+		}
+		w := db.NewEpochWriter()
+		w.NewRun().SetOwned([]byte("s/owned"), v)
+		if err := db.Commit(w, 1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Get([]byte("s/owned"))
+		if err != nil || len(got) != len(v) || got[1000] != v[1000] {
+			t.Fatalf("ingest %d: read back %d bytes, %v", ingest, len(got), err)
+		}
+		for i := 0; i < runPoolChunks+1; i++ {
+			if c := db.runs.chunk(runChunk); cap(c) > 0 && &c[:1][0] == &v[0] {
+				t.Fatalf("ingest %d: the pool handed out the owned value's memory", ingest)
+			}
+		}
+		db.Close()
 	}
 }
 

@@ -23,14 +23,17 @@ import (
 type Run struct {
 	pool   *runPool
 	chunks [][]byte // keys and values; a write never spans two chunks
+	owned  [][]byte // values the run refers to without a copy (SetOwned)
 	recs   []runRec
 	n      int  // bytes of keys and values
 	sorted bool // every key is greater than the one before
 }
 
-// runRec is one write: key chunks[c][off:off+kl], then its value (vl bytes).
+// runRec is one write: key chunks[c][off:off+kl], then its value (vl
+// bytes), or, when own > 0, the value owned[own-1].
 type runRec struct {
 	c, off, kl, vl uint32
+	own            uint32
 	kind           opKind
 }
 
@@ -108,7 +111,8 @@ func (p *runPool) put(runs []*Run) {
 			}
 			r.chunks[i] = nil
 		}
-		r.chunks, r.recs, r.n, r.sorted = r.chunks[:0], r.recs[:0], 0, true
+		clear(r.owned) // not the pool's: their owners may still read them
+		r.chunks, r.owned, r.recs, r.n, r.sorted = r.chunks[:0], r.owned[:0], r.recs[:0], 0, true
 		if len(p.runs) < runPoolRuns {
 			p.runs = append(p.runs, r)
 		}
@@ -136,6 +140,17 @@ func (r *Run) add(kind opKind, k, v []byte) {
 // Set records key=value.
 func (r *Run) Set(k, v []byte) { r.add(opSet, k, v) }
 
+// SetOwned records key=value without copying value, which must not change
+// until the epoch is committed or discarded (the run copies only k): for
+// a large value that is read-only from here on, such as a sink log chunk.
+func (r *Run) SetOwned(k, v []byte) {
+	r.add(opSet, k, nil)
+	r.owned = append(r.owned, v)
+	x := &r.recs[len(r.recs)-1]
+	x.own, x.vl = uint32(len(r.owned)), uint32(len(v))
+	r.n += len(v)
+}
+
 // Delete records the deletion of key.
 func (r *Run) Delete(k []byte) { r.add(opDelete, k, nil) }
 
@@ -153,6 +168,9 @@ func (r *Run) key(i int) []byte { return r.recKey(r.recs[i]) }
 
 func (r *Run) value(i int) []byte {
 	x := r.recs[i]
+	if x.own > 0 {
+		return r.owned[x.own-1]
+	}
 	return r.chunks[x.c][x.off+x.kl : x.off+x.kl+x.vl]
 }
 

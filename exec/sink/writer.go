@@ -290,22 +290,27 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
 		w.closeChunk()
 	}
-	// The chunks go to a run of the epoch (in key order): one copy, and a
-	// large epoch is ingested as an sstable instead of passing through the
-	// batch, the WAL and a memtable (storage.Run).
+	// The chunks go to a run of the epoch (in key order), and a large
+	// epoch is ingested as an sstable instead of passing through the
+	// batch, the WAL and a memtable (storage.Run). Chunks handed to Mem
+	// are read-only from here: the run refers to them; chunks the writer
+	// keeps for the next epoch are copied.
+	handed := w.Mem != nil && (w.Wire == nil || w.wireOff)
 	var size int64
 	if len(w.enc) > 0 {
 		run := b.W.NewRun()
 		for i, chunk := range w.enc {
-			run.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+			if handed {
+				run.SetOwned(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+			} else {
+				run.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+			}
 			size += int64(len(chunk))
 		}
 	}
-	handed := w.Mem != nil
 	switch {
 	case w.Mem != nil && w.Wire != nil && !w.wireOff:
 		w.Mem.addWire(b.Epoch, w.wenc, size, w.encTotal)
-		handed = false
 		if size > 0 {
 			w.wireRatio = float64(w.wireBytes) / float64(size)
 		}
