@@ -30,6 +30,11 @@ import (
 // chunkChanges bounds the changes per sink log value.
 const chunkChanges = 2048
 
+// runLogBytes is the size of an epoch's log from which its chunks handed
+// to the MemLog go to a run of the epoch (storage.Run) rather than into
+// its batch.
+const runLogBytes = storage.DefaultIngestBytes
+
 // maxKeptBuf bounds the chunk buffer a Writer keeps between checkpoints.
 const maxKeptBuf = 4 << 20
 
@@ -163,16 +168,12 @@ func (w *Writer) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
 		kept = make([]connector.Change, 0, len(w.changes))
 	}
 	var size int64
-	var run *storage.Run
 	chunk, n, total := uint32(0), 0, int64(0)
 	flush := func() {
 		if n == 0 {
 			return
 		}
-		if run == nil {
-			run = b.W.NewRun()
-		}
-		run.Set(LogKey(w.id, b.Epoch, chunk), buf)
+		b.W.Set(LogKey(w.id, b.Epoch, chunk), buf)
 		size += int64(len(buf))
 		buf, n = buf[:0], 0
 		chunk++
@@ -290,22 +291,25 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
 		w.closeChunk()
 	}
-	// The chunks go to a run of the epoch (in key order), and a large
-	// epoch is ingested as an sstable instead of passing through the
-	// batch, the WAL and a memtable (storage.Run). Chunks handed to Mem
-	// are read-only from here: the run refers to them; chunks the writer
-	// keeps for the next epoch are copied.
+	// A large epoch's chunks handed to Mem (read-only from here) go to a
+	// run of the epoch that refers to them (storage.Run.SetOwned): no copy,
+	// and the epoch is ingested as an sstable instead of passing through
+	// the batch, the WAL and a memtable. Chunks the writer keeps for the
+	// next epoch, and a small epoch's, are copied into the batch (a run's
+	// buffers stay in its pool).
 	handed := w.Mem != nil && (w.Wire == nil || w.wireOff)
 	var size int64
-	if len(w.enc) > 0 {
+	for _, chunk := range w.enc {
+		size += int64(len(chunk))
+	}
+	if handed && size >= runLogBytes {
 		run := b.W.NewRun()
 		for i, chunk := range w.enc {
-			if handed {
-				run.SetOwned(LogKey(w.id, b.Epoch, uint32(i)), chunk)
-			} else {
-				run.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
-			}
-			size += int64(len(chunk))
+			run.SetOwned(LogKey(w.id, b.Epoch, uint32(i)), chunk)
+		}
+	} else {
+		for i, chunk := range w.enc {
+			b.W.Set(LogKey(w.id, b.Epoch, uint32(i)), chunk)
 		}
 	}
 	switch {
