@@ -33,13 +33,15 @@ declare -A target=([q0]=1,000,000 [q1]=1,000,000 [q2]=1,000,000 [q10]=1,000,000 
 	[q21]=1,000,000 [q22]=1,000,000 [q3]=500,000 [q8]=500,000 [q20]=500,000 [q4]=200,000
 	[q5]=200,000 [q7]=200,000 [q9]=200,000 [q15]=200,000 [q16]=200,000 [q17]=200,000
 	[q18]=200,000 [q19]=200,000)
-echo "| query | events/s | CPU-s per 1M events | peak RSS MiB | target events/s | CPU ratio to the hand-written floor |"
+echo "| query | events/s | CPU-s per 1M events | peak RSS MiB (anonymous) | target events/s | CPU ratio to the hand-written floor |"
 echo "|---|---|---|---|---|---|"
 for q in $QUERIES; do
 	line=$(median "$bin/sluice" bench nexmark --query "$q" --events "$EVENTS")
 	eps=$(field "$line" events_per_sec)
 	cpu=$(field "$line" cpu_seconds_per_million)
 	rss=$(field "$line" peak_rss_mib)
+	anon=$(field "$line" peak_anon_mib)
+	[ -z "$anon" ] || rss="$rss (anon $anon)"
 	ratio="—"
 	case $q in
 	q0 | q1 | q2 | q5 | q7)

@@ -580,6 +580,15 @@ func TestNexmarkBenchProgress(t *testing.T) {
 	if !strings.HasPrefix(stdout.String(), "query=q5 events=2000000 ") {
 		t.Fatalf("stdout %q, want the figures line", stdout.String())
 	}
+	// The anonymous peak (sampled RssAnon) is part of the peak RSS (VmHWM,
+	// which also counts the binary's pages).
+	mem := regexp.MustCompile(`peak_rss_mib=([0-9.]+) peak_anon_mib=([0-9.]+)\n$`).FindStringSubmatch(stdout.String())
+	if mem == nil {
+		t.Fatalf("stdout %q: no peak_rss_mib and peak_anon_mib", stdout.String())
+	}
+	if rss, anon := atof(t, mem[1]), atof(t, mem[2]); anon <= 0 || anon > rss {
+		t.Fatalf("peak_anon_mib %v, peak_rss_mib %v: want 0 < anon <= rss", anon, rss)
+	}
 	re := regexp.MustCompile(`^q5: (\S+)/2\.00M events \(([0-9.]+)%\), \S+ events/s, elapsed \S+, ETA \S+$`)
 	var pcts []float64
 	for _, l := range strings.Split(stderr.String(), "\n") {
@@ -600,4 +609,13 @@ func TestNexmarkBenchProgress(t *testing.T) {
 		t.Fatalf("last progress %.1f%%, want 100%% (lines %v)", last, pcts)
 	}
 	t.Logf("%d progress lines: %v", len(pcts), pcts)
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -24,8 +24,12 @@
 // watermark closed). Per run it prints events/s (bids over the time from
 // CREATE SINK, or the floor's start, to the last row written), CPU-seconds
 // per million bids (the sluice process's utime+stime from /proc/PID/stat
-// over the same span; the floor's own rusage) and peak RSS (VmHWM); then
-// per system and workload the medians and the ratio to the floor.
+// over the same span; the floor's own rusage) and peak RSS (VmHWM), with,
+// for sluice, the peak of its anonymous memory (RssAnon sampled every 20
+// ms: VmHWM also counts the pages of the binary the process touched, which
+// depend on the page cache: a binary just built has all of its pages
+// cached and maps more of them); then per system and workload the medians
+// and the ratio to the floor.
 //
 //	go run ./bench/sidebyside                      # 5,000,000 bids, 3 rounds
 //	go run ./bench/sidebyside --bids 1000000 --rounds 5 --profile 3s
@@ -182,8 +186,8 @@ func run() error {
 				if m.BrokerCPUSeconds > 0 {
 					brokerCPU = fmt.Sprintf("  broker %.3f CPU-s/M", m.BrokerCPUSeconds/(float64(m.Events)/1e6))
 				}
-				fmt.Printf("round %d %-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  %6.2f s  load %.1f  output ok%s\n",
-					round, s, strings.ToUpper(w), m.eventsPerSec(), m.cpuPerMillion(), float64(m.PeakRSSKiB)/1024, m.Seconds, m.Load, brokerCPU)
+				fmt.Printf("round %d %-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak%s  %6.2f s  load %.1f  output ok%s\n",
+					round, s, strings.ToUpper(w), m.eventsPerSec(), m.cpuPerMillion(), float64(m.PeakRSSKiB)/1024, anonNote(m.PeakAnonKiB), m.Seconds, m.Load, brokerCPU)
 			}
 		}
 	}
@@ -195,8 +199,9 @@ func run() error {
 		cpu := median(ms, measured.cpuPerMillion)
 		rss := median(ms, func(m measured) float64 { return float64(m.PeakRSSKiB) / 1024 })
 		load := median(ms, func(m measured) float64 { return m.Load })
-		line := fmt.Sprintf("%-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak  load %.1f",
-			k.system, strings.ToUpper(k.workload), rate, cpu, rss, load)
+		anon := median(ms, func(m measured) float64 { return float64(m.PeakAnonKiB) })
+		line := fmt.Sprintf("%-17s %s  %10.0f events/s  %6.3f CPU-s/M  %7.1f MiB peak%s  load %.1f",
+			k.system, strings.ToUpper(k.workload), rate, cpu, rss, anonNote(int64(anon)), load)
 		if f, ok := all[key{"floor", k.workload}]; ok && k.system != "floor" {
 			line += fmt.Sprintf("  %.2f of the floor's events/s, %.1f× its CPU",
 				rate/median(f, measured.eventsPerSec), cpu/median(f, measured.cpuPerMillion))
@@ -272,4 +277,12 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("run sidebyside inside the sluice module")
 	}
 	return filepath.Dir(mod), nil
+}
+
+// anonNote is " (anon N MiB)" for a sampled anonymous peak, else "".
+func anonNote(kib int64) string {
+	if kib <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (anon %.1f)", float64(kib)/1024)
 }

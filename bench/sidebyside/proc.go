@@ -17,7 +17,11 @@ type measured struct {
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	PeakRSSKiB int64   `json:"peak_rss_kib"`
-	Load       float64 `json:"load"` // 1-minute load average when the run started
+	// PeakAnonKiB is the largest anonymous resident memory (RssAnon: heap,
+	// stacks, the store's allocations; not the binary's file pages, which
+	// VmHWM counts) sampled while a sluice run went (0: not sampled).
+	PeakAnonKiB int64   `json:"peak_anon_kib,omitempty"`
+	Load        float64 `json:"load"` // 1-minute load average when the run started
 	// BrokerCPUSeconds is the Kafka broker's CPU over the same span (a
 	// Kafka run): it shares the cores.
 	BrokerCPUSeconds float64 `json:"broker_cpu_seconds,omitempty"`
@@ -66,7 +70,11 @@ func procCPU(pid int) (float64, error) {
 
 // hwmKiB is the peak resident set (VmHWM) of /proc/<who> ("self" or a
 // pid), in KiB; 0 when it cannot be read.
-func hwmKiB(who string) int64 {
+func hwmKiB(who string) int64 { return statusKiB(who, "VmHWM:") }
+
+// statusKiB is field (e.g. "RssAnon:") of /proc/<who>/status in KiB; 0
+// when it cannot be read.
+func statusKiB(who, field string) int64 {
 	f, err := os.Open("/proc/" + who + "/status")
 	if err != nil {
 		return 0
@@ -74,7 +82,7 @@ func hwmKiB(who string) int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if fs := strings.Fields(s.Text()); len(fs) >= 2 && fs[0] == "VmHWM:" {
+		if fs := strings.Fields(s.Text()); len(fs) >= 2 && fs[0] == field {
 			n, _ := strconv.ParseInt(fs[1], 10, 64)
 			return n
 		}

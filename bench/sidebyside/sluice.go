@@ -276,6 +276,7 @@ func (r *sluiceRun) run(ctx context.Context) (measured, error) {
 			return m, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
+		m.PeakAnonKiB = max(m.PeakAnonKiB, statusKiB(fmt.Sprint(pid), "RssAnon:"))
 		files, err := partFiles(sinkDir)
 		if err != nil {
 			return m, err

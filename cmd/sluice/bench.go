@@ -3,7 +3,7 @@ package main
 // `sluice bench nexmark` runs one Nexmark query over a bounded, unthrottled
 // stream in an in-process engine and prints one line of figures:
 //
-//	query=q5 events=10000000 seconds=… events_per_sec=… cpu_seconds_per_million=… peak_rss_mib=…
+//	query=q5 events=10000000 seconds=… events_per_sec=… cpu_seconds_per_million=… peak_rss_mib=… peak_anon_mib=…
 //
 // The query is created as CREATE SINK … AS <select> WITH (connector =
 // 'blackhole', delivery = 'EXACTLY_ONCE'), RisingWave's benchmark form.
@@ -232,6 +232,7 @@ func runBench(args []string) error {
 	}
 	cpu0 := cpuSeconds()
 	start := time.Now()
+	anon := startAnonSampler()
 	sink := "CREATE SINK nexmark_" + *query + " AS\n" + q.query + "\nWITH (connector = 'blackhole', delivery = 'EXACTLY_ONCE')"
 	if _, err := run(sink); err != nil {
 		return err
@@ -280,8 +281,8 @@ func runBench(args []string) error {
 		}
 	}
 	sec := elapsed.Seconds()
-	fmt.Printf("query=%s events=%d seconds=%.3f events_per_sec=%.0f cpu_seconds_per_million=%.3f peak_rss_mib=%.1f\n",
-		*query, *events, sec, float64(*events)/sec, cpu/(float64(*events)/1e6), peakRSSMiB())
+	fmt.Printf("query=%s events=%d seconds=%.3f events_per_sec=%.0f cpu_seconds_per_million=%.3f peak_rss_mib=%.1f peak_anon_mib=%.1f\n",
+		*query, *events, sec, float64(*events)/sec, cpu/(float64(*events)/1e6), peakRSSMiB(), anon.stop())
 	return nil
 }
 
@@ -433,18 +434,63 @@ func cpuSeconds() float64 {
 
 // peakRSSMiB is the process's peak resident set (VmHWM; ru_maxrss is KiB on Linux).
 func peakRSSMiB() float64 {
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
-					return kb / 1024
-				}
-			}
-		}
+	if kb := statusKiB("VmHWM:"); kb > 0 {
+		return kb / 1024
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
 	return float64(ru.Maxrss) / 1024
+}
+
+// statusKiB is field (e.g. "VmHWM:") of /proc/self/status in KiB; 0 when
+// it cannot be read.
+func statusKiB(field string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+// anonSampler follows the peak of the process's anonymous resident memory
+// (RssAnon: the heap, stacks and the store's allocations, without the
+// binary's file pages that VmHWM also counts), sampled every 10 ms: the
+// kernel keeps no peak of it.
+type anonSampler struct {
+	stopc chan struct{}
+	done  chan float64
+}
+
+func startAnonSampler() *anonSampler {
+	a := &anonSampler{stopc: make(chan struct{}), done: make(chan float64, 1)}
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		peak := statusKiB("RssAnon:")
+		for {
+			select {
+			case <-a.stopc:
+				a.done <- max(peak, statusKiB("RssAnon:")) / 1024
+				return
+			case <-t.C:
+				peak = max(peak, statusKiB("RssAnon:"))
+			}
+		}
+	}()
+	return a
+}
+
+// stop ends the sampling and returns the peak in MiB.
+func (a *anonSampler) stop() float64 {
+	close(a.stopc)
+	return <-a.done
 }
