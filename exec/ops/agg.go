@@ -39,6 +39,13 @@ type Agg struct {
 	opID    uint64 // state under s/<opID> (storage.AppendStateKey)
 	groups  map[string]*group
 	dirty   map[string]struct{}
+	// fresh lists the groups created this epoch that the store cannot hold
+	// (group.fresh): they are dirty without being in dirty, so that one
+	// created and closed between two checkpoints (most groups of a
+	// windowed aggregation) costs no map insertion and deletion; the
+	// checkpoint puts those still alive into dirty.
+	fresh   []*group
+	freshAt int // len(fresh) at which the closed ones are taken out
 	global  bool
 	touched []*group // groups changed since the last flush, in first-touch order
 	// eowc: emit a group's row only when a watermark closes it (EMIT ON
@@ -214,6 +221,11 @@ type group struct {
 	// there, written by a checkpoint, or its key was dropped earlier in
 	// this epoch): dropping it writes a deletion.
 	stored bool
+	// fresh: created this epoch with a key the store does not hold, and
+	// listed in Agg.fresh instead of dirty until the checkpoint.
+	fresh bool
+	// tbuf is touch's memory while the group is pending.
+	tbuf touch
 }
 
 // A group holds one acc per aggregate, so the rarely used parts sit
@@ -468,12 +480,18 @@ func (a *Agg) process(b *types.Batch, out *flow.Emitter) error {
 			g = a.newGroup(key)
 			g.k = string(kbuf)
 			_, g.stored = a.dirty[g.k] // dropped earlier this epoch: maybe stored
+			if !g.stored {
+				g.fresh, g.dirty = true, true
+				a.addFresh(g)
+			}
 			a.groups[g.k] = g
 			a.indexGroup(g.k, g)
-			g.touch = &touch{}
+			g.tbuf = touch{}
+			g.touch = &g.tbuf
 			a.touched = append(a.touched, g)
 		case g.touch == nil:
-			t := &touch{}
+			g.tbuf = touch{}
+			t := &g.tbuf
 			if !a.eowc && (g.count > 0 || (a.global && g.emitted)) {
 				t.old, t.hadOld = a.output(g), true
 			}
@@ -527,14 +545,37 @@ func (a *Agg) indexGroup(k string, g *group) {
 	}
 }
 
+// addFresh lists fresh group g. The groups closed since they were listed
+// are taken out whenever the list has doubled, so that it holds about as
+// many groups as are alive.
+func (a *Agg) addFresh(g *group) {
+	if len(a.fresh) >= a.freshAt {
+		live := a.fresh[:0]
+		for _, f := range a.fresh {
+			if f.fresh {
+				live = append(live, f)
+			}
+		}
+		clear(a.fresh[len(live):])
+		a.fresh = live
+		a.freshAt = max(1024, 2*len(live))
+	}
+	a.fresh = append(a.fresh, g)
+}
+
 // dropGroup deletes group k from memory and, at the next checkpoint, from
 // the store.
 func (a *Agg) dropGroup(k string, g *group) {
 	delete(a.groups, k)
 	a.spill.bytes -= a.groupMem(g)
-	if g.stored {
+	switch {
+	case g.stored:
 		a.dirty[k] = struct{}{}
-	} else {
+	case g.fresh:
+		// Not in dirty: nothing to write, nothing to delete (addFresh
+		// lets go of it).
+		g.fresh = false
+	default:
 		// Nothing of it was written (created since the last checkpoint,
 		// and k was not dirty then, or stored would be set): there is
 		// nothing to delete, and k is dirty only through this group.
@@ -1068,6 +1109,14 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 		committed = a.spill.db.CommittedEpoch()
 	}
 	a.settle(committed)
+	for _, g := range a.fresh {
+		if g.fresh && a.groups[g.k] == g {
+			a.dirty[g.k] = struct{}{}
+		}
+		g.fresh = false
+	}
+	clear(a.fresh)
+	a.fresh = a.fresh[:0]
 	for k := range a.dirty {
 		key := a.headerKey(k)
 		g, ok := a.groups[k]

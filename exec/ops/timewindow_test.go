@@ -460,3 +460,43 @@ func changesOf(b *types.Batch) []change {
 	}
 	return cs
 }
+
+// TestAggGroupsClosedBeforeTheCheckpointNotStored: a group created and
+// closed by a watermark between two checkpoints writes nothing to the
+// store; one still open at the checkpoint is stored, and when a later
+// watermark closes it, deleted; a key closed and opened again in one
+// epoch is stored as the new group.
+func TestAggGroupsClosedBeforeTheCheckpointNotStored(t *testing.T) {
+	const opID = 11
+	cp := newCheckpointer(t)
+	a, err := ops.NewAgg(windowAggNode(false), opID, cp.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	var fwd []flow.Watermark
+	c.step(t, aggStep(a, ins(row(10, "a", 1)), ins(row(10, "b", 2)), ins(row(20, "a", 3))))
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 15}, &fwd))
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	if a.Groups() != 1 || stateKeys(t, cp.db, opID) != 1 {
+		t.Fatalf("first checkpoint: %d groups, %d keys; want 1, 1", a.Groups(), stateKeys(t, cp.db, opID))
+	}
+	c.step(t, aggStep(a, ins(row(20, "a", 4)), ins(row(30, "c", 5))))
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 25}, &fwd))
+	// Window 30 of "c" closes and opens again: the second group is stored.
+	c.step(t, aggStep(a, ins(row(40, "d", 6))))
+	c.step(t, watermark(a, 0, flow.Watermark{Col: 0, Ts: 35}, &fwd))
+	c.step(t, aggStep(a, ins(row(40, "d", 7))))
+	cp.checkpoint(t, []flow.Operator{a}, []*collector{c})
+	if a.Groups() != 1 || stateKeys(t, cp.db, opID) != 1 {
+		t.Fatalf("second checkpoint: %d groups, %d keys; want 1, 1", a.Groups(), stateKeys(t, cp.db, opID))
+	}
+	c.wantTotal(t, bagOf("(10,'a',1,1)", "(10,'b',1,2)", "(20,'a',2,7)", "(30,'c',1,5)", "(40,'d',2,13)"))
+	// What was stored is the open group: a restored Agg goes on from it.
+	b, err := ops.NewAgg(windowAggNode(false), opID, cp.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, aggStep(b, ins(row(40, "d", 1))))
+	c.wantDelta(t, bagOf("-(40,'d',2,13)", "(40,'d',3,14)"))
+}
