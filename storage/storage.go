@@ -728,6 +728,10 @@ func (w *EpochWriter) Len() int {
 	return w.b.Len()
 }
 
+// IngestBytes is the size of an epoch's runs from which it is committed
+// as ingested sstables (DB.SetIngestBytes, SLUICE_INGEST_BYTES).
+func (w *EpochWriter) IngestBytes() int { return w.db.ingestBytes }
+
 // Apply adds every write of the local batch b (which it closes).
 func (w *EpochWriter) Apply(b *pebble.Batch) error {
 	w.mu.Lock()

@@ -30,11 +30,6 @@ import (
 // chunkChanges bounds the changes per sink log value.
 const chunkChanges = 2048
 
-// runLogBytes is the size of an epoch's log from which its chunks handed
-// to the MemLog go to a run of the epoch (storage.Run) rather than into
-// its batch.
-const runLogBytes = storage.DefaultIngestBytes
-
 // maxKeptBuf bounds the chunk buffer a Writer keeps between checkpoints.
 const maxKeptBuf = 4 << 20
 
@@ -291,10 +286,11 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	if w.curN > 0 {
 		w.closeChunk()
 	}
-	// A large epoch's chunks handed to Mem (read-only from here) go to a
-	// run of the epoch that refers to them (storage.Run.SetOwned): no copy,
-	// and the epoch is ingested as an sstable instead of passing through
-	// the batch, the WAL and a memtable. Chunks the writer keeps for the
+	// The chunks of an epoch large enough to be ingested (storage), handed
+	// to Mem (read-only from here), go to a run of the epoch that refers
+	// to them (storage.Run.SetOwned): no copy, and the epoch is ingested
+	// as an sstable instead of passing through the batch, the WAL and a
+	// memtable. Chunks the writer keeps for the
 	// next epoch, and a small epoch's, are copied into the batch (a run's
 	// buffers stay in its pool).
 	handed := w.Mem != nil && (w.Wire == nil || w.wireOff)
@@ -302,7 +298,7 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	for _, chunk := range w.enc {
 		size += int64(len(chunk))
 	}
-	if handed && size >= runLogBytes {
+	if handed && len(w.enc) > 0 && size >= int64(b.W.IngestBytes()) {
 		run := b.W.NewRun()
 		for i, chunk := range w.enc {
 			run.SetOwned(LogKey(w.id, b.Epoch, uint32(i)), chunk)
