@@ -290,9 +290,9 @@ func (w *Writer) checkpointEncoded(b *flow.Barrier) error {
 	// to Mem (read-only from here), go to a run of the epoch that refers
 	// to them (storage.Run.SetOwned): no copy, and the epoch is ingested
 	// as an sstable instead of passing through the batch, the WAL and a
-	// memtable. Chunks the writer keeps for the
-	// next epoch, and a small epoch's, are copied into the batch (a run's
-	// buffers stay in its pool).
+	// memtable. Chunks the writer keeps for the next epoch, and a small
+	// epoch's, are copied into the batch (a run's buffers stay in its
+	// pool).
 	handed := w.Mem != nil && (w.Wire == nil || w.wireOff)
 	var size int64
 	for _, chunk := range w.enc {
