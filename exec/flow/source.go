@@ -264,7 +264,9 @@ func (r *ReaderSource) dropLate(b *types.Batch) {
 				w.max, w.has = d.I, true
 			}
 		}
-		b.Rows[j], b.Diffs[j] = row, b.Diffs[i]
+		if j != i { // rows move only once one was late
+			b.Rows[j], b.Diffs[j] = row, b.Diffs[i]
+		}
 		j++
 	}
 	if late > 0 {
