@@ -32,6 +32,7 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -233,6 +234,7 @@ func runBench(args []string) error {
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	anon := startAnonSampler()
+	defer anon.stop() // on an early return too
 	sink := "CREATE SINK nexmark_" + *query + " AS\n" + q.query + "\nWITH (connector = 'blackhole', delivery = 'EXACTLY_ONCE')"
 	if _, err := run(sink); err != nil {
 		return err
@@ -468,6 +470,8 @@ func statusKiB(field string) float64 {
 type anonSampler struct {
 	stopc chan struct{}
 	done  chan float64
+	once  sync.Once
+	peak  float64
 }
 
 func startAnonSampler() *anonSampler {
@@ -489,8 +493,11 @@ func startAnonSampler() *anonSampler {
 	return a
 }
 
-// stop ends the sampling and returns the peak in MiB.
+// stop ends the sampling (once) and returns the peak in MiB.
 func (a *anonSampler) stop() float64 {
-	close(a.stopc)
-	return <-a.done
+	a.once.Do(func() {
+		close(a.stopc)
+		a.peak = <-a.done
+	})
+	return a.peak
 }

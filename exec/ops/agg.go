@@ -1110,7 +1110,7 @@ func (a *Agg) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	}
 	a.settle(committed)
 	for _, g := range a.fresh {
-		if g.fresh && a.groups[g.k] == g {
+		if g.fresh { // still open: dropGroup clears it, and eviction skips dirty groups
 			a.dirty[g.k] = struct{}{}
 		}
 		g.fresh = false

@@ -321,8 +321,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, s connector.Sink) (bool, err
 				d.next++ // an empty epoch: nothing in the log
 				continue
 			}
-			size := h.size
-			more, err := d.writeStream(ctx, s, d.next, changes, stream, pieces, count, size, 0, true)
+			more, err := d.writeStream(ctx, s, d.next, changes, stream, pieces, count, h.size, 0, true)
 			if err != nil {
 				return false, err
 			}
