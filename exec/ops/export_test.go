@@ -46,3 +46,12 @@ func (j *Join) HeldCounts() int { return len(j.s[0].cold) + len(j.s[1].cold) }
 // TemporalState returns how many rows temporal filter f holds and the
 // time its output is as of.
 func TemporalState(f *TemporalFilter) (rows int, cur int64) { return len(f.rows), f.cur }
+
+// StoredWindows returns how many windows a window max join holds and how
+// many rows they keep.
+func (j *WindowMaxJoin) StoredWindows() (wins, rows int) {
+	for _, w := range j.wins {
+		rows += len(w.cands)
+	}
+	return len(j.wins), rows
+}

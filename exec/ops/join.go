@@ -67,7 +67,7 @@ type Join struct {
 	// bounds are the interval-join bounds of the condition; tidx indexes
 	// each side's rows by the time columns bounds can delete them by:
 	// side -> column -> index.
-	bounds []joinBound
+	bounds []spec.IntervalBound
 	tidx   [2]map[int]*timeIndex
 	// gate holds the output until the watermarks of the equi-join keys
 	// close it (EMIT ON WINDOW CLOSE, windoweowc.go); nil if not.
@@ -345,13 +345,13 @@ func NewJoin(n *spec.Node, lw, rw int, opID uint64, db *storage.DB, ctx *eval.Co
 		j.cond = c
 	}
 	if n.Cond != nil && n.JoinKind == spec.InnerJoin && !j.lookup {
-		j.bounds = intervalBounds(n.Cond, lw)
+		j.bounds, _ = spec.IntervalBounds(n.Cond, lw)
 		for _, b := range j.bounds {
-			if b.lo != math.MinInt64 {
-				j.timeIndex(0, b.l)
+			if b.Lo != math.MinInt64 {
+				j.timeIndex(0, b.L)
 			}
-			if b.hi != math.MaxInt64 {
-				j.timeIndex(1, b.r)
+			if b.Hi != math.MaxInt64 {
+				j.timeIndex(1, b.R)
 			}
 		}
 	}

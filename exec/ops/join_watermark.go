@@ -108,10 +108,10 @@ func (j *Join) onWatermark(in int, w flow.Watermark) ([]flow.Watermark, error) {
 	for _, b := range j.bounds {
 		var err error
 		switch {
-		case in == 1 && w.Col == b.r && b.lo != math.MinInt64:
-			err = j.dropRows(0, b.l, satAdd(w.Ts, b.lo))
-		case in == 0 && w.Col == b.l && b.hi != math.MaxInt64:
-			err = j.dropRows(1, b.r, satAdd(w.Ts, -b.hi))
+		case in == 1 && w.Col == b.R && b.Lo != math.MinInt64:
+			err = j.dropRows(0, b.L, satAdd(w.Ts, b.Lo))
+		case in == 0 && w.Col == b.L && b.Hi != math.MaxInt64:
+			err = j.dropRows(1, b.R, satAdd(w.Ts, -b.Hi))
 		}
 		if err != nil {
 			return nil, err

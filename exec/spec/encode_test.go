@@ -185,3 +185,35 @@ func TestEncodeRefusesVersions(t *testing.T) {
 }
 
 func mustErr(_ *spec.Plan, err error) error { return err }
+
+// TestEncodeWindowMaxJoin: a window max join (a kind and a field added
+// within plan format 1, omitted from the plans that do not use them)
+// survives the stored form whole, and a build that does not know the
+// field refuses the plan rather than run it as something else.
+func TestEncodeWindowMaxJoin(t *testing.T) {
+	cols := []types.Column{{Name: "auction", Type: types.TInt8}, {Name: "price", Type: types.TInt8}, {Name: "date_time", Type: types.TTimestamp}}
+	p := &spec.Plan{}
+	src := p.Add(&spec.Node{Kind: spec.SourceRead, Cols: cols, Source: &spec.SourceSpec{SourceID: 3, Name: "bid", Connector: "nexmark", Columns: cols,
+		Watermark: &spec.WatermarkSpec{Col: 2, Delay: 4_000_000}}})
+	p.Add(&spec.Node{Kind: spec.WindowMaxJoin, Inputs: []int{src}, Cols: cols[:2], WinMax: &spec.WinMaxSpec{Time: 2, Val: 1,
+		Size: 10_000_000, Offset: 3, Lo: -10_000_000, Hi: 0, Out: []int{0, 3}}})
+	p.AssignStateIDs()
+	b, err := spec.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := spec.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Nodes[1].WinMax, p.Nodes[1].WinMax) || back.Explain() != p.Explain() {
+		t.Fatalf("decoded %s (%+v), want %s", back.Explain(), back.Nodes[1].WinMax, p.Explain())
+	}
+	if !strings.Contains(p.Explain(), "WindowMaxJoin $1 = max($1) per tumble($2, 10s, offset 3µs) where $2 - window_end in [-10s, 0s]") {
+		t.Fatalf("explain: %s", p.Explain())
+	}
+	unknown := strings.Replace(string(b), `"WinMax":`, `"WinMaxV2":`, 1)
+	if _, err := spec.Decode([]byte(unknown)); pgerror.Flatten(err).Code != pgcode.ObjectNotInPrerequisiteState {
+		t.Fatalf("a plan with an unknown field: %v", err)
+	}
+}

@@ -55,9 +55,14 @@ const (
 	// TimeBound at the current time, and as time passes retracts the rows
 	// that expire and emits those whose time comes.
 	TemporalFilter
+	// WindowMaxJoin joins an append-only input with its own maximum per
+	// TUMBLE window (WinMax: Nexmark q7's "the bids at the window's highest
+	// price"), planned for the self-join of a source with its windowed
+	// MAX(col) GROUP BY window on col = max and a time bound.
+	WindowMaxJoin
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow", "TemporalFilter"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow", "TemporalFilter", "WindowMaxJoin"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -299,6 +304,22 @@ type Node struct {
 	// TimeBounds (TemporalFilter): a row passes at time now if each holds.
 	TimeBounds []TimeBound `json:",omitempty"`
 	Offset     int64       // TopN
+	// WinMax describes a WindowMaxJoin.
+	WinMax *WinMaxSpec `json:",omitempty"`
+}
+
+// WinMaxSpec describes a WindowMaxJoin: an input row r joins the window of
+// TUMBLE(Col = Time, Size, Offset) ending at e when r[Val] equals the
+// largest non-NULL Val of the rows in that window and Lo <= r[Time] - e <=
+// Hi (-Size <= Lo <= Hi <= 0: the row's own window, and with Hi = 0 also
+// the one that ends at the row's time). Out lists the output columns as
+// indexes into the input row followed by three more: the maximum,
+// window_start and window_end.
+type WinMaxSpec struct {
+	Time, Val    int
+	Size, Offset int64
+	Lo, Hi       int64
+	Out          []int
 }
 
 // TimeBound is a condition of a TemporalFilter: input column Col Op
@@ -501,6 +522,13 @@ func (n *Node) describe() string {
 			}
 		}
 		return "TemporalFilter " + strings.Join(b, " AND ")
+	case WindowMaxJoin:
+		w := n.WinMax
+		d := fmt.Sprintf("WindowMaxJoin $%d = max($%d) per tumble($%d, %s", w.Val, w.Val, w.Time, micros(w.Size))
+		if w.Offset != 0 {
+			d += ", offset " + micros(w.Offset)
+		}
+		return d + fmt.Sprintf(") where $%d - window_end in [%s, %s] output [%s]", w.Time, micros(w.Lo), micros(w.Hi), allColNames(n.Cols))
 	case Union:
 		return "Union all"
 	case Materialize:
