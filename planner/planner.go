@@ -231,13 +231,14 @@ func (p *Planner) PlanSink(stmt ast.StmtNode, id uint64, name string) (*Query, e
 
 // optimizeStreaming runs the rewrites of a finished view or sink plan, in
 // order: column pruning at joins and sources, projection folding, the
-// window max joins, then sharing of common sub-plans (last, so the node order, which the
+// window max joins and top counts, then sharing of common sub-plans (last, so the node order, which the
 // operators' state ids follow, is a pure function of the query).
 func optimizeStreaming(plan *spec.Plan) {
 	pruneJoinSources(plan)
 	pruneSources(plan)
 	foldProjects(plan)
 	planWindowMaxJoins(plan)
+	planWindowTopCounts(plan)
 	shareCommon(plan)
 }
 

@@ -28,14 +28,7 @@ import (
 // runs after projection folding and before sharing, which drops the
 // nodes it replaces.
 func planWindowMaxJoins(plan *spec.Plan) {
-	uses := make([]int, len(plan.Nodes))
-	for _, n := range plan.Nodes {
-		if n != nil { // folded away
-			for _, in := range n.Inputs {
-				uses[in]++
-			}
-		}
-	}
+	uses := liveUses(plan)
 	for ji, j := range plan.Nodes {
 		if j == nil || j.Kind != spec.Join || j.JoinKind != spec.InnerJoin || j.AsOf || j.EOWC || j.Temporal ||
 			len(j.LeftKeys) != 1 || j.Cond == nil {
@@ -51,6 +44,19 @@ func planWindowMaxJoins(plan *spec.Plan) {
 			}
 		}
 	}
+}
+
+// liveUses is plan.Uses() of a plan with folded (nil) nodes.
+func liveUses(plan *spec.Plan) []int {
+	uses := make([]int, len(plan.Nodes))
+	for _, n := range plan.Nodes {
+		if n != nil {
+			for _, in := range n.Inputs {
+				uses[in]++
+			}
+		}
+	}
+	return uses
 }
 
 // windowMaxJoin returns the WindowMaxJoin for join j with the maximum on

@@ -923,6 +923,8 @@ func newOp(plan *spec.Plan, n *spec.Node, opID uint64, db *storage.DB, ectx *eva
 			break
 		}
 		op, err = ops.NewJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), len(plan.Nodes[n.Inputs[1]].Cols), opID, db, ectx, errs)
+	case spec.WindowTopCount:
+		op, err = ops.NewWindowTopCount(n, opID, db)
 	case spec.WindowMaxJoin:
 		op, err = ops.NewWindowMaxJoin(n, len(plan.Nodes[n.Inputs[0]].Cols), opID, db)
 	case spec.Union:

@@ -1,5 +1,7 @@
 package ops
 
+import "math"
+
 // SetSplitSetAt lowers the size from which aggregate multisets are stored
 // entry by entry (so tests exercise both layouts); it returns the undo.
 func SetSplitSetAt(n int) func() {
@@ -54,4 +56,15 @@ func (j *WindowMaxJoin) StoredWindows() (wins, rows int) {
 		rows += len(w.cands)
 	}
 	return len(j.wins), rows
+}
+
+// StoredCounts returns how many windows a window top count holds, how
+// many counts they keep, and the earliest end among them.
+func (o *WindowTopCount) StoredCounts() (wins, counts int, firstEnd int64) {
+	firstEnd = math.MaxInt64
+	for start, w := range o.wins {
+		counts += len(w.all())
+		firstEnd = min(firstEnd, start+o.w.Win.Size)
+	}
+	return len(o.wins), counts, firstEnd
 }

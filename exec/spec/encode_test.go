@@ -186,9 +186,9 @@ func TestEncodeRefusesVersions(t *testing.T) {
 
 func mustErr(_ *spec.Plan, err error) error { return err }
 
-// TestEncodeWindowMaxJoin: a window max join (a kind and a field added
-// within plan format 1, omitted from the plans that do not use them)
-// survives the stored form whole, and a build that does not know the
+// TestEncodeWindowMaxJoin: a window max join and a window top count
+// (kinds and fields added within plan format 1, omitted from the plans
+// that do not use them) survive the stored form whole, and a build that does not know the
 // field refuses the plan rather than run it as something else.
 func TestEncodeWindowMaxJoin(t *testing.T) {
 	cols := []types.Column{{Name: "auction", Type: types.TInt8}, {Name: "price", Type: types.TInt8}, {Name: "date_time", Type: types.TTimestamp}}
@@ -197,6 +197,9 @@ func TestEncodeWindowMaxJoin(t *testing.T) {
 		Watermark: &spec.WatermarkSpec{Col: 2, Delay: 4_000_000}}})
 	p.Add(&spec.Node{Kind: spec.WindowMaxJoin, Inputs: []int{src}, Cols: cols[:2], WinMax: &spec.WinMaxSpec{Time: 2, Val: 1,
 		Size: 10_000_000, Offset: 3, Lo: -10_000_000, Hi: 0, Out: []int{0, 3}}})
+	p.Add(&spec.Node{Kind: spec.WindowTopCount, Inputs: []int{src}, Cols: cols[:2], WinTop: &spec.WinTopSpec{
+		Win: spec.TimeWindowSpec{Hop: true, Col: 2, Size: 10_000_000, Slide: 2_000_000}, Time: 2, Key: 0, Out: []int{spec.TopKey, spec.TopCount}}})
+	p.Add(&spec.Node{Kind: spec.Union, Inputs: []int{1, 2}, Cols: cols[:2]})
 	p.AssignStateIDs()
 	b, err := spec.Encode(p)
 	if err != nil {
@@ -206,8 +209,12 @@ func TestEncodeWindowMaxJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back.Nodes[1].WinMax, p.Nodes[1].WinMax) || back.Explain() != p.Explain() {
-		t.Fatalf("decoded %s (%+v), want %s", back.Explain(), back.Nodes[1].WinMax, p.Explain())
+	if !reflect.DeepEqual(back.Nodes[1].WinMax, p.Nodes[1].WinMax) || !reflect.DeepEqual(back.Nodes[2].WinTop, p.Nodes[2].WinTop) ||
+		back.Explain() != p.Explain() {
+		t.Fatalf("decoded %+v, %+v, want %+v, %+v", back.Nodes[1].WinMax, back.Nodes[2].WinTop, p.Nodes[1].WinMax, p.Nodes[2].WinTop)
+	}
+	if !strings.Contains(p.Explain(), "WindowTopCount the most count(*) per [$0] in each HopWindow $2 slide 2s size 10s") {
+		t.Fatalf("explain: %s", p.Explain())
 	}
 	if !strings.Contains(p.Explain(), "WindowMaxJoin $1 = max($1) per tumble($2, 10s, offset 3µs) where $2 - window_end in [-10s, 0s]") {
 		t.Fatalf("explain: %s", p.Explain())

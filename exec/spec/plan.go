@@ -60,9 +60,14 @@ const (
 	// price"), planned for the self-join of a source with its windowed
 	// MAX(col) GROUP BY window on col = max and a time bound.
 	WindowMaxJoin
+	// WindowTopCount emits, per TUMBLE or HOP window of an append-only
+	// input, the keys with the most rows and their count, ties included
+	// (WinTop: Nexmark q5's hot items), planned for the join of a count
+	// per key and window with the maximum of those counts per window.
+	WindowTopCount
 )
 
-var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow", "TemporalFilter", "WindowMaxJoin"}
+var kindNames = [...]string{"Subscribe", "SourceRead", "Values", "Filter", "Project", "HashAgg", "HashJoin", "Union", "Materialize", "TopN", "TableFunc", "Sink", "UpsertKey", "Window", "TimeWindow", "TemporalFilter", "WindowMaxJoin", "WindowTopCount"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -306,7 +311,26 @@ type Node struct {
 	Offset     int64       // TopN
 	// WinMax describes a WindowMaxJoin.
 	WinMax *WinMaxSpec `json:",omitempty"`
+	// WinTop describes a WindowTopCount.
+	WinTop *WinTopSpec `json:",omitempty"`
 }
+
+// WinTopSpec describes a WindowTopCount: the windows of Win over input
+// column Time, the key column Key (an integer), and the output columns,
+// each one of TopKey, TopCount, TopStart and TopEnd.
+type WinTopSpec struct {
+	Win       TimeWindowSpec
+	Time, Key int
+	Out       []int
+}
+
+// The output columns of a WindowTopCount.
+const (
+	TopKey   = iota // the key
+	TopCount        // its count, the window's largest
+	TopStart        // window_start
+	TopEnd          // window_end
+)
 
 // WinMaxSpec describes a WindowMaxJoin: an input row r joins the window of
 // TUMBLE(Col = Time, Size, Offset) ending at e when r[Val] equals the
@@ -529,6 +553,10 @@ func (n *Node) describe() string {
 			d += ", offset " + micros(w.Offset)
 		}
 		return d + fmt.Sprintf(") where $%d - window_end in [%s, %s] output [%s]", w.Time, micros(w.Lo), micros(w.Hi), allColNames(n.Cols))
+	case WindowTopCount:
+		w := n.WinTop
+		return fmt.Sprintf("WindowTopCount the most count(*) per [$%d] in each %s output [%s]", w.Key,
+			w.Win.describe(nil), allColNames(n.Cols))
 	case Union:
 		return "Union all"
 	case Materialize:
