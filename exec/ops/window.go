@@ -63,6 +63,7 @@ type Window struct {
 	// gate holds the output until the watermark closes it (EMIT ON
 	// WINDOW CLOSE, windoweowc.go); nil if not.
 	gate                *eowcGate
+	skipping            bool // rows that can never be output are skipped (see skips)
 	sess                *spec.WindowCall
 	endCol              int // output column of session_end; -1 if none
 	wm, flushedWm       int64
@@ -98,6 +99,9 @@ type wpart struct {
 	mem        int64
 	saved      uint64
 	dirty, ref bool
+	// full: an append-only Top-N's partition has left a row out (see
+	// skips).
+	full bool
 }
 
 // NewWindow creates the operator of node n with id opID; appendOnly says
@@ -122,6 +126,7 @@ func NewWindow(n *spec.Node, inCols int, appendOnly bool, opID uint64, db *stora
 		}
 		w.gate = g
 	}
+	w.skipping = w.trims() && w.positional && !w.whole && w.sess == nil && w.gate == nil
 	if db == nil {
 		return w, nil
 	}
@@ -335,6 +340,9 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		if err != nil {
 			return err
 		}
+		if w.skips(p, r, b.Diffs[i]) {
+			continue
+		}
 		k := string(w.kbuf)
 		if _, ok := w.touched[k]; !ok {
 			w.touched[k] = struct{}{}
@@ -373,6 +381,16 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 // trims reports whether rows beyond the limit are dropped as they fall
 // out of the output (an append-only Top-N).
 func (w *Window) trims() bool { return w.appendOnly && w.n.Limit >= 0 }
+
+// skips reports whether inserted row r can never be output, so that it
+// need not enter partition p at all: an append-only Top-N of rank
+// functions whose partition has left a row out (its output is full: every
+// row strictly after the last one output, in window order, ranks beyond
+// the limit, and rows only come), and r comes strictly after that row.
+// Nexmark q9's bids below their auction's best so far go no further.
+func (w *Window) skips(p *wpart, r types.Row, d int64) bool {
+	return d > 0 && p.full && w.skipping && len(p.emitted) > 0 && compareOrder(r, p.emitted[len(p.emitted)-1], w.n.Order) > 0
+}
 
 // Finish implements flow.Finisher (batch queries).
 func (w *Window) Finish(out *flow.Emitter) error { return w.Flush(out) }
@@ -417,6 +435,7 @@ func (w *Window) flush(out *flow.Emitter) error {
 		if w.trims() {
 			// Rows beyond the limit never re-enter an append-only input's
 			// top rows: keep only those output (and their peers).
+			p.full = p.full || len(p.emitted) < len(p.rows)
 			w.trim(k, p, p.emitted)
 		}
 		if len(p.rows) == 0 {

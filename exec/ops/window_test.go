@@ -40,6 +40,7 @@ func testWindowRandom(t *testing.T, appendOnly, spill bool) {
 	cases := map[string]*spec.Node{
 		"row_number top 3": {WinFuncs: []spec.WindowCall{{Func: "row_number", Arg: -1, T: types.TInt8}}, Order: order, Limit: 3},
 		"rank":             {WinFuncs: []spec.WindowCall{{Func: "rank", Arg: -1, T: types.TInt8}}, Order: order, Limit: -1},
+		"rank top 2":       {WinFuncs: []spec.WindowCall{{Func: "rank", Arg: -1, T: types.TInt8}}, Order: order, Limit: 2},
 		"dense_rank top 2": {WinFuncs: []spec.WindowCall{{Func: "dense_rank", Arg: -1, T: types.TInt8}}, Order: order, Limit: 2},
 		"sum rows 2 preceding": {WinFuncs: []spec.WindowCall{{Func: "sum", Arg: 3, Rows: true, Preceding: 2, T: types.TNumeric}},
 			Order: order, Limit: -1},
