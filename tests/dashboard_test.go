@@ -256,8 +256,8 @@ func TestDashboard(t *testing.T) {
 	if last.Updates < p0.Updates+3 || last.Conn != "live" {
 		t.Errorf("the event stream delivered %d updates after %d (connection %q)", last.Updates, p0.Updates, last.Conn)
 	}
-	if !slices.Contains(last.Q5Kinds, "HashJoin") || !slices.Contains(last.Q5Kinds, "Source") {
-		t.Errorf("nexmark_q5 drawn as %v, want its source and join", last.Q5Kinds)
+	if !slices.Contains(last.Q5Kinds, "WindowTopCount") || !slices.Contains(last.Q5Kinds, "Source") {
+		t.Errorf("nexmark_q5 drawn as %v, want its source and its window top count", last.Q5Kinds)
 	}
 	if last.Charts != 3 {
 		t.Errorf("the page draws %d of its 3 charts", last.Charts)
