@@ -63,7 +63,7 @@ func (j *WindowMaxJoin) StoredWindows() (wins, rows int) {
 func (o *WindowTopCount) StoredCounts() (wins, counts int, firstEnd int64) {
 	firstEnd = math.MaxInt64
 	for start, w := range o.wins {
-		counts += len(w.all())
+		counts += len(w.cs)
 		firstEnd = min(firstEnd, start+o.w.Win.Size)
 	}
 	return len(o.wins), counts, firstEnd

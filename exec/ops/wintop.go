@@ -40,8 +40,7 @@ type WindowTopCount struct {
 	opID   uint64
 	db     *storage.DB // nil: a batch query
 	wins   map[int64]*wtWindow
-	dirty  []wtDirty // counts changed since the last barrier
-	gone   []int64   // windows closed since the last barrier
+	gone   []int64 // windows closed since the last barrier
 	wm     int64
 	alloc  types.RowAlloc
 	kbuf   []byte
@@ -49,19 +48,22 @@ type WindowTopCount struct {
 	hasKnd bool
 }
 
+// wtWindow is an open window's counts: held in a slice indexed by a map
+// of keys, neither holding pointers (the collector does not scan them).
 type wtWindow struct {
-	counts map[int64]*wtCount
-	null   *wtCount // the NULL key's
-	max    int64
-	top    []*wtCount // the keys at max
-	closed bool
+	idx   map[int64]int32
+	cs    []wtCount
+	null  int32 // the NULL key's count in cs; -1: none
+	max   int64
+	top   []int32 // the counts at max
+	dirty bool    // a count changed since the last barrier
 }
 
 type wtCount struct {
 	key   int64
 	n     int64
 	null  bool // the NULL key's count
-	dirty bool
+	dirty bool // changed since the last barrier
 }
 
 func (c *wtCount) datum() types.Datum {
@@ -69,12 +71,6 @@ func (c *wtCount) datum() types.Datum {
 		return types.Null
 	}
 	return types.NewInt(c.key)
-}
-
-type wtDirty struct {
-	start int64
-	win   *wtWindow
-	c     *wtCount
 }
 
 // NewWindowTopCount creates the operator of node n; db nil: a batch
@@ -105,19 +101,20 @@ func NewWindowTopCount(n *spec.Node, opID uint64, db *storage.DB) (*WindowTopCou
 		default:
 			return corrupt
 		}
-		o.window(start).count(key).n = cnt
+		win := o.window(start)
+		win.cs[win.count(key)].n = cnt
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, win := range o.wins {
-		for _, c := range win.all() {
+		for i, c := range win.cs {
 			switch {
 			case c.n > win.max:
-				win.max, win.top = c.n, append(win.top[:0], c)
+				win.max, win.top = c.n, append(win.top[:0], int32(i))
 			case c.n == win.max:
-				win.top = append(win.top, c)
+				win.top = append(win.top, int32(i))
 			}
 		}
 	}
@@ -127,37 +124,28 @@ func NewWindowTopCount(n *spec.Node, opID uint64, db *storage.DB) (*WindowTopCou
 func (o *WindowTopCount) window(start int64) *wtWindow {
 	win := o.wins[start]
 	if win == nil {
-		win = &wtWindow{counts: map[int64]*wtCount{}}
+		win = &wtWindow{idx: map[int64]int32{}, null: -1}
 		o.wins[start] = win
 	}
 	return win
 }
 
-// count returns key's count in the window, creating it at 0.
-func (win *wtWindow) count(key types.Datum) *wtCount {
+// count returns the index of key's count in the window, creating it at 0.
+func (win *wtWindow) count(key types.Datum) int32 {
 	if key.IsNull() {
-		if win.null == nil {
-			win.null = &wtCount{null: true}
+		if win.null < 0 {
+			win.null = int32(len(win.cs))
+			win.cs = append(win.cs, wtCount{null: true})
 		}
 		return win.null
 	}
-	c := win.counts[key.I]
-	if c == nil {
-		c = &wtCount{key: key.I}
-		win.counts[key.I] = c
+	i, ok := win.idx[key.I]
+	if !ok {
+		i = int32(len(win.cs))
+		win.cs = append(win.cs, wtCount{key: key.I})
+		win.idx[key.I] = i
 	}
-	return c
-}
-
-func (win *wtWindow) all() []*wtCount {
-	out := make([]*wtCount, 0, len(win.counts)+1)
-	for _, c := range win.counts {
-		out = append(out, c)
-	}
-	if win.null != nil {
-		out = append(out, win.null)
-	}
-	return out
+	return i
 }
 
 // Process implements flow.Operator.
@@ -188,24 +176,21 @@ func (o *WindowTopCount) Process(_ int, b *types.Batch, out *flow.Emitter) error
 
 func (o *WindowTopCount) add(start int64, key types.Datum, d int64, out *flow.Emitter) error {
 	win := o.window(start)
-	c := win.count(key)
+	i := win.count(key)
+	c := &win.cs[i]
 	c.n += d
-	if !c.dirty {
-		c.dirty = true
-		o.dirty = append(o.dirty, wtDirty{start, win, c})
-	}
+	c.dirty, win.dirty = true, true
 	switch {
 	case c.n > win.max:
 		for _, x := range win.top {
-			if err := o.emit(out, x.datum(), win.max, start, -1); err != nil {
+			if err := o.emit(out, win.cs[x].datum(), win.max, start, -1); err != nil {
 				return err
 			}
 		}
-		clear(win.top)
-		win.max, win.top = c.n, append(win.top[:0], c)
+		win.max, win.top = c.n, append(win.top[:0], i)
 		return o.emit(out, c.datum(), c.n, start, 1)
 	case c.n == win.max:
-		win.top = append(win.top, c)
+		win.top = append(win.top, i)
 		return o.emit(out, c.datum(), c.n, start, 1)
 	}
 	return nil
@@ -240,9 +225,8 @@ func (o *WindowTopCount) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) (
 		return nil, nil
 	}
 	o.wm = w.Ts
-	for start, win := range o.wins {
+	for start := range o.wins {
 		if satAdd(start, o.w.Win.Size) <= w.Ts {
-			win.closed = true
 			delete(o.wins, start)
 			o.gone = append(o.gone, start)
 		}
@@ -260,36 +244,41 @@ func (o *WindowTopCount) windowKey(start int64) []byte {
 }
 
 // Checkpoint implements flow.Operator: the counts changed since the last
-// barrier are written, the closed windows deleted.
+// barrier are written (a window closed before it writes none), the closed
+// windows deleted.
 func (o *WindowTopCount) Checkpoint(b *flow.Barrier, _ *flow.Emitter) error {
-	for _, x := range o.dirty {
-		x.c.dirty = false
-	}
-	if o.db == nil {
-		o.dirty, o.gone = o.dirty[:0], o.gone[:0]
-		return nil
-	}
 	var v []byte
-	for _, x := range o.dirty {
-		if x.win.closed {
+	for start, win := range o.wins {
+		if !win.dirty {
 			continue
 		}
-		k := o.windowKey(x.start)
-		if x.c.null {
-			k = append(k, 0)
-		} else {
-			k = binary.BigEndian.AppendUint64(append(k, 1), uint64(x.c.key))
+		win.dirty = false
+		for i := range win.cs {
+			c := &win.cs[i]
+			if !c.dirty {
+				continue
+			}
+			c.dirty = false
+			if o.db == nil {
+				continue
+			}
+			k := o.windowKey(start)
+			if c.null {
+				k = append(k, 0)
+			} else {
+				k = binary.BigEndian.AppendUint64(append(k, 1), uint64(c.key))
+			}
+			o.kbuf = k
+			v = binary.AppendVarint(v[:0], c.n)
+			b.W.Set(k, v)
 		}
-		o.kbuf = k
-		v = binary.AppendVarint(v[:0], x.c.n)
-		b.W.Set(k, v)
 	}
-	clear(o.dirty)
-	o.dirty = o.dirty[:0]
-	for _, start := range o.gone {
-		// A window's keys share its vnode: one range holds them all.
-		lo := append([]byte(nil), o.windowKey(start)...)
-		b.W.DeleteRange(lo, append(o.kbuf, 0xff))
+	if o.db != nil {
+		for _, start := range o.gone {
+			// A window's keys share its vnode: one range holds them all.
+			lo := append([]byte(nil), o.windowKey(start)...)
+			b.W.DeleteRange(lo, append(o.kbuf, 0xff))
+		}
 	}
 	o.gone = o.gone[:0]
 	return nil
