@@ -26,30 +26,7 @@ func TestWindowRewritesCrash(t *testing.T) {
 	srv := StartServer(t, Options{CheckpointInterval: 100 * time.Millisecond})
 	conn := srv.ConnectSimple(t)
 	const events = 1000000
-	q7 := `SELECT B.auction, B.price, B.bidder, B.date_time
-FROM bid B
-JOIN (
-    SELECT MAX(price) AS maxprice, window_end AS date_time
-    FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND)
-    GROUP BY window_end
-) B1 ON B.price = B1.maxprice
-WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time`
-	q5 := `SELECT AuctionBids.auction, AuctionBids.num
-FROM (
-    SELECT bid.auction, count(*) AS num, window_start AS starttime
-    FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-    GROUP BY window_start, bid.auction
-) AS AuctionBids
-JOIN (
-    SELECT max(CountBids.num) AS maxn, CountBids.starttime_c
-    FROM (
-        SELECT count(*) AS num, window_start AS starttime_c
-        FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)
-        GROUP BY bid.auction, window_start
-    ) AS CountBids
-    GROUP BY CountBids.starttime_c
-) AS MaxBids
-ON AuctionBids.starttime = MaxBids.starttime_c AND AuctionBids.num >= MaxBids.maxn`
+	q7, q5 := nexmarkQuery(t, "q7"), nexmarkQuery(t, "q5")
 	hot := `SELECT M.we, C.auction, C.n, M.most
 FROM (SELECT max(n) AS most, we FROM (SELECT count(*) AS n, window_end AS we FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND)
   GROUP BY auction, window_end) x GROUP BY we) M
@@ -156,4 +133,16 @@ ON C.we = M.we AND C.n = M.most`
 	if windows < events/10/10*8/10 || n < windows || prices > windows+windows/10 {
 		t.Fatalf("q7 has %d rows in %d windows at %d prices: want about %d windows, one price each", n, windows, prices, events/10/10)
 	}
+}
+
+// nexmarkQuery returns the query of cmd/sluice/nexmark/<name>.sql, the
+// benchmark's view, without its CREATE MATERIALIZED VIEW.
+func nexmarkQuery(t *testing.T, name string) string {
+	t.Helper()
+	f := readNexmarkFile(t, name+".sql")
+	q, ok := strings.CutPrefix(strings.TrimSpace(f.stmts[len(f.stmts)-1]), "CREATE MATERIALIZED VIEW nexmark_"+name+" AS")
+	if !ok {
+		t.Fatalf("%s.sql: not a view: %s", name, f.stmts[len(f.stmts)-1])
+	}
+	return strings.TrimSuffix(strings.TrimSpace(q), ";")
 }

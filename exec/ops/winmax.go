@@ -235,10 +235,17 @@ func (j *WindowMaxJoin) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) ([
 }
 
 func (j *WindowMaxJoin) key(end int64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(end)^1<<63)
-	j.kbuf = storage.AppendStateKey(j.kbuf[:0], j.opID, b[:])
+	j.kbuf = appendWindowStateKey(j.kbuf[:0], j.opID, end)
 	return j.kbuf
+}
+
+// appendWindowStateKey appends operator op's state key of the window at
+// time t (its start or end): t is the distribution key, 8 bytes
+// big-endian with the sign flipped, so that windows sort by time.
+func appendWindowStateKey(dst []byte, op uint64, t int64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t)^1<<63)
+	return storage.AppendStateKey(dst, op, b[:])
 }
 
 // Checkpoint implements flow.Operator: the windows changed since the last

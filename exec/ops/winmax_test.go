@@ -82,12 +82,9 @@ func TestWindowMaxJoinAgainstBruteForce(t *testing.T) {
 				}
 				w, r := j.StoredWindows()
 				maxWins, maxRows = max(maxWins, w), max(maxRows, r)
-				if rng.Intn(8) == 0 {
-					ck.checkpoint(t, []flow.Operator{j}, []*collector{c})
-					if rng.Intn(2) == 0 {
-						j = open()
-						restores++
-					}
+				if checkpointMaybeRestore(t, rng, ck, j, c) {
+					j = open()
+					restores++
 				}
 			}
 			if restores < 10 || matched < 100 {
@@ -142,4 +139,16 @@ func TestWindowMaxJoinRefusesRetractions(t *testing.T) {
 	if err := j.Process(0, batchOf(del(types.Row{types.NewInt(1), types.NewTimestamp(5)})), em); err == nil {
 		t.Fatal("a retraction was accepted")
 	}
+}
+
+// checkpointMaybeRestore checkpoints op one time in eight, and reports
+// whether the caller should then restore it from the store (half of
+// those times).
+func checkpointMaybeRestore(t *testing.T, rng *rand.Rand, ck *checkpointer, op flow.Operator, c *collector) bool {
+	t.Helper()
+	if rng.Intn(8) != 0 {
+		return false
+	}
+	ck.checkpoint(t, []flow.Operator{op}, []*collector{c})
+	return rng.Intn(2) == 0
 }

@@ -237,9 +237,7 @@ func (o *WindowTopCount) OnWatermark(_ int, w flow.Watermark, _ *flow.Emitter) (
 // windowKey returns (in kbuf) the state key prefix of the counts of the
 // window starting at start: the start is the distribution key.
 func (o *WindowTopCount) windowKey(start int64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(start)^1<<63)
-	o.kbuf = storage.AppendStateKey(o.kbuf[:0], o.opID, b[:])
+	o.kbuf = appendWindowStateKey(o.kbuf[:0], o.opID, start)
 	return o.kbuf
 }
 

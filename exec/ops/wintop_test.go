@@ -82,12 +82,9 @@ func TestWindowTopCountAgainstBruteForce(t *testing.T) {
 				}
 				w, _, _ := o.StoredCounts()
 				maxWins = max(maxWins, w)
-				if rng.Intn(8) == 0 {
-					ck.checkpoint(t, []flow.Operator{o}, []*collector{c})
-					if rng.Intn(2) == 0 {
-						o = open()
-						restores++
-					}
+				if checkpointMaybeRestore(t, rng, ck, o, c) {
+					o = open()
+					restores++
 				}
 			}
 			if restores < 10 || matched < 50 {
