@@ -45,6 +45,7 @@ type Client struct {
 
 	mu        sync.Mutex
 	byID      map[uint32]avro.Schema
+	fetching  map[uint32]*fetch // Avro schemas being fetched: callers wait for the one GET
 	protoByID map[uint32]protoreflect.FileDescriptor
 	avroC     avro.API
 }
@@ -298,26 +299,46 @@ func parse(schemaType, text string) (avro.Schema, error) {
 	return s, nil
 }
 
-// Schema returns the schema registered under id.
+// fetch is one GET of a schema by id that concurrent callers (a source's
+// parallel decoders meeting a new id at once) share.
+type fetch struct {
+	done chan struct{}
+	s    avro.Schema
+	err  error
+}
+
+// Schema returns the schema registered under id, fetching it once however
+// many callers ask for it at the same time.
 func (c *Client) Schema(id uint32) (avro.Schema, error) {
 	c.mu.Lock()
-	s := c.byID[id]
-	c.mu.Unlock()
-	if s != nil {
+	if s := c.byID[id]; s != nil {
+		c.mu.Unlock()
 		return s, nil
 	}
-	var ans registered
-	if err := c.get(fmt.Sprintf("/schemas/ids/%d", id), &ans); err != nil {
-		return nil, err
+	if f := c.fetching[id]; f != nil {
+		c.mu.Unlock()
+		<-f.done
+		return f.s, f.err
 	}
-	s, err := c.parseWithRefs(ans)
-	if err != nil {
-		return nil, err
+	f := &fetch{done: make(chan struct{})}
+	if c.fetching == nil {
+		c.fetching = map[uint32]*fetch{}
+	}
+	c.fetching[id] = f
+	c.mu.Unlock()
+	var ans registered
+	f.err = c.get(fmt.Sprintf("/schemas/ids/%d", id), &ans)
+	if f.err == nil {
+		f.s, f.err = c.parseWithRefs(ans)
 	}
 	c.mu.Lock()
-	c.byID[id] = s
+	if f.err == nil {
+		c.byID[id] = f.s
+	}
+	delete(c.fetching, id)
 	c.mu.Unlock()
-	return s, nil
+	close(f.done)
+	return f.s, f.err
 }
 
 // subjectPath escapes a subject for a URL path.
