@@ -121,6 +121,9 @@ func windowMaxJoin(plan *spec.Plan, j *spec.Node, side int, uses []int) (*spec.N
 		}
 		return -1
 	}
+	if a.Arg < 0 || a.Arg >= len(src.Cols) { // MAX(window_end) and the like
+		return nil, nil, false
+	}
 	switch src.Cols[a.Arg].Type.Fam {
 	case types.Int2, types.Int4, types.Int8:
 	default:
