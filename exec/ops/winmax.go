@@ -93,6 +93,12 @@ func NewWindowMaxJoin(n *spec.Node, inCols int, opID uint64, db *storage.DB) (*W
 	return j, nil
 }
 
+// errRetracted is the error of an operator planned for an append-only
+// input that received a retraction: refused, never a silently wrong answer.
+func errRetracted(op string) error {
+	return pgerror.Newf(pgcode.Internal, "%s: its input retracted a row, but it takes an append-only input", op)
+}
+
 // window returns the state of the window ending at end, creating it.
 func (j *WindowMaxJoin) window(end int64) *wmWindow {
 	if j.last != nil && j.lastEnd == end {
@@ -119,7 +125,7 @@ func (j *WindowMaxJoin) Process(_ int, b *types.Batch, out *flow.Emitter) error 
 	for i, r := range b.Rows {
 		d := b.Diffs[i]
 		if d < 0 {
-			return pgerror.New(pgcode.Internal, "window max join: its input retracted a row, but it takes an append-only input")
+			return errRetracted("window max join")
 		}
 		for ; d > 0; d-- {
 			if err := j.add(r, out); err != nil {

@@ -153,7 +153,7 @@ func (o *WindowTopCount) Process(_ int, b *types.Batch, out *flow.Emitter) error
 	for i, r := range b.Rows {
 		d := b.Diffs[i]
 		if d < 0 {
-			return pgerror.New(pgcode.Internal, "window top count: its input retracted a row, but it takes an append-only input")
+			return errRetracted("window top count")
 		}
 		td := r[o.w.Time]
 		if td.IsNull() || d == 0 {
