@@ -145,12 +145,21 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
 
 	a.phase.Store(PhaseProcessing)
-	if st, ok := a.Op.(Starter); ok {
-		if err := a.safe(func() error { return st.Start(out) }); err != nil {
+	starter, starts := a.Op.(Starter)
+	if starts {
+		if err := a.safe(func() error { return starter.Start(out) }); err != nil {
 			a.fail(err)
 		} else if err := out.Flush(); err != nil {
 			return err
 		}
+		if err := a.send(ctx, Msg{Kind: MsgStarted}); err != nil {
+			return err
+		}
+	}
+	// first: the input read alone until its start is in (Sequenced).
+	first := -1
+	if sq, ok := a.Op.(Sequenced); ok && n > 1 {
+		first = sq.First()
 	}
 	for nended < n {
 		if st != nil && !t0.IsZero() {
@@ -171,7 +180,7 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			}
 		} else {
 			for i := 0; i < n; i++ {
-				if blocked[i] || ended[i] {
+				if blocked[i] || ended[i] || (first >= 0 && i != first) {
 					cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv}
 				} else {
 					cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.Inputs[i])}
@@ -242,6 +251,10 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			if pending != nil && pending.Epoch != m.Barrier.Epoch {
 				return fmt.Errorf("%s: barrier %d while aligning %d", a.Name, m.Barrier.Epoch, pending.Epoch)
 			}
+			if in == first {
+				// Its start (if any) came before the barrier.
+				first = -1
+			}
 			pending = m.Barrier
 			blocked[in] = true
 			nblocked++
@@ -266,7 +279,19 @@ func (a *Actor) Run(ctx context.Context) (err error) {
 			}
 			nblocked = 0
 			pending = nil
+		case MsgStarted:
+			switch {
+			case in == first:
+				first = -1
+			case n == 1 && !starts:
+				if err := a.send(ctx, m); err != nil {
+					return err
+				}
+			}
 		case MsgEOS:
+			if in == first {
+				first = -1
+			}
 			ended[in] = true
 			nended++
 			if pending != nil && nblocked+nended == n {

@@ -68,6 +68,67 @@ func TestActorAlignsBarriers(t *testing.T) {
 	}
 }
 
+// sequencedOp is a fakeOp that reads input 1's start first (Sequenced).
+type sequencedOp struct{ fakeOp }
+
+func (*sequencedOp) First() int { return 1 }
+
+// TestActorSequencedInput: an operator that names a first input (a lookup
+// join: its table) sees none of the other input until that input's start
+// (MsgStarted) or end, or a barrier on it, has arrived, even when the other
+// input's data is there first; the start message goes no further.
+func TestActorSequencedInput(t *testing.T) {
+	t.Run("started", func(t *testing.T) {
+		op := &sequencedOp{}
+		x := newTwoInputActor(t, op, &op.fakeOp)
+		_, result := runActor(t, x.a)
+		send(t, x.in0, data(1), data(2))
+		send(t, x.in1, data(100))
+		expect(t, x.out, "d:100")
+		send(t, x.in1, data(101), Msg{Kind: MsgStarted})
+		expect(t, x.out, "d:101", "d:1", "d:2")
+		send(t, x.in0, barrier(1))
+		send(t, x.in1, barrier(1))
+		expect(t, x.out, "b1")
+		if got, want := strings.Join(op.events(), " "), "d1:100 d1:101 d0:1 d0:2 c1"; got != want {
+			t.Fatalf("operator calls %q, want %q", got, want)
+		}
+		close(x.in0)
+		close(x.in1)
+		expect(t, x.out, "eos")
+		if err := result(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, end := range []string{"barrier", "eos"} {
+		t.Run("opened by "+end, func(t *testing.T) {
+			// An input that never starts opens the others at its first
+			// barrier or its end (not a deadlock).
+			op := &sequencedOp{}
+			x := newTwoInputActor(t, op, &op.fakeOp)
+			_, result := runActor(t, x.a)
+			send(t, x.in0, data(1))
+			send(t, x.in1, data(100))
+			expect(t, x.out, "d:100")
+			if end == "barrier" {
+				send(t, x.in1, barrier(1))
+				expect(t, x.out, "d:1")
+				send(t, x.in0, barrier(1))
+				expect(t, x.out, "b1")
+				close(x.in1)
+			} else {
+				close(x.in1)
+				expect(t, x.out, "d:1")
+			}
+			close(x.in0)
+			expect(t, x.out, "eos")
+			if err := result(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestActorAlignmentRandom interleaves data and barriers of both inputs in
 // random orders: every data message comes out between the barriers that
 // enclose it on its input, and Checkpoint runs once per epoch in order.
@@ -231,8 +292,9 @@ func TestActorStartAndSingleInput(t *testing.T) {
 	a := &Actor{Name: "single", Op: op, Inputs: []chan Msg{in}, Out: &Output{}}
 	a.Out.Attach(out)
 	_, result := runActor(t, a)
-	expect(t, out, "d:-200")
-	send(t, in, data(1, 2), barrier(1), data(3))
+	expect(t, out, "d:-200", "started")
+	// An upstream's start goes no further than a starting actor.
+	send(t, in, Msg{Kind: MsgStarted}, data(1, 2), barrier(1), data(3))
 	expect(t, out, "d:1,2", "b1", "d:3")
 	close(in)
 	expect(t, out, "eos")

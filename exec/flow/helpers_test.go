@@ -107,6 +107,8 @@ func describe(m Msg) string {
 		return "eos"
 	case MsgWatermark:
 		return fmt.Sprintf("w%d:%d", m.Watermark.Col, m.Watermark.Ts)
+	case MsgStarted:
+		return "started"
 	}
 	return "?"
 }

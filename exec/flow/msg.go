@@ -19,6 +19,12 @@ const (
 	// MsgWatermark carries a Watermark: a promise about the rows that
 	// follow on the same channel.
 	MsgWatermark
+	// MsgStarted follows the rows an operator emits when it starts (a
+	// Subscribe's backfill: the relation's contents when the job began).
+	// An actor whose operator starts sends its own after its Start; an
+	// actor of one input passes its input's on; other actors drop it once
+	// read (an operator may wait for it: Sequenced).
+	MsgStarted
 )
 
 // Msg travels on the channels between actors.

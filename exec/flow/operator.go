@@ -31,6 +31,16 @@ type Starter interface {
 	Start(out *Emitter) error
 }
 
+// Sequenced is an optional capability of an operator of several inputs:
+// First names an input (or -1 for none) whose start the operator must see
+// whole before any other input's message: the actor reads only that input
+// until its MsgStarted (or its end) arrives. A lookup join reads its
+// stream only once its table's backfill is in, or the stream's first rows
+// would find the table empty.
+type Sequenced interface {
+	First() int
+}
+
 // Releaser is an optional capability: Release is called once when the
 // actor stops, to give back what the operator holds outside itself (its
 // share of the state cache).

@@ -735,6 +735,17 @@ func (j *Join) probeRow(side int, r types.Row, kbuf *[]byte) (jk string, ob *buc
 	return jk, ob, false, err
 }
 
+// First implements flow.Sequenced: a lookup join reads its stream only
+// once the table's backfill is in, so that the stream's first rows meet
+// the whole table (rows are matched against the table as it is when they
+// arrive, and a row that met an empty table would be lost for good).
+func (j *Join) First() int {
+	if j.lookup {
+		return 1
+	}
+	return -1
+}
+
 // filtering reports whether the join is a semi or anti join: it outputs
 // left rows (never pairs) by whether they have matches, which it derives,
 // as an outer join does, from the right rows stored under the row's key.
