@@ -194,7 +194,7 @@ func bindFraction(b *binder, e ast.ExprNode, sc *scope, call *spec.AggCall) erro
 		call.FracNull = true
 		return nil
 	}
-	f := c.D.F
+	f := c.D.Float()
 	if f < 0 || f > 1 || math.IsNaN(f) {
 		return pgerror.New(pgcode.NumericValueOutOfRange, "percentile value %g is not between 0 and 1", f)
 	}

@@ -144,7 +144,7 @@ func (b *binder) bindExpr(e ast.ExprNode, sc *scope, h hook) (spec.Expr, error) 
 				case types.KInt:
 					return &spec.Const{D: types.NewInt(-c.D.I), T: c.T}, nil
 				case types.KFloat:
-					return &spec.Const{D: types.NewFloat(-c.D.F), T: c.T}, nil
+					return &spec.Const{D: types.NewFloat(-c.D.Float()), T: c.T}, nil
 				case types.KDecimal:
 					if d, err := types.DecNeg(c.D); err == nil {
 						return &spec.Const{D: d, T: c.T}, nil

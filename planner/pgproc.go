@@ -60,11 +60,11 @@ func (p *Planner) procText(fn string) ([]types.Row, bool) {
 			}
 		default:
 			var parts []string
-			args := r[idx[3]].A
+			args := r[idx[3]].Elems()
 			for i, a := range args {
 				oid, _ := strconv.ParseInt(a.S, 10, 64)
 				part := procTypeName(oid)
-				if names := r[idx[4]].A; fn == "pg_get_function_arguments" || fn == "pg_get_function_identity_arguments" {
+				if names := r[idx[4]].Elems(); fn == "pg_get_function_arguments" || fn == "pg_get_function_identity_arguments" {
 					if i < len(names) && names[i].K == types.KString && names[i].S != "" {
 						part = names[i].S + " " + part
 					}
@@ -128,8 +128,8 @@ func functionDef(r types.Row, idx []int) string {
 		schema = "public"
 	}
 	var args []string
-	names := r[idx[4]].A
-	for i, a := range r[idx[3]].A {
+	names := r[idx[4]].Elems()
+	for i, a := range r[idx[3]].Elems() {
 		oid, _ := strconv.ParseInt(a.S, 10, 64)
 		part := procTypeName(oid)
 		if i < len(names) && names[i].K == types.KString && names[i].S != "" {

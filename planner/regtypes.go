@@ -180,7 +180,7 @@ func (b *binder) regNames(f types.Family) (spec.Expr, error) {
 			}
 		}
 	}
-	return &spec.Const{D: types.Datum{K: types.KArray, A: elems}, T: types.TTextArray}, nil
+	return &spec.Const{D: types.Datum{K: types.KArray, A: types.NewElems(elems)}, T: types.TTextArray}, nil
 }
 
 // regclassOutput makes the oid alias columns of a batch query's result

@@ -549,7 +549,7 @@ func (p *Planner) frameOffset(fb ast.FrameBound, b *binder, sc *scope, h hook) (
 	case types.KInt:
 		neg = c.D.I < 0
 	case types.KFloat:
-		neg = c.D.F < 0
+		neg = c.D.Float() < 0
 	case types.KDecimal:
 		neg = c.D.I < 0
 	case types.KInterval:

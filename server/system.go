@@ -263,7 +263,7 @@ func mkRow(vals ...any) types.Row {
 			for j, s := range x {
 				a[j] = types.NewString(s)
 			}
-			r[i] = types.Datum{K: types.KArray, A: a}
+			r[i] = types.Datum{K: types.KArray, A: types.NewElems(a)}
 		default:
 			panic("mkRow: unsupported value")
 		}

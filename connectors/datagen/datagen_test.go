@@ -81,7 +81,7 @@ func readN(t *testing.T, src connector.Source, n int) []types.Row {
 func fmtRow(r types.Row) string {
 	s := make([]string, len(r))
 	for i, d := range r {
-		s[i] = fmt.Sprintf("%d/%v/%d/%d/%d/%q", d.K, d.F, d.I, d.X, d.M, d.S)
+		s[i] = fmt.Sprintf("%d/%v/%d/%d/%d/%q", d.K, d.Float(), d.I, d.X, d.M, d.S)
 	}
 	return strings.Join(s, " ")
 }
@@ -321,8 +321,8 @@ func TestRandomRanges(t *testing.T) {
 		if i4.I != 7 {
 			t.Fatalf("row %d: i4 = %d with min = max = 7", idx, i4.I)
 		}
-		if f.K != types.KFloat || f.F < -1.5 || f.F > 2.5 {
-			t.Fatalf("row %d: f = %v outside [-1.5, 2.5]", idx, f.F)
+		if f.K != types.KFloat || f.Float() < -1.5 || f.Float() > 2.5 {
+			t.Fatalf("row %d: f = %v outside [-1.5, 2.5]", idx, f.Float())
 		}
 		if n.K != types.KDecimal {
 			t.Fatalf("row %d: numeric is %+v", idx, n)
@@ -402,7 +402,7 @@ func TestSequenceKinds(t *testing.T) {
 	rows := readN(t, src, 3)
 	got := make([]string, len(rows))
 	for i, r := range rows {
-		got[i] = fmt.Sprintf("%d %s %s %v", r[0].I, types.DecString(r[1]), r[2].S, r[3].F)
+		got[i] = fmt.Sprintf("%d %s %s %v", r[0].I, types.DecString(r[1]), r[2].S, r[3].Float())
 	}
 	if want := "[-2 10 7 0 -1 11 8 1 0 12 9 2]"; fmt.Sprint(got) != want {
 		t.Fatalf("got %v, want %s", got, want)

@@ -88,7 +88,7 @@ func typeRows(t *testing.T) []types.Row {
 			types.NewString("odd"),
 			types.NewInt(4000000000),
 			types.NewString("x"),
-			types.Datum{K: types.KArray, A: []types.Datum{types.NewString("a"), types.NewString(`b,c"d{}`), types.NewString("")}},
+			types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{types.NewString("a"), types.NewString(`b,c"d{}`), types.NewString("")})},
 			types.NewString("pg_class"),
 		),
 		mk(types.NewInt(2), types.NewBool(false), types.NewInt(32767), types.NewInt(math.MinInt32),
@@ -111,7 +111,7 @@ func typeRows(t *testing.T) []types.Row {
 			types.NewTimestamp(micros(1, 1, 1, 0, 0, 0, 0)), types.NewTimestampTZ(micros(200000, 12, 31, 23, 59, 59, 999999)),
 			types.NewInterval(math.MaxInt32, math.MinInt32, math.MaxInt64),
 			types.NewJSON(`"str"`), types.NewString("y"), types.NewInt(1), types.NewString("y"),
-			types.Datum{K: types.KArray, A: []types.Datum{types.NewString("NULL")}}, types.NewString("n"),
+			types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{types.NewString("NULL")})}, types.NewString("n"),
 		),
 		mk(types.NewInt(4), types.Null, types.Null, types.Null, types.NewFloat(math.Copysign(0, -1)), types.NewFloat(5e-324),
 			types.DecInf(true), types.Null, types.Null, types.Null, types.Null, types.Null, types.Null, types.Null,
@@ -261,11 +261,11 @@ func checkTypeRows(t *testing.T, db *pgx.Conn, table string, in []types.Row) {
 		if null(3) != !i4.Valid || (i4.Valid && int64(i4.Int32) != r[3].I) {
 			fail("i4", i4, r[3])
 		}
-		if want := float32(r[4].F); !f4.Valid || !sameFloat(float64(f4.Float32), float64(want)) ||
+		if want := float32(r[4].Float()); !f4.Valid || !sameFloat(float64(f4.Float32), float64(want)) ||
 			(!math.IsNaN(float64(want)) && math.Float32bits(f4.Float32) != math.Float32bits(want)) {
 			fail("f4", f4, want)
 		}
-		if want := r[5].F; !f8.Valid || !sameFloat(f8.Float64, want) {
+		if want := r[5].Float(); !f8.Valid || !sameFloat(f8.Float64, want) {
 			fail("f8", f8, want)
 		}
 		checkNumeric(t, id, "n", n, nText, r[6])
@@ -340,11 +340,11 @@ func checkTypeRows(t *testing.T, db *pgx.Conn, table string, in []types.Row) {
 		if null(21) != arrIsNull {
 			fail("arr", arrText, r[21])
 		} else if !null(21) {
-			if len(arr) != len(r[21].A) {
+			if len(arr) != len(r[21].Elems()) {
 				fail("arr", arrText, r[21])
 			}
 			for i := range arr {
-				if i < len(r[21].A) && (!arr[i].Valid || arr[i].String != r[21].A[i].S) {
+				if i < len(r[21].Elems()) && (!arr[i].Valid || arr[i].String != r[21].Elems()[i].S) {
 					fail("arr", arrText, r[21])
 				}
 			}

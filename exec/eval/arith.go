@@ -327,7 +327,7 @@ func buildNeg(b *bctx) (Fn, error) {
 		}), nil
 	case isFloatFam(f):
 		return strict1(x, func(a types.Datum) (types.Datum, error) {
-			return types.Datum{K: types.KFloat, F: -a.F}, nil
+			return types.NewFloat(-a.Float()), nil
 		}), nil
 	case f == types.Numeric:
 		return strict1(x, decNeg), nil
@@ -353,7 +353,7 @@ func buildAbs(b *bctx) (Fn, error) {
 		}), nil
 	case isFloatFam(f):
 		return strict1(x, func(a types.Datum) (types.Datum, error) {
-			return types.Datum{K: types.KFloat, F: math.Abs(a.F)}, nil
+			return types.NewFloat(math.Abs(a.Float())), nil
 		}), nil
 	}
 	return strict1(x, decAbs), nil

@@ -25,11 +25,11 @@ func init() {
 	ta, I4 := types.TextArray, types.Int4
 	bound := func(upper bool) builder {
 		return build2(func(a, dim types.Datum) (types.Datum, error) {
-			if dim.I != 1 || len(a.A) == 0 {
+			if dim.I != 1 || len(a.Elems()) == 0 {
 				return types.Null, nil
 			}
 			if upper {
-				return intD(int64(len(a.A))), nil
+				return intD(int64(len(a.Elems()))), nil
 			}
 			return intD(1), nil
 		})
@@ -94,7 +94,7 @@ func resolveArrayCtor(name string, args []types.T) (*resolution, error) {
 				}
 				elems[i] = d
 			}
-			return types.Datum{K: types.KArray, A: elems}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(elems)}, nil
 		}, nil
 	}}, nil
 }
@@ -164,18 +164,18 @@ func resolveQuantified(name string, args []types.T) (*resolution, error) {
 			if err != nil || ad.K == types.KNull {
 				return types.Null, err
 			}
-			rs := make([]types.Row, 0, len(ad.A))
+			rs := make([]types.Row, 0, len(ad.Elems()))
 			var flat func([]types.Datum)
 			flat = func(es []types.Datum) {
 				for _, e := range es {
 					if e.K == types.KArray {
-						flat(e.A)
+						flat(e.Elems())
 						continue
 					}
 					rs = append(rs, types.Row{e})
 				}
 			}
-			flat(ad.A)
+			flat(ad.Elems())
 			return quantify(l, rs, cmp.fn, all)
 		}, nil
 	}}, nil
@@ -195,13 +195,13 @@ func init() {
 			if err != nil {
 				return types.Null, err
 			}
-			for _, v := range a.A {
+			for _, v := range a.Elems() {
 				if v.K == types.KArray {
 					return types.Null, pgerror.Unsupported("removing elements from multidimensional arrays")
 				}
 			}
-			out := types.Datum{K: types.KArray, A: []types.Datum{}}
-			for _, v := range a.A {
+			out := types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{})}
+			for _, v := range a.Elems() {
 				if e.K == types.KNull {
 					if v.K == types.KNull {
 						continue
@@ -209,7 +209,7 @@ func init() {
 				} else if v.K != types.KNull && v.S == textOf(e, et) {
 					continue
 				}
-				out.A = append(out.A, v)
+				out.SetElems(append(out.Elems(), v))
 			}
 			return out, nil
 		}, nil

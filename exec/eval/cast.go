@@ -281,8 +281,8 @@ func typmodCast(to types.T, mode castMode) func(types.Datum) (types.Datum, error
 				switch e.K {
 				case types.KArray:
 					var sub []types.Datum
-					sub, err = leaves(e.A)
-					v = types.Datum{K: types.KArray, A: sub}
+					sub, err = leaves(e.Elems())
+					v = types.Datum{K: types.KArray, A: types.NewElems(sub)}
 				case types.KString:
 					v, err = cut(e)
 				default:
@@ -304,8 +304,8 @@ func typmodCast(to types.T, mode castMode) func(types.Datum) (types.Datum, error
 			return out, nil
 		}
 		return func(d types.Datum) (types.Datum, error) {
-			a, err := leaves(d.A)
-			return types.Datum{K: types.KArray, A: a}, err
+			a, err := leaves(d.Elems())
+			return types.Datum{K: types.KArray, A: types.NewElems(a)}, err
 		}
 	}
 	return nil

@@ -60,9 +60,9 @@ func init() {
 	reg("current_schema", nil, tn, constFn(str("public")))
 	reg("current_schemas", fams(B), types.TTextArray, build1(func(a types.Datum) (types.Datum, error) {
 		if a.I != 0 {
-			return types.Datum{K: types.KArray, A: []types.Datum{str("pg_catalog"), str("public")}}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{str("pg_catalog"), str("public")})}, nil
 		}
-		return types.Datum{K: types.KArray, A: []types.Datum{str("public")}}, nil
+		return types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{str("public")})}, nil
 	}))
 	user := func(b *bctx) (Fn, error) {
 		ctx := b.ctx

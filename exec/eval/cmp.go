@@ -15,7 +15,7 @@ func compareKernel(l, r types.Family) func(x, y types.Datum) int {
 	case isIntFam(l) && isIntFam(r), l == types.Bool && r == types.Bool, l == types.Time && r == types.Time:
 		return cmpI
 	case isFloatFam(l) && isFloatFam(r):
-		return func(x, y types.Datum) int { return cmpFloat(x.F, y.F) }
+		return func(x, y types.Datum) int { return cmpFloat(x.Float(), y.Float()) }
 	case l == types.Numeric && r == types.Numeric:
 		return types.DecCmp
 	case isDateTimeFam(l) && isDateTimeFam(r):

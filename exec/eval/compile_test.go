@@ -71,7 +71,7 @@ func TestColumns(t *testing.T) {
 		{"nullif(c0, c1)", ts(tI4, tI8), types.Row{i(2), i(2)}, "NULL"},
 		{"coalesce(c0, c1, 0)", ts(tI4, tI4), types.Row{null, null}, "0"},
 		{"substring(c0, c1, 2)", ts(tText, tI4), types.Row{types.NewString("hello"), i(2)}, "el"},
-		{"c0[2]", ts(types.TTextArray), types.Row{{K: types.KArray, A: []types.Datum{types.NewString("a"), types.NewString("b")}}}, "b"},
+		{"c0[2]", ts(types.TTextArray), types.Row{{K: types.KArray, A: types.NewElems([]types.Datum{types.NewString("a"), types.NewString("b")})}}, "b"},
 		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[2]", ts(tVarchar), types.Row{types.NewString("a?b=1&channel_id=42&c=2")}, "42"},
 		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[1]", ts(tText), types.Row{types.NewString("channel_id=7")}, ""},
 		{"(regexp_match(c0, '(&|^)channel_id=([^&]*)'))[3]", ts(tText), types.Row{types.NewString("channel_id=7")}, "NULL"},

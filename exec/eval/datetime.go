@@ -357,9 +357,9 @@ func dateTimeOps() {
 	}))
 	reg("+", fams(IV, IV), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalAdd(a, c, 1) }))
 	reg("-", fams(IV, IV), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalAdd(a, c, -1) }))
-	reg("*", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.F, false) }))
-	reg("*", fams(F8, IV), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(c, a.F, false) }))
-	reg("/", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.F, true) }))
+	reg("*", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.Float(), false) }))
+	reg("*", fams(F8, IV), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(c, a.Float(), false) }))
+	reg("/", fams(IV, F8), types.TInterval, build2(func(a, c types.Datum) (types.Datum, error) { return intervalMul(a, c.Float(), true) }))
 }
 
 // buildTsInterval builds date/timestamp ± interval; ts and iv are the
@@ -1200,13 +1200,13 @@ func init() {
 	reg("localtime", nil, types.TTime, now(types.KTime, func(v int64) int64 { return floorMod(v, usPerDay) })).volatile = true
 	reg("current_time", nil, types.TTime, now(types.KTime, func(v int64) int64 { return floorMod(v, usPerDay) })).volatile = true
 
-	reg("to_timestamp", fams(F8), types.TTimestampTZ, build1(func(a types.Datum) (types.Datum, error) { return toTimestamp(a.F) }))
+	reg("to_timestamp", fams(F8), types.TTimestampTZ, build1(func(a types.Datum) (types.Datum, error) { return toTimestamp(a.Float()) }))
 	reg("make_date", fams(I4, I4, I4), types.TDate, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
 		d, err := makeDate(v0.I, v1.I, v2.I)
 		return types.NewDate(d), err
 	}))
 	reg("make_time", fams(I4, I4, F8), types.TTime, build3(func(v0, v1, v2 types.Datum) (types.Datum, error) {
-		t, err := makeTime(v0.I, v1.I, v2.F)
+		t, err := makeTime(v0.I, v1.I, v2.Float())
 		return types.NewTime(t), err
 	}))
 	makeTS := func(kind types.Kind) builder {
@@ -1216,7 +1216,7 @@ func init() {
 				if err != nil {
 					return types.Null, err
 				}
-				t, err := makeTime(v[3].I, v[4].I, v[5].F)
+				t, err := makeTime(v[3].I, v[4].I, v[5].Float())
 				if err != nil {
 					return types.Null, err
 				}

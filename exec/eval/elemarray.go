@@ -57,7 +57,7 @@ func sameLeaf(a, b types.Datum) bool {
 func flatLeaves(a []types.Datum, out []types.Datum) []types.Datum {
 	for _, e := range a {
 		if e.K == types.KArray {
-			out = flatLeaves(e.A, out)
+			out = flatLeaves(e.Elems(), out)
 			continue
 		}
 		out = append(out, e)
@@ -73,7 +73,7 @@ func arrayDims(a []types.Datum) []int {
 		if a[0].K != types.KArray {
 			break
 		}
-		a = a[0].A
+		a = a[0].Elems()
 	}
 	return dims
 }
@@ -98,7 +98,7 @@ func init() {
 			}
 			reg("array_length", fams(f, I4), types.TInt4, build2(arrayLength))
 			reg("cardinality", fams(f), types.TInt4, build1(func(a types.Datum) (types.Datum, error) {
-				return intD(int64(len(flatLeaves(a.A, nil)))), nil
+				return intD(int64(len(flatLeaves(a.Elems(), nil)))), nil
 			}))
 			reg("array_upper", fams(f, I4), types.TInt4, build2(arrayLength))
 			reg("array_lower", fams(f, I4), types.TInt4, build2(func(a, d types.Datum) (types.Datum, error) {
@@ -121,18 +121,18 @@ func init() {
 					if err != nil {
 						return types.Null, err
 					}
-					if isMultiDim(a.A) {
+					if isMultiDim(a.Elems()) {
 						return types.Null, pgerror.Unsupported("removing elements from multidimensional arrays is not supported")
 					}
 					e = leafOf(e, f)
 					out := []types.Datum{}
-					for _, v := range a.A {
+					for _, v := range a.Elems() {
 						if (e.K == types.KNull && v.K == types.KNull) || sameLeaf(v, e) {
 							continue
 						}
 						out = append(out, v)
 					}
-					return types.Datum{K: types.KArray, A: out}, nil
+					return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 				}, nil
 			})
 		} else {
@@ -166,13 +166,13 @@ func init() {
 					return types.Null, err
 				}
 				if a.K == types.KNull {
-					return types.Datum{K: types.KArray, A: []types.Datum{leafOf(e, f)}}, nil
+					return types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{leafOf(e, f)})}, nil
 				}
-				if isMultiDim(a.A) {
+				if isMultiDim(a.Elems()) {
 					return types.Null, pgerror.New(pgcode.DataException, "argument must be empty or one-dimensional array")
 				}
-				out := append(append([]types.Datum(nil), a.A...), leafOf(e, f))
-				return types.Datum{K: types.KArray, A: out}, nil
+				out := append(append([]types.Datum(nil), a.Elems()...), leafOf(e, f))
+				return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 			}, nil
 		})
 		reg("array_prepend", fams(ef, f), at, func(b *bctx) (Fn, error) {
@@ -187,13 +187,13 @@ func init() {
 					return types.Null, err
 				}
 				if a.K == types.KNull {
-					return types.Datum{K: types.KArray, A: []types.Datum{leafOf(e, f)}}, nil
+					return types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{leafOf(e, f)})}, nil
 				}
-				if isMultiDim(a.A) {
+				if isMultiDim(a.Elems()) {
 					return types.Null, pgerror.New(pgcode.DataException, "argument must be empty or one-dimensional array")
 				}
-				out := append([]types.Datum{leafOf(e, f)}, a.A...)
-				return types.Datum{K: types.KArray, A: out}, nil
+				out := append([]types.Datum{leafOf(e, f)}, a.Elems()...)
+				return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 			}, nil
 		})
 		// array_position(anyarray, anyelement [, start]), array_positions
@@ -213,7 +213,7 @@ func init() {
 					if err != nil {
 						return types.Null, err
 					}
-					if isMultiDim(a.A) {
+					if isMultiDim(a.Elems()) {
 						return types.Null, pgerror.Unsupported("searching for elements in multidimensional arrays is not supported")
 					}
 					start := 1
@@ -229,8 +229,8 @@ func init() {
 					}
 					e = leafOf(e, f)
 					var hits []types.Datum
-					for i := max(start, 1); i <= len(a.A); i++ {
-						v := a.A[i-1]
+					for i := max(start, 1); i <= len(a.Elems()); i++ {
+						v := a.Elems()[i-1]
 						if (e.K == types.KNull && v.K == types.KNull) || sameLeaf(v, e) {
 							if !all {
 								return intD(int64(i)), nil
@@ -244,7 +244,7 @@ func init() {
 					if hits == nil {
 						hits = []types.Datum{}
 					}
-					return types.Datum{K: types.KArray, A: hits}, nil
+					return types.Datum{K: types.KArray, A: types.NewElems(hits)}, nil
 				}, nil
 			}
 		}
@@ -267,23 +267,23 @@ func init() {
 				if err != nil {
 					return types.Null, err
 				}
-				from, to := int64(1), int64(len(a.A))
+				from, to := int64(1), int64(len(a.Elems()))
 				if l.K != types.KNull {
 					from = max(l.I, 1)
 				}
 				if h.K != types.KNull {
-					to = min(h.I, int64(len(a.A)))
+					to = min(h.I, int64(len(a.Elems())))
 				}
 				if from > to {
-					return types.Datum{K: types.KArray, A: []types.Datum{}}, nil
+					return types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{})}, nil
 				}
-				return types.Datum{K: types.KArray, A: append([]types.Datum(nil), a.A[from-1:to]...)}, nil
+				return types.Datum{K: types.KArray, A: types.NewElems(append([]types.Datum(nil), a.Elems()[from-1:to]...))}, nil
 			}, nil
 		})
 		// @>, <@, &&: on the leaves, NULL leaves never match.
 		contains := func(a, c types.Datum) bool {
-			la := flatLeaves(a.A, nil)
-			for _, e := range flatLeaves(c.A, nil) {
+			la := flatLeaves(a.Elems(), nil)
+			for _, e := range flatLeaves(c.Elems(), nil) {
 				found := false
 				for _, v := range la {
 					if sameLeaf(v, e) {
@@ -304,8 +304,8 @@ func init() {
 			return types.NewBool(contains(c, a)), nil
 		}))
 		reg("__pg_overlap", fams(f, f), types.TBool, build2(func(a, c types.Datum) (types.Datum, error) {
-			lc := flatLeaves(c.A, nil)
-			for _, v := range flatLeaves(a.A, nil) {
+			lc := flatLeaves(c.Elems(), nil)
+			for _, v := range flatLeaves(a.Elems(), nil) {
 				for _, e := range lc {
 					if sameLeaf(v, e) {
 						return types.NewBool(true), nil
@@ -344,10 +344,10 @@ func subscriptN(f types.Family) builder {
 				if err != nil || i.K == types.KNull {
 					return types.Null, err
 				}
-				if cur.K != types.KArray || i.I < 1 || i.I > int64(len(cur.A)) {
+				if cur.K != types.KArray || i.I < 1 || i.I > int64(len(cur.Elems())) {
 					return types.Null, nil
 				}
-				cur = cur.A[i.I-1]
+				cur = cur.Elems()[i.I-1]
 			}
 			if cur.K == types.KArray {
 				return types.Null, nil
@@ -363,7 +363,7 @@ func subscriptN(f types.Family) builder {
 // arrayLength is array_length(a, d) and array_upper(a, d) (lower bounds
 // are always 1).
 func arrayLength(a, d types.Datum) (types.Datum, error) {
-	dims := arrayDims(a.A)
+	dims := arrayDims(a.Elems())
 	if d.I < 1 || d.I > int64(len(dims)) {
 		return types.Null, nil
 	}
@@ -380,23 +380,23 @@ func arrayCat(a, c types.Datum) (types.Datum, error) {
 	if c.K == types.KNull {
 		return a, nil
 	}
-	if len(a.A) == 0 {
+	if len(a.Elems()) == 0 {
 		return c, nil
 	}
-	if len(c.A) == 0 {
+	if len(c.Elems()) == 0 {
 		return a, nil
 	}
-	da, dc := arrayDims(a.A), arrayDims(c.A)
+	da, dc := arrayDims(a.Elems()), arrayDims(c.Elems())
 	switch {
 	case len(da) == len(dc):
 		if len(da) > 1 && !equalInts(da[1:], dc[1:]) {
 			return types.Null, errCatDims()
 		}
-		return types.Datum{K: types.KArray, A: append(append([]types.Datum(nil), a.A...), c.A...)}, nil
+		return types.Datum{K: types.KArray, A: types.NewElems(append(append([]types.Datum(nil), a.Elems()...), c.Elems()...))}, nil
 	case len(da) == len(dc)+1 && equalInts(da[1:], dc):
-		return types.Datum{K: types.KArray, A: append(append([]types.Datum(nil), a.A...), c)}, nil
+		return types.Datum{K: types.KArray, A: types.NewElems(append(append([]types.Datum(nil), a.Elems()...), c))}, nil
 	case len(dc) == len(da)+1 && equalInts(dc[1:], da):
-		return types.Datum{K: types.KArray, A: append([]types.Datum{a}, c.A...)}, nil
+		return types.Datum{K: types.KArray, A: types.NewElems(append([]types.Datum{a}, c.Elems()...))}, nil
 	}
 	return types.Null, errCatDims()
 }
@@ -549,14 +549,14 @@ func resolveTypedArrayCtor(args []types.T) *resolution {
 			if nested {
 				var dims []int
 				for i, e := range elems {
-					d := arrayDims(e.A)
+					d := arrayDims(e.Elems())
 					if i > 0 && !equalInts(d, dims) {
 						return types.Null, pgerror.New(pgcode.Syntax, "multidimensional arrays must have array expressions with matching dimensions")
 					}
 					dims = d
 				}
 			}
-			return types.Datum{K: types.KArray, A: elems}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(elems)}, nil
 		}, nil
 	}}
 }

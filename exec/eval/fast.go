@@ -58,7 +58,7 @@ func (a arg) floats() floatFn {
 	fn := a.fn
 	return func(row types.Row) (float64, bool, error) {
 		d, err := fn(row)
-		return d.F, d.K == types.KNull, err
+		return d.Float(), d.K == types.KNull, err
 	}
 }
 
@@ -97,7 +97,7 @@ func withFast(a arg) arg {
 			v := d.I != 0
 			a.bfn = func(types.Row) (bool, bool, error) { return v, false, nil }
 		case d.K == types.KFloat:
-			v := d.F
+			v := d.Float()
 			a.ffn = func(types.Row) (float64, bool, error) { return v, false, nil }
 		case d.K == types.KDecimal:
 			c, x, s := d.I, d.X, d.S
@@ -146,7 +146,7 @@ func colArg(idx int, t types.T) arg {
 				return 0, false, errColumn(idx, len(row))
 			}
 			d := &row[idx]
-			return d.F, d.K == types.KNull, nil
+			return d.Float(), d.K == types.KNull, nil
 		}
 	case t.Fam == types.Numeric:
 		a.dfn = func(row types.Row) (int64, int32, string, bool, error) {
@@ -186,7 +186,7 @@ func datumFromFloat(f floatFn) Fn {
 		if err != nil || null {
 			return types.Null, err
 		}
-		return types.Datum{K: types.KFloat, F: v}, nil
+		return types.NewFloat(v), nil
 	}
 }
 

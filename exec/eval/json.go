@@ -88,13 +88,13 @@ func flatText(a types.Datum) []types.Datum {
 	walk = func(es []types.Datum) {
 		for _, e := range es {
 			if e.K == types.KArray {
-				walk(e.A)
+				walk(e.Elems())
 				continue
 			}
 			out = append(out, e)
 		}
 	}
-	walk(a.A)
+	walk(a.Elems())
 	return out
 }
 
@@ -419,7 +419,7 @@ func ToJSON(d types.Datum, t types.T) (*types.JSON, error) {
 	case types.KArray:
 		out := &types.JSON{Kind: types.JArray, Elems: []*types.JSON{}}
 		et := types.TText
-		for _, e := range d.A {
+		for _, e := range d.Elems() {
 			v, err := ToJSON(e, et)
 			if err != nil {
 				return nil, err

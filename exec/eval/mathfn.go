@@ -14,15 +14,15 @@ import (
 
 func fl(f func(float64) (float64, error)) builder {
 	return build1(func(a types.Datum) (types.Datum, error) {
-		r, err := f(a.F)
-		return types.Datum{K: types.KFloat, F: r}, err
+		r, err := f(a.Float())
+		return types.NewFloat(r), err
 	})
 }
 
 func fl2(f func(float64, float64) (float64, error)) builder {
 	return build2(func(a, c types.Datum) (types.Datum, error) {
-		r, err := f(a.F, c.F)
-		return types.Datum{K: types.KFloat, F: r}, err
+		r, err := f(a.Float(), c.Float())
+		return types.NewFloat(r), err
 	})
 }
 

@@ -619,7 +619,7 @@ func matchArray(s string, m []int) types.Datum {
 			}
 		}
 	}
-	return types.Datum{K: types.KArray, A: out}
+	return types.Datum{K: types.KArray, A: types.NewElems(out)}
 }
 
 func buildRegexMatch(b *bctx) (Fn, error) {
@@ -656,7 +656,7 @@ func buildRegexMatch(b *bctx) (Fn, error) {
 			for i, p := range parts {
 				out[i] = str(p)
 			}
-			return types.Datum{K: types.KArray, A: out}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 		case "substring":
 			var buf [16]int
 			m := plan.findInto(re, s, buf[:0])

@@ -36,7 +36,7 @@ func compileRecord(name string, f *spec.Func, args []arg) (arg, error) {
 			if null && !tuple {
 				return types.Null, nil
 			}
-			return types.Datum{K: types.KArray, A: fields}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(fields)}, nil
 		}}, nil
 	}
 	c, ok := f.Args[1].(*spec.Const)
@@ -47,10 +47,10 @@ func compileRecord(name string, f *spec.Func, args []arg) (arg, error) {
 	rec := args[0].fn
 	return arg{t: f.T, fn: func(row types.Row) (types.Datum, error) {
 		d, err := rec(row)
-		if err != nil || d.K != types.KArray || i >= len(d.A) {
+		if err != nil || d.K != types.KArray || i >= len(d.Elems()) {
 			return types.Null, err
 		}
-		return d.A[i], nil
+		return d.Elems()[i], nil
 	}}, nil
 }
 
@@ -65,8 +65,8 @@ func init() {
 				if args[0].K == types.KNull {
 					return nil, nil
 				}
-				out := make([]types.Row, 0, len(args[0].A))
-				for i, e := range args[0].A {
+				out := make([]types.Row, 0, len(args[0].Elems()))
+				for i, e := range args[0].Elems() {
 					if e.K == types.KString && elem.Fam != types.Text {
 						d, err := types.ParseText(e.S, elem)
 						if err != nil {

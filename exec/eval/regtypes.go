@@ -57,7 +57,7 @@ func regIn(s string, names types.Datum, t types.T) (types.Datum, error) {
 	}
 	key := unquoteQualified(s)
 	var found []string
-	for _, e := range names.A {
+	for _, e := range names.Elems() {
 		n, oid, ok := strings.Cut(e.S, "=")
 		if ok && n == key {
 			found = append(found, oid)
@@ -125,17 +125,17 @@ func init() {
 	// __pg_regtype_names(oids text[]) is oids::regtype[] in Sluice, whose
 	// arrays are text[]: each element becomes its type's name.
 	reg("__pg_regtype_names", fams(types.TextArray), types.TTextArray, build1(func(a types.Datum) (types.Datum, error) {
-		out := types.Datum{K: types.KArray, A: make([]types.Datum, len(a.A))}
-		for i, e := range a.A {
+		out := types.Datum{K: types.KArray, A: types.NewElems(make([]types.Datum, len(a.Elems())))}
+		for i, e := range a.Elems() {
 			if e.K == types.KNull {
-				out.A[i] = e
+				out.Elems()[i] = e
 				continue
 			}
 			d, err := types.ParseText(e.S, types.TOid)
 			if err != nil {
 				return types.Null, err
 			}
-			out.A[i] = str(formatType(d.I, 0, false))
+			out.Elems()[i] = str(formatType(d.I, 0, false))
 		}
 		return out, nil
 	}))

@@ -675,7 +675,7 @@ func (p *parser) parsePrimary() (spec.Expr, error) {
 			}
 			p.acceptOp(",")
 		}
-		return &spec.Const{D: types.Datum{K: types.KArray, A: elems}, T: types.TTextArray}, nil
+		return &spec.Const{D: types.Datum{K: types.KArray, A: types.NewElems(elems)}, T: types.TTextArray}, nil
 	case "current_date", "current_timestamp", "localtimestamp", "localtime", "current_user", "session_user",
 		"current_schema", "current_catalog", "user", "current_role":
 		if p.acceptOp("(") {

@@ -14,7 +14,7 @@ func init() {
 		if args[0].K == types.KNull || args[1].K == types.KNull || args[1].I != 1 {
 			return nil, nil // Sluice's arrays have one dimension
 		}
-		n := len(args[0].A)
+		n := len(args[0].Elems())
 		reverse := len(args) > 2 && args[2].I != 0
 		out := make([]types.Row, n)
 		for i := range out {
@@ -49,8 +49,8 @@ func init() {
 		if err != nil || arr.K == types.KNull {
 			return nil, err
 		}
-		out := make([]types.Row, len(arr.A))
-		for i, e := range arr.A {
+		out := make([]types.Row, len(arr.Elems()))
+		for i, e := range arr.Elems() {
 			out[i] = types.Row{e}
 		}
 		return out, nil

@@ -488,7 +488,7 @@ func resolveArrayCat(args []types.T) (*resolution, error) {
 			var out []types.Datum
 			add := func(d types.Datum, isArr bool) {
 				if isArr {
-					out = append(out, d.A...)
+					out = append(out, d.Elems()...)
 				} else {
 					out = append(out, d)
 				}
@@ -503,7 +503,7 @@ func resolveArrayCat(args []types.T) (*resolution, error) {
 			if !(c.K == types.KNull && rArr) {
 				add(c, rArr)
 			}
-			return types.Datum{K: types.KArray, A: out}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 		}, nil
 	}}, nil
 }
@@ -511,7 +511,7 @@ func resolveArrayCat(args []types.T) (*resolution, error) {
 func arrayToString(arr types.Datum, sep string, nullStr *string) types.Datum {
 	var sb strings.Builder
 	first := true
-	for _, e := range arr.A {
+	for _, e := range arr.Elems() {
 		if e.K == types.KNull {
 			if nullStr == nil {
 				continue
@@ -647,10 +647,10 @@ func init() {
 	// Arrays (text[] only).
 	ta := types.TextArray
 	subscript := build2(func(a, c types.Datum) (types.Datum, error) {
-		if c.I < 1 || c.I > int64(len(a.A)) {
+		if c.I < 1 || c.I > int64(len(a.Elems())) {
 			return types.Null, nil
 		}
-		return a.A[c.I-1], nil
+		return a.Elems()[c.I-1], nil
 	})
 	reg("__pg_subscript", fams(ta, I4), tt, func(b *bctx) (Fn, error) {
 		// A constant subscript of an array whose elements can be had
@@ -658,10 +658,10 @@ func init() {
 		if types.IsVector(b.args[0].t.Fam) {
 			// int2vector and oidvector subscripts start at 0.
 			return strict2(b.fn(0), b.fn(1), func(a, c types.Datum) (types.Datum, error) {
-				if c.I < 0 || c.I >= int64(len(a.A)) {
+				if c.I < 0 || c.I >= int64(len(a.Elems())) {
 					return types.Null, nil
 				}
-				return a.A[c.I], nil
+				return a.Elems()[c.I], nil
 			}), nil
 		}
 		if i, ok := b.konst(1); ok && i.K != types.KNull && b.args[0].efn != nil {
@@ -716,16 +716,16 @@ func init() {
 					out = append(out, str(p))
 				}
 			}
-			return types.Datum{K: types.KArray, A: out}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 		}, nil
 	})
 	reg("array_length", fams(ta, I4), ti, build2(func(a, c types.Datum) (types.Datum, error) {
-		if c.I != 1 || len(a.A) == 0 {
+		if c.I != 1 || len(a.Elems()) == 0 {
 			return types.Null, nil
 		}
-		return intD(int64(len(a.A))), nil
+		return intD(int64(len(a.Elems()))), nil
 	}))
 	reg("cardinality", fams(ta), ti, build1(func(a types.Datum) (types.Datum, error) {
-		return intD(int64(len(a.A))), nil
+		return intD(int64(len(a.Elems()))), nil
 	}))
 }

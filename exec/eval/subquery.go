@@ -73,7 +73,7 @@ func (c *compiler) compileSubquery(x *spec.Subquery) (arg, error) {
 			for i, r := range rs {
 				elems[i] = r[0]
 			}
-			return types.Datum{K: types.KArray, A: elems}, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(elems)}, nil
 		}}, nil
 	case spec.AnySubquery, spec.AllSubquery:
 		if x.Left == nil || len(rootCols) == 0 {

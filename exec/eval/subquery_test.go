@@ -178,7 +178,7 @@ func TestTableFuncs(t *testing.T) {
 		for i, v := range vs {
 			a[i] = types.NewString(v)
 		}
-		return types.Datum{K: types.KArray, A: a}
+		return types.Datum{K: types.KArray, A: types.NewElems(a)}
 	}
 	i := types.NewInt
 	for _, c := range []struct {
@@ -220,7 +220,7 @@ func TestArrayForms(t *testing.T) {
 			}
 			a[i] = types.NewString(v)
 		}
-		return &spec.Const{D: types.Datum{K: types.KArray, A: a}, T: types.TTextArray}
+		return &spec.Const{D: types.Datum{K: types.KArray, A: types.NewElems(a)}, T: types.TTextArray}
 	}
 	oid := &spec.Const{D: types.NewInt(10), T: types.TOid}
 	for _, c := range []struct {

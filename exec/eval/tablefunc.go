@@ -46,13 +46,13 @@ func init() {
 			walk = func(a []types.Datum) {
 				for _, e := range a {
 					if e.K == types.KArray {
-						walk(e.A)
+						walk(e.Elems())
 						continue
 					}
 					out = append(out, types.Row{e})
 				}
 			}
-			walk(args[0].A)
+			walk(args[0].Elems())
 			return out, nil
 		}}}
 	tableFuncs["pg_options_to_table"] = []tableFunc{{params: fams(TA),
@@ -61,8 +61,8 @@ func init() {
 			if args[0].K == types.KNull {
 				return nil, nil
 			}
-			out := make([]types.Row, 0, len(args[0].A))
-			for _, e := range args[0].A {
+			out := make([]types.Row, 0, len(args[0].Elems()))
+			for _, e := range args[0].Elems() {
 				if e.K != types.KString {
 					continue
 				}

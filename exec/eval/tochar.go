@@ -538,7 +538,7 @@ func numToChar(v types.Datum, t types.T, format string) (types.Datum, error) {
 			abs += "." + strings.Repeat("0", d.post)
 		}
 	case v.K == types.KFloat:
-		f := v.F
+		f := v.Float()
 		maxDig := 15
 		if t.Fam == types.Float4 {
 			maxDig = 6

@@ -16,18 +16,18 @@ func init() {
 			return types.ParseText(e.S, elem)
 		}
 		reg("__pg_subscript", fams(f, types.Int4), elem, build2(func(a, c types.Datum) (types.Datum, error) {
-			if c.I < 1 || c.I > int64(len(a.A)) {
+			if c.I < 1 || c.I > int64(len(a.Elems())) {
 				return types.Null, nil
 			}
-			return read(a.A[c.I-1])
+			return read(a.Elems()[c.I-1])
 		}))
 		tableFuncs["unnest"] = append([]tableFunc{{params: fams(f), cols: []types.Column{{Name: "unnest", Type: elem}},
 			run: func(args []types.Datum) ([]types.Row, error) {
 				if args[0].K == types.KNull {
 					return nil, nil
 				}
-				out := make([]types.Row, 0, len(args[0].A))
-				for _, e := range args[0].A {
+				out := make([]types.Row, 0, len(args[0].Elems()))
+				for _, e := range args[0].Elems() {
 					d, err := read(e)
 					if err != nil {
 						return nil, err
@@ -54,8 +54,8 @@ func init() {
 }
 
 func convertArrayElems(a types.Datum, t types.T) (types.Datum, error) {
-	out := make([]types.Datum, len(a.A))
-	for i, e := range a.A {
+	out := make([]types.Datum, len(a.Elems()))
+	for i, e := range a.Elems() {
 		switch e.K {
 		case types.KNull:
 			out[i] = e
@@ -78,6 +78,6 @@ func convertArrayElems(a types.Datum, t types.T) (types.Datum, error) {
 		}
 	}
 	r := a
-	r.A = out
+	r.SetElems(out)
 	return r, nil
 }

@@ -17,7 +17,7 @@ func init() {
 					return nil, nil
 				}
 				var out []types.Row
-				for _, e := range flatLeaves(args[0].A, nil) {
+				for _, e := range flatLeaves(args[0].Elems(), nil) {
 					out = append(out, types.Row{e})
 				}
 				return out, nil
@@ -37,7 +37,7 @@ func init() {
 					return nil, nil
 				}
 				var out []types.Row
-				for i, e := range flatLeaves(args[0].A, nil) {
+				for i, e := range flatLeaves(args[0].Elems(), nil) {
 					if text && f != types.TextArray && e.K == types.KString {
 						d, err := types.ParseText(e.S, elem)
 						if err != nil {

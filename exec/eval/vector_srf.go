@@ -15,8 +15,8 @@ func init() {
 				if args[0].K == types.KNull {
 					return nil, nil
 				}
-				out := make([]types.Row, 0, len(args[0].A))
-				for _, e := range args[0].A {
+				out := make([]types.Row, 0, len(args[0].Elems()))
+				for _, e := range args[0].Elems() {
 					if e.K == types.KString {
 						d, err := types.ParseText(e.S, t)
 						if err != nil {
@@ -35,7 +35,7 @@ func init() {
 		if args[0].K == types.KNull || args[1].K == types.KNull || args[1].I != 1 {
 			return nil, nil // one dimension
 		}
-		n := len(args[0].A)
+		n := len(args[0].Elems())
 		reverse := len(args) > 2 && args[2].I != 0
 		out := make([]types.Row, n)
 		for i := range out {

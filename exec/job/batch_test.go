@@ -35,7 +35,7 @@ func fmtDatum(d types.Datum) string {
 	case types.KString:
 		return "'" + d.S + "'"
 	case types.KFloat:
-		return fmt.Sprintf("f%g", d.F)
+		return fmt.Sprintf("f%g", d.Float())
 	case types.KBool:
 		return fmt.Sprint(d.Bool())
 	}

@@ -153,8 +153,8 @@ func RowBytes(r types.Row) int64 {
 
 func datumExtra(d *types.Datum) int64 {
 	n := int64(len(d.S))
-	for i := range d.A {
-		n += datumBytes + datumExtra(&d.A[i])
+	for i := range d.Elems() {
+		n += datumBytes + datumExtra(&d.Elems()[i])
 	}
 	return n
 }

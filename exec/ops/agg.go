@@ -890,7 +890,7 @@ func (a *Agg) update(ac *acc, ag *spec.AggCall, r types.Row, diff int64) error {
 		}
 		switch v.K {
 		case types.KFloat:
-			ac.f += v.F * float64(diff)
+			ac.f += v.Float() * float64(diff)
 		case types.KInterval:
 			// Interval sums keep months/days/micros in d.
 			if ac.dp == nil || ac.dp.K != types.KInterval {
@@ -1026,7 +1026,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 					sumI += e.v.I
 				}
 			case types.KFloat:
-				sumF += e.v.F
+				sumF += e.v.Float()
 			case types.KDecimal:
 				sumD = decAddSafe(sumD, e.v)
 			}
@@ -1065,7 +1065,7 @@ func resultOf(ac *acc, ag *spec.AggCall, vs *vset, slot int) types.Datum {
 	// avg
 	switch sum.K {
 	case types.KFloat:
-		return types.NewFloat(sum.F / float64(n))
+		return types.NewFloat(sum.Float() / float64(n))
 	case types.KInterval:
 		return types.NewInterval(sum.M/int32(n), sum.X/int32(n), sum.I/n)
 	case types.KInt:
@@ -1359,7 +1359,7 @@ func (a *Agg) decodeGroup(v []byte) (*group, error) {
 	g.emitted = next().Bool()
 	for i := range g.accs {
 		ac := &g.accs[i]
-		ac.n, ac.i, ac.f = next().I, next().I, next().F
+		ac.n, ac.i, ac.f = next().I, next().I, next().Float()
 		ac.setD(next())
 	}
 	for j := range g.accs {

@@ -391,7 +391,7 @@ func refResult(t *testing.T, rows []change, ag spec.AggCall) types.Datum {
 	case types.Float8:
 		s := 0.0
 		for _, v := range vals {
-			s += v.F
+			s += v.Float()
 		}
 		sum = types.NewFloat(s)
 	case types.Numeric:
@@ -416,7 +416,7 @@ func refResult(t *testing.T, rows []change, ag spec.AggCall) types.Datum {
 		return sum
 	}
 	if sum.K == types.KFloat {
-		return types.NewFloat(sum.F / float64(len(vals)))
+		return types.NewFloat(sum.Float() / float64(len(vals)))
 	}
 	q, err := types.DecDiv(sum, types.DecFromInt(int64(len(vals))))
 	if err != nil {

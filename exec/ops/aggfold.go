@@ -90,7 +90,7 @@ func FoldAgg(call *spec.AggCall, in [][]types.Datum) (types.Datum, error) {
 				elems[i] = types.NewString(types.FormatText(e, types.TBool))
 			}
 		}
-		return types.Datum{K: types.KArray, A: elems}, nil
+		return types.Datum{K: types.KArray, A: types.NewElems(elems)}, nil
 	case "jsonb_agg", "jsonb_object_agg":
 		return jsonbAggResult(call.Func, in)
 	case "bool_and", "every", "bool_or":
@@ -187,7 +187,7 @@ func foldSet(ag *spec.AggCall, vs *vset, slot int) (types.Datum, error) {
 			n = 1
 		}
 		for ; n > 0; n-- {
-			in = append(in, e.v.A)
+			in = append(in, e.v.Elems())
 		}
 	}
 	return FoldAgg(ag, in)

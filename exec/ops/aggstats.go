@@ -72,12 +72,12 @@ func updateStats(ac *acc, v types.Datum, diff int64) error {
 	case types.KInt:
 		x = types.DecFromInt(v.I)
 	case types.KFloat:
-		if math.IsNaN(v.F) || math.IsInf(v.F, 0) {
+		if math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0) {
 			ac.i += diff
 			return nil
 		}
 		var err error
-		if x, err = floatDec(v.F); err != nil {
+		if x, err = floatDec(v.Float()); err != nil {
 			return err
 		}
 	case types.KDecimal:
@@ -329,8 +329,8 @@ func orderedSetResult(ag *spec.AggCall, vs *vset, slot int) (types.Datum, error)
 	first, second := int64(math.Floor(pos)), int64(math.Ceil(pos))
 	lo := at(first)
 	if first == second {
-		return types.NewFloat(lo.F), nil
+		return types.NewFloat(lo.Float()), nil
 	}
 	hi := at(second)
-	return types.NewFloat(lo.F + (hi.F-lo.F)*(pos-float64(first))), nil
+	return types.NewFloat(lo.Float() + (hi.Float()-lo.Float())*(pos-float64(first))), nil
 }

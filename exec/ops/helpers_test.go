@@ -26,7 +26,7 @@ func fmtDatum(d types.Datum) string {
 	case types.KInt:
 		return strconv.FormatInt(d.I, 10)
 	case types.KFloat:
-		return "f" + strconv.FormatFloat(d.F, 'g', -1, 64)
+		return "f" + strconv.FormatFloat(d.Float(), 'g', -1, 64)
 	case types.KDecimal:
 		s := types.DecString(d)
 		if strings.Contains(s, ".") {

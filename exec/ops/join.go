@@ -169,7 +169,7 @@ type bucket struct {
 // stored row is kept as its encoding only, and decoded (once) when a probe
 // first needs its values: most stored rows are never probed (a bid arrives
 // after its auction: the auction finds none of its bids), and a row kept
-// whole is 72 bytes per column of pointerful memory the garbage collector
+// whole is 48 bytes per column of pointerful memory the garbage collector
 // scans on every cycle.
 type jentry struct {
 	rk    string

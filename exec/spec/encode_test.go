@@ -111,7 +111,7 @@ func TestEncodeGolden(t *testing.T) {
 	if got, exp := back.Explain(), p.Explain(); got != exp {
 		t.Fatalf("decoded plan explains\n%s\nwant\n%s", got, exp)
 	}
-	if !reflect.DeepEqual(back.Nodes[4].Rows[1], p.Nodes[4].Rows[1]) || !math.IsNaN(back.Nodes[4].Rows[0][0].F) {
+	if !reflect.DeepEqual(back.Nodes[4].Rows[1], p.Nodes[4].Rows[1]) || !math.IsNaN(back.Nodes[4].Rows[0][0].Float()) {
 		t.Fatalf("Values rows decoded as %v", back.Nodes[4].Rows)
 	}
 	for i, n := range back.Nodes {

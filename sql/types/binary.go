@@ -64,7 +64,7 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		var f float64
 		switch d.K {
 		case KFloat:
-			f = d.F
+			f = d.Float()
 		case KInt:
 			f = float64(d.I)
 		case KDecimal:
@@ -83,7 +83,7 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 			d = DecFromInt(d.I)
 		case KFloat:
 			var err error
-			if d, err = DecFromFloat(d.F); err != nil {
+			if d, err = DecFromFloat(d.Float()); err != nil {
 				return buf, err
 			}
 		default:
@@ -167,19 +167,19 @@ func EncodeBinary(buf []byte, d Datum, t T) ([]byte, error) {
 		if d.K != KArray {
 			break
 		}
-		return appendArrayBinary(buf, d.A)
+		return appendArrayBinary(buf, d.Elems())
 	case Int2Array, BoolArray:
 		if d.K != KArray {
 			break
 		}
 		elem, _ := ArrayElem(t.Fam)
-		return appendTypedArrayBinary(buf, d.A, elem)
+		return appendTypedArrayBinary(buf, d.Elems(), elem)
 	case Int4Array, Int8Array, Float8Array, NumericArray, TimestampTZArray, Float4Array, DateArray, TimeArray,
 		TimestampArray, IntervalArray, JSONBArray, VarcharArray, UUIDArray, ByteaArray:
 		if d.K != KArray {
 			break
 		}
-		return appendElemArrayBinary(buf, d.A, t)
+		return appendElemArrayBinary(buf, d.Elems(), t)
 	}
 	return buf, errEncode(d, t)
 }
@@ -286,7 +286,7 @@ func appendArrayBinary(buf []byte, elems []Datum) ([]byte, error) {
 			if len(cur) == 0 || cur[0].K != KArray {
 				break
 			}
-			cur = cur[0].A
+			cur = cur[0].Elems()
 		}
 	}
 	hasNull := false
@@ -320,7 +320,7 @@ func checkArrayShape(elems []Datum, dims []int, hasNull *bool) error {
 			if e.K != KArray {
 				return pgerror.New(pgcode.InvalidParameterValue, "multidimensional arrays must have array expressions with matching dimensions")
 			}
-			if err := checkArrayShape(e.A, dims[1:], hasNull); err != nil {
+			if err := checkArrayShape(e.Elems(), dims[1:], hasNull); err != nil {
 				return err
 			}
 			continue
@@ -340,7 +340,7 @@ func appendArrayElems(buf []byte, elems []Datum) []byte {
 	for _, e := range elems {
 		switch e.K {
 		case KArray:
-			buf = appendArrayElems(buf, e.A)
+			buf = appendArrayElems(buf, e.Elems())
 		case KNull:
 			buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32)
 		default:
@@ -643,7 +643,7 @@ func decodeArrayBinary(b []byte) (Datum, error) {
 		if len(p) != 0 {
 			return Datum{}, errBinary("incorrect binary data format for type text[]: %d trailing bytes", len(p))
 		}
-		return Datum{K: KArray, A: []Datum{}}, nil
+		return Datum{K: KArray, A: NewElems([]Datum{})}, nil
 	}
 	if total > len(p)/4 {
 		return Datum{}, errBinary("array size exceeds the data available")
@@ -672,7 +672,7 @@ func decodeArrayBinary(b []byte) (Datum, error) {
 		return Datum{}, errBinary("incorrect binary data format for type text[]: %d trailing bytes", len(p))
 	}
 	a, _ := nestArray(leaves, dims[:ndim])
-	return Datum{K: KArray, A: a}, nil
+	return Datum{K: KArray, A: NewElems(a)}, nil
 }
 
 // nestArray builds nested KArray datums from row-major leaves.
@@ -684,7 +684,7 @@ func nestArray(leaves []Datum, dims []int) ([]Datum, []Datum) {
 	for i := range out {
 		var sub []Datum
 		sub, leaves = nestArray(leaves, dims[1:])
-		out[i] = Datum{K: KArray, A: sub}
+		out[i] = Datum{K: KArray, A: NewElems(sub)}
 	}
 	return out, leaves
 }

@@ -128,9 +128,9 @@ func randTextArray(rng *rand.Rand, depth int) Datum {
 			for j := range sub {
 				sub[j] = NewString(randText(rng, 4))
 			}
-			a[i] = Datum{K: KArray, A: sub}
+			a[i] = Datum{K: KArray, A: NewElems(sub)}
 		}
-		return Datum{K: KArray, A: a}
+		return Datum{K: KArray, A: NewElems(a)}
 	}
 	a := make([]Datum, n)
 	for i := range a {
@@ -140,7 +140,7 @@ func randTextArray(rng *rand.Rand, depth int) Datum {
 			a[i] = NewString(randText(rng, 4))
 		}
 	}
-	return Datum{K: KArray, A: a}
+	return Datum{K: KArray, A: NewElems(a)}
 }
 
 var allTypes = []T{TBool, TInt2, TInt4, TInt8, TFloat4, TFloat8, TNumeric, TText, TVarchar, TBytea, TDate, TTime,
@@ -196,9 +196,9 @@ func TestEncodeBinaryConversions(t *testing.T) {
 		{NewFloat(1e20), TNumeric, "00010005000000000001", ""},
 		{NewDate(math.MaxInt64 - 1), TDate, "", "22008"},
 		{NewTimestamp(math.MinInt64 + 1), TTimestamp, "", "22008"},
-		{Datum{K: KArray, A: []Datum{{K: KArray, A: []Datum{NewString("a")}}, NewString("b")}}, TTextArray, "", "22023"},
-		{Datum{K: KArray, A: []Datum{{K: KArray, A: []Datum{NewString("a")}}, {K: KArray, A: []Datum{}}}}, TTextArray, "", "22023"},
-		{Datum{K: KArray, A: []Datum{NewInt(1)}}, TTextArray, "000000010000000000000019000000010000000100000001" + "31", ""},
+		{Datum{K: KArray, A: NewElems([]Datum{{K: KArray, A: NewElems([]Datum{NewString("a")})}, NewString("b")})}, TTextArray, "", "22023"},
+		{Datum{K: KArray, A: NewElems([]Datum{{K: KArray, A: NewElems([]Datum{NewString("a")})}, {K: KArray, A: NewElems([]Datum{})}})}, TTextArray, "", "22023"},
+		{Datum{K: KArray, A: NewElems([]Datum{NewInt(1)})}, TTextArray, "000000010000000000000019000000010000000100000001" + "31", ""},
 	}
 	for _, tc := range tests {
 		got, err := EncodeBinary(nil, tc.d, tc.t)
@@ -206,9 +206,9 @@ func TestEncodeBinaryConversions(t *testing.T) {
 			t.Errorf("EncodeBinary(%+v, %s) = %x, %v; want %s %s", tc.d, tc.t, got, err, tc.want, tc.code)
 		}
 	}
-	deep := Datum{K: KArray, A: []Datum{NewString("x")}}
+	deep := Datum{K: KArray, A: NewElems([]Datum{NewString("x")})}
 	for i := 0; i < 7; i++ {
-		deep = Datum{K: KArray, A: []Datum{deep}}
+		deep = Datum{K: KArray, A: NewElems([]Datum{deep})}
 	}
 	if _, err := EncodeBinary(nil, deep, TTextArray); errCode(err) != "54000" {
 		t.Errorf("EncodeBinary(8-dim array) = %v", err)
@@ -287,11 +287,11 @@ func TestDecodeBinaryErrors(t *testing.T) {
 	}
 	// Zero-size dimensions give an empty array; lower bounds are ignored.
 	d, err := DecodeBinary(h("000000020000000000000019000000027fffffff0000000000000001"), TTextArray)
-	if err != nil || d.K != KArray || len(d.A) != 0 {
+	if err != nil || d.K != KArray || len(d.Elems()) != 0 {
 		t.Errorf("zero-size array = %+v, %v", d, err)
 	}
 	d, err = DecodeBinary(h("0000000100000000000000190000000100000005000000016162"[:len("0000000100000000000000190000000100000005000000016162")-2]), TTextArray)
-	if err != nil || len(d.A) != 1 || d.A[0].S != "a" {
+	if err != nil || len(d.Elems()) != 1 || d.Elems()[0].S != "a" {
 		t.Errorf("lower bound 5 = %+v, %v", d, err)
 	}
 	// Numeric digits beyond dscale are truncated as numeric_recv does.

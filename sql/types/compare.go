@@ -73,7 +73,7 @@ func Compare(a, b Datum) int {
 		case KBool, KInt, KDate, KTime, KTimestamp, KTimestampTZ:
 			return cmpInt64(a.I, b.I)
 		case KFloat:
-			return cmpFloat(a.F, b.F)
+			return cmpFloat(a.Float(), b.Float())
 		case KDecimal:
 			return DecCmp(a, b)
 		case KString, KBytes, KUUID:
@@ -83,7 +83,7 @@ func Compare(a, b Datum) int {
 		case KInterval:
 			return cmpInterval(a, b)
 		case KArray:
-			return cmpArray(a.A, b.A)
+			return cmpArray(a.Elems(), b.Elems())
 		}
 		return 0
 	}
@@ -164,20 +164,20 @@ func cmpNumbers(a, b Datum) int {
 	switch a.K {
 	case KInt:
 		if b.K == KFloat {
-			return cmpIntFloat(a.I, b.F)
+			return cmpIntFloat(a.I, b.Float())
 		}
 		return -cmpDecInt(b, a.I)
 	case KFloat:
 		if b.K == KInt {
-			return -cmpIntFloat(b.I, a.F)
+			return -cmpIntFloat(b.I, a.Float())
 		}
-		return -cmpDecFloat(b, a.F)
+		return -cmpDecFloat(b, a.Float())
 	}
 	// a is a decimal
 	if b.K == KInt {
 		return cmpDecInt(a, b.I)
 	}
-	return cmpDecFloat(a, b.F)
+	return cmpDecFloat(a, b.Float())
 }
 
 // cmpIntFloat compares an int64 with a float64 exactly.
@@ -474,7 +474,7 @@ func Hash(h uint64, d Datum) uint64 {
 	case KInt:
 		h = mix(mix(h, hashNum), uint64(d.I))
 	case KFloat:
-		h = hashFloatVal(h, d.F)
+		h = hashFloatVal(h, d.Float())
 	case KDecimal:
 		h = hashDecimal(h, d)
 	case KString:
@@ -502,8 +502,8 @@ func Hash(h uint64, d Datum) uint64 {
 		hi, lo := intervalTotal(d)
 		h = mix(mix(mix(h, hashInterval), uint64(hi)), lo)
 	case KArray:
-		h = mix(mix(h, hashArray), uint64(len(d.A)))
-		for _, e := range d.A {
+		h = mix(mix(h, hashArray), uint64(len(d.Elems())))
+		for _, e := range d.Elems() {
 			h = Hash(h, e)
 		}
 	}

@@ -85,12 +85,12 @@ func TestCompareOrderTable(t *testing.T) {
 			{NewJSON("[]")}, {NewJSON(`{"a":1}`)},
 		},
 		{
-			{Datum{K: KArray}, Datum{K: KArray, A: []Datum{}}},
-			{Datum{K: KArray, A: []Datum{Null}}},
-			{Datum{K: KArray, A: []Datum{Null, NewString("a")}}},
-			{Datum{K: KArray, A: []Datum{NewString("a")}}},
-			{Datum{K: KArray, A: []Datum{NewString("a"), Null}}},
-			{Datum{K: KArray, A: []Datum{NewString("b")}}},
+			{Datum{K: KArray}, Datum{K: KArray, A: NewElems([]Datum{})}},
+			{Datum{K: KArray, A: NewElems([]Datum{Null})}},
+			{Datum{K: KArray, A: NewElems([]Datum{Null, NewString("a")})}},
+			{Datum{K: KArray, A: NewElems([]Datum{NewString("a")})}},
+			{Datum{K: KArray, A: NewElems([]Datum{NewString("a"), Null})}},
+			{Datum{K: KArray, A: NewElems([]Datum{NewString("b")})}},
 		},
 	}
 	var all [][]Datum // classes in the order Compare ranks them
@@ -124,7 +124,7 @@ func exactRat(d Datum) *big.Rat {
 	case KInt:
 		return new(big.Rat).SetInt64(d.I)
 	case KFloat:
-		return new(big.Rat).SetFloat64(d.F)
+		return new(big.Rat).SetFloat64(d.Float())
 	}
 	return ratOf(d)
 }
@@ -149,7 +149,7 @@ func TestCompareNumbersRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(30))
 	for i := 0; i < 50000; i++ {
 		a, b := randNumber(rng), randNumber(rng)
-		if a.K == KFloat && (math.IsNaN(a.F) || math.IsInf(a.F, 0)) || b.K == KFloat && (math.IsNaN(b.F) || math.IsInf(b.F, 0)) {
+		if a.K == KFloat && (math.IsNaN(a.Float()) || math.IsInf(a.Float(), 0)) || b.K == KFloat && (math.IsNaN(b.Float()) || math.IsInf(b.Float(), 0)) {
 			continue
 		}
 		want := exactRat(a).Cmp(exactRat(b))
@@ -194,7 +194,7 @@ func TestCompareSortsConsistently(t *testing.T) {
 func TestHashDistinguishes(t *testing.T) {
 	vals := []Datum{Null, NewBool(false), NewBool(true), NewInt(0), NewInt(1), NewFloat(0.5), NewDecimal(1, 1),
 		NewString(""), NewString("a"), NewBytes([]byte("a")), NewJSON("a"), NewDate(1), NewTime(1), NewTimestamp(1),
-		NewInterval(0, 0, 1), NewInterval(0, 1, 0), Datum{K: KArray, A: []Datum{NewString("a")}}, NewString("abcdefghijklmnopq"),
+		NewInterval(0, 0, 1), NewInterval(0, 1, 0), Datum{K: KArray, A: NewElems([]Datum{NewString("a")})}, NewString("abcdefghijklmnopq"),
 		NewString("abcdefghijklmnopr"), NewDecimal(1, 40), NewDecimal(3, 1), NewFloat(math.NaN()), NewFloat(1e300)}
 	seen := map[uint64]int{}
 	for i, v := range vals {
@@ -212,7 +212,7 @@ func TestHashDistinguishes(t *testing.T) {
 func TestNoAllocs(t *testing.T) {
 	vals := []Datum{NewInt(5), NewFloat(1.5), NewDecimal(12345, 3), NewDecimal(math.MaxInt64, 25), DecNaN(), NewString("hello world, long enough"),
 		NewBytes([]byte{0, 1, 0}), NewDate(3), NewTimestampTZ(-5), NewInterval(1, 2, 3), NewJSON(`{"a":1}`), NewBool(true), Null,
-		Datum{K: KArray, A: []Datum{NewString("a\x00"), Null}}}
+		Datum{K: KArray, A: NewElems([]Datum{NewString("a\x00"), Null})}}
 	buf := make([]byte, 0, 4096)
 	for _, a := range vals {
 		for _, b := range []Datum{NewInt(7), NewFloat(7.25), NewDecimal(725, 2), a} {

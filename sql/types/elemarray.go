@@ -115,11 +115,11 @@ func convertLeaves(elems []Datum, elem T) ([]Datum, error) {
 			out[i] = Null
 			continue
 		case KArray:
-			sub, err := convertLeaves(e.A, elem)
+			sub, err := convertLeaves(e.Elems(), elem)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = Datum{K: KArray, A: sub}
+			out[i] = Datum{K: KArray, A: NewElems(sub)}
 			continue
 		case KString:
 			v, err := ParseText(e.S, elem)
@@ -151,7 +151,7 @@ func LeavesToText(elems []Datum, elem T) []Datum {
 		case KNull, KString:
 			out[i] = e
 		case KArray:
-			out[i] = Datum{K: KArray, A: LeavesToText(e.A, elem)}
+			out[i] = Datum{K: KArray, A: NewElems(LeavesToText(e.Elems(), elem))}
 		default:
 			out[i] = NewString(FormatText(e, elem))
 		}
@@ -165,11 +165,11 @@ func ToElemArray(d Datum, t T) (Datum, error) {
 	if d.K != KArray {
 		return Datum{}, errCannotCast(kindType(d.K), t)
 	}
-	out, err := convertLeaves(d.A, ElemType(t))
+	out, err := convertLeaves(d.Elems(), ElemType(t))
 	if err != nil {
 		return Datum{}, err
 	}
-	return Datum{K: KArray, A: out}, nil
+	return Datum{K: KArray, A: NewElems(out)}, nil
 }
 
 // parseElemArray parses '{1,2}' as an array of t's element type.
@@ -199,7 +199,7 @@ func appendElemArrayBinary(buf []byte, elems []Datum, t T) ([]byte, error) {
 			if len(cur) == 0 || cur[0].K != KArray {
 				break
 			}
-			cur = cur[0].A
+			cur = cur[0].Elems()
 		}
 	}
 	hasNull := false
@@ -223,7 +223,7 @@ func appendElemArrayBinary(buf []byte, elems []Datum, t T) ([]byte, error) {
 			switch e.K {
 			case KArray:
 				var err error
-				if buf, err = leaves(buf, e.A); err != nil {
+				if buf, err = leaves(buf, e.Elems()); err != nil {
 					return buf, err
 				}
 				continue
@@ -302,7 +302,7 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 	}
 	p = p[8*int(ndim):]
 	if ndim == 0 || total == 0 {
-		return Datum{K: KArray, A: []Datum{}}, nil
+		return Datum{K: KArray, A: NewElems([]Datum{})}, nil
 	}
 	if total > len(p)/4 {
 		return Datum{}, errBinary("array size exceeds the data available")
@@ -343,7 +343,7 @@ func decodeElemArrayBinary(b []byte, t T) (Datum, error) {
 		return Datum{}, errBinary("incorrect binary data format for type %s: %d trailing bytes", t, len(p))
 	}
 	a, _ := nestArray(leaves, dims[:ndim])
-	return Datum{K: KArray, A: a}, nil
+	return Datum{K: KArray, A: NewElems(a)}, nil
 }
 
 // ArrayFromJSON converts the JSON array text (a source's field) to a
@@ -371,7 +371,7 @@ func ArrayFromJSON(text string, t T) (Datum, error) {
 				}
 				out[i] = d
 			}
-			return Datum{K: KArray, A: out}, nil
+			return Datum{K: KArray, A: NewElems(out)}, nil
 		case json.Number:
 			return NewString(x.String()), nil
 		case string:
@@ -392,7 +392,7 @@ func ArrayFromJSON(text string, t T) (Datum, error) {
 		return Datum{}, pgerror.New(pgcode.InvalidTextRepresentation, "malformed array literal: expected a JSON array for %s", t)
 	}
 	var dims []int
-	if err := checkArrayShape(d.A, jsonDims(d.A, dims), new(bool)); err != nil {
+	if err := checkArrayShape(d.Elems(), jsonDims(d.Elems(), dims), new(bool)); err != nil {
 		return Datum{}, err
 	}
 	switch {
@@ -411,7 +411,7 @@ func jsonDims(a []Datum, dims []int) []int {
 		if a[0].K != KArray {
 			break
 		}
-		a = a[0].A
+		a = a[0].Elems()
 	}
 	return dims
 }
@@ -423,7 +423,7 @@ func tstzLeavesIn(elems []Datum, loc *time.Location) []Datum {
 	for i, e := range elems {
 		switch e.K {
 		case KArray:
-			out[i] = Datum{K: KArray, A: tstzLeavesIn(e.A, loc)}
+			out[i] = Datum{K: KArray, A: NewElems(tstzLeavesIn(e.Elems(), loc))}
 		case KTimestampTZ:
 			out[i] = NewString(string(AppendTimestampTZ(nil, e.I, loc)))
 		default:
@@ -446,11 +446,11 @@ func parseTstzArrayIn(s string, loc *time.Location) (Datum, error) {
 		for i, e := range es {
 			switch e.K {
 			case KArray:
-				sub, err := conv(e.A)
+				sub, err := conv(e.Elems())
 				if err != nil {
 					return nil, err
 				}
-				out[i] = Datum{K: KArray, A: sub}
+				out[i] = Datum{K: KArray, A: NewElems(sub)}
 			case KString:
 				v, err := parseTimestampIn(e.S, loc)
 				if err != nil {
@@ -463,9 +463,9 @@ func parseTstzArrayIn(s string, loc *time.Location) (Datum, error) {
 		}
 		return out, nil
 	}
-	a, err := conv(d.A)
+	a, err := conv(d.Elems())
 	if err != nil {
 		return Datum{}, err
 	}
-	return Datum{K: KArray, A: a}, nil
+	return Datum{K: KArray, A: NewElems(a)}, nil
 }

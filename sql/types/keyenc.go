@@ -71,7 +71,7 @@ func AppendKey(buf []byte, d Datum) []byte {
 	case KInt:
 		return appendKeyUint64(append(buf, keyInt), uint64(d.I)^(1<<63))
 	case KFloat:
-		return appendKeyUint64(append(buf, keyFloat), floatKeyBits(d.F))
+		return appendKeyUint64(append(buf, keyFloat), floatKeyBits(d.Float()))
 	case KDecimal:
 		return appendKeyDecimal(buf, d)
 	case KString:
@@ -99,7 +99,7 @@ func AppendKey(buf []byte, d Datum) []byte {
 		return appendKeyUint64(buf, lo)
 	case KArray:
 		buf = append(buf, keyArray)
-		for _, e := range d.A {
+		for _, e := range d.Elems() {
 			buf = AppendKey(buf, e)
 		}
 		return append(buf, keyArrayEnd)
@@ -374,7 +374,7 @@ func (r *keyReader) decode(depth int) (Datum, error) {
 			}
 			if r.b[r.i]^r.mask == keyArrayEnd {
 				r.i++
-				return Datum{K: KArray, A: elems}, nil
+				return Datum{K: KArray, A: NewElems(elems)}, nil
 			}
 			e, err := r.decode(depth + 1)
 			if err != nil {

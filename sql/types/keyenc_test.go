@@ -93,7 +93,7 @@ func randKeyDatum(rng *rand.Rand, k Kind) Datum {
 				a[i] = randKeyDatum(rng, KString)
 			}
 		}
-		return Datum{K: KArray, A: a}
+		return Datum{K: KArray, A: NewElems(a)}
 	}
 	return Null
 }
@@ -178,7 +178,7 @@ func TestKeyEqualValuesEqualBytes(t *testing.T) {
 		{NewFloat(math.NaN()), NewFloat(math.Float64frombits(0xfff8000000000123))},
 		{NewInterval(1, 0, 0), NewInterval(0, 30, 0)},
 		{NewInterval(0, 1, 0), NewInterval(0, 0, usPerDay)},
-		{Datum{K: KArray}, Datum{K: KArray, A: []Datum{}}},
+		{Datum{K: KArray}, Datum{K: KArray, A: NewElems([]Datum{})}},
 	}
 	for _, p := range pairs {
 		if !bytes.Equal(AppendKey(nil, p[0]), AppendKey(nil, p[1])) {
@@ -209,7 +209,7 @@ func TestKeyVectors(t *testing.T) {
 		{NewString("a\x00b"), "40" + "6100ff62" + "0001"},
 		{NewBytes(nil), "48" + "0001"},
 		{NewInterval(0, 1, 0), "60" + "8000000000000000" + "000000141dd76000"},
-		{Datum{K: KArray, A: []Datum{NewString("x"), Null}}, "70" + "40780001" + "05" + "00"},
+		{Datum{K: KArray, A: NewElems([]Datum{NewString("x"), Null})}, "70" + "40780001" + "05" + "00"},
 	}
 	for _, tc := range tests {
 		if got := hex.EncodeToString(AppendKey(nil, tc.d)); got != tc.want {

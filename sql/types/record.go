@@ -241,7 +241,7 @@ func parseRecordText(s string, t T) (Datum, error) {
 	if len(out) != len(fields) {
 		return Datum{}, bad("Too few columns.")
 	}
-	return Datum{K: KArray, A: out}, nil
+	return Datum{K: KArray, A: NewElems(out)}, nil
 }
 
 // castRecord converts record d of type from to record type to field by
@@ -249,13 +249,13 @@ func parseRecordText(s string, t T) (Datum, error) {
 // the field counts must match.
 func castRecord(d Datum, from, to T) (Datum, error) {
 	tf := to.RecordFields()
-	if len(tf) != len(d.A) {
+	if len(tf) != len(d.Elems()) {
 		return Datum{}, pgerror.New(pgcode.CannotCoerce, "cannot cast type %s to %s", from, to).
-			WithDetail("Input has %d columns, but the target has %d.", len(d.A), len(tf))
+			WithDetail("Input has %d columns, but the target has %d.", len(d.Elems()), len(tf))
 	}
 	ff := from.RecordFields()
-	out := make([]Datum, len(d.A))
-	for i, f := range d.A {
+	out := make([]Datum, len(d.Elems()))
+	for i, f := range d.Elems() {
 		src := kindType(f.K)
 		if i < len(ff) {
 			src = ff[i].Type
@@ -266,7 +266,7 @@ func castRecord(d Datum, from, to T) (Datum, error) {
 		}
 		out[i] = v
 	}
-	return Datum{K: KArray, A: out}, nil
+	return Datum{K: KArray, A: NewElems(out)}, nil
 }
 
 // RecordFromJSON converts a JSON object (a source's field) to a value of
@@ -315,7 +315,7 @@ func recordFromValue(v any, t T) (Datum, error) {
 		}
 		out[i] = d
 	}
-	return Datum{K: KArray, A: out}, nil
+	return Datum{K: KArray, A: NewElems(out)}, nil
 }
 
 func fieldFromJSON(v any, t T) (Datum, error) {

@@ -8,8 +8,8 @@ import "encoding/binary"
 // record take the type of their datum's kind.
 func appendRecordBinary(buf []byte, d Datum, t T) ([]byte, error) {
 	fields := t.RecordFields()
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(d.A)))
-	for i, f := range d.A {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(d.Elems())))
+	for i, f := range d.Elems() {
 		ft := kindType(f.K)
 		if i < len(fields) {
 			ft = fields[i].Type

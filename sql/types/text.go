@@ -45,9 +45,9 @@ func AppendText(b []byte, d Datum, t T) []byte {
 		return strconv.AppendInt(b, d.I, 10)
 	case KFloat:
 		if t.Fam == Float4 {
-			return appendFloat(b, d.F, 32)
+			return appendFloat(b, d.Float(), 32)
 		}
-		return appendFloat(b, d.F, 64)
+		return appendFloat(b, d.Float(), 64)
 	case KDecimal:
 		return appendDecimal(b, d)
 	case KString, KJSON:
@@ -68,10 +68,10 @@ func AppendText(b []byte, d Datum, t T) []byte {
 		return appendInterval(b, d)
 	case KArray:
 		if t.Fam == Record {
-			return appendRecordText(b, d.A, t)
+			return appendRecordText(b, d.Elems(), t)
 		}
 		if IsVector(t.Fam) {
-			for i, e := range d.A {
+			for i, e := range d.Elems() {
 				if i > 0 {
 					b = append(b, ' ')
 				}
@@ -79,7 +79,7 @@ func AppendText(b []byte, d Datum, t T) []byte {
 			}
 			return b
 		}
-		return appendArrayText(b, d.A, elemArrayElem[t.Fam])
+		return appendArrayText(b, d.Elems(), elemArrayElem[t.Fam])
 	}
 	return b
 }
@@ -151,7 +151,7 @@ func appendArrayText(b []byte, elems []Datum, elem T) []byte {
 		case KNull:
 			b = append(b, "NULL"...)
 		case KArray:
-			b = appendArrayText(b, e.A, elem)
+			b = appendArrayText(b, e.Elems(), elem)
 		default:
 			var s string
 			if e.K == KString {
@@ -259,7 +259,7 @@ func ParseText(s string, t T) (Datum, error) {
 			}
 			out = append(out, NewString(f))
 		}
-		return Datum{K: KArray, A: out}, nil
+		return Datum{K: KArray, A: NewElems(out)}, nil
 	}
 	return Datum{}, pgerror.New(pgcode.FeatureNotSupported, "cannot parse input for type %s", t)
 }
@@ -578,7 +578,7 @@ func parseTextArray(s string) (Datum, error) {
 	if p.i != len(s) {
 		return malformed("Junk after closing right brace.")
 	}
-	return Datum{K: KArray, A: elems}, nil
+	return Datum{K: KArray, A: NewElems(elems)}, nil
 }
 
 // parseLevel parses one brace level at p.i == '{'; detail is non-empty on
@@ -615,7 +615,7 @@ func (p *arrayParser) parseLevel(depth int) ([]Datum, string) {
 				return nil, "Multidimensional arrays must have sub-arrays with matching dimensions."
 			}
 			subLen = len(sub)
-			elems = append(elems, Datum{K: KArray, A: sub})
+			elems = append(elems, Datum{K: KArray, A: NewElems(sub)})
 		} else {
 			if nested == 1 {
 				return nil, "Unexpected array element."
@@ -755,7 +755,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 			if err != nil {
 				return v, err
 			}
-			return Datum{K: KArray, A: cutLeaves(v.A, int(to.Prec))}, nil
+			return Datum{K: KArray, A: NewElems(cutLeaves(v.Elems(), int(to.Prec)))}, nil
 		}
 		return ParseText(d.S, to)
 	}
@@ -781,7 +781,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 		case KInt:
 			f = float64(d.I)
 		case KFloat:
-			f = d.F
+			f = d.Float()
 		case KDecimal:
 			// PostgreSQL converts through the text form, so range errors
 			// quote it.
@@ -816,9 +816,9 @@ func Cast(d Datum, from, to T) (Datum, error) {
 			r = DecFromInt(d.I)
 		case KFloat:
 			if from.Fam == Float4 {
-				r, err = decFromFloatDigits(d.F, 6)
+				r, err = decFromFloatDigits(d.Float(), 6)
 			} else {
-				r, err = DecFromFloat(d.F)
+				r, err = DecFromFloat(d.Float())
 			}
 		case KDecimal:
 			r = d
@@ -890,7 +890,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 	case TextArray, Int2Vector, OidVector:
 		if d.K == KArray {
 			if IsElemArray(from.Fam) {
-				return Datum{K: KArray, A: LeavesToText(d.A, elemArrayElem[from.Fam])}, nil
+				return Datum{K: KArray, A: NewElems(LeavesToText(d.Elems(), elemArrayElem[from.Fam]))}, nil
 			}
 			return d, nil
 		}
@@ -904,7 +904,7 @@ func Cast(d Datum, from, to T) (Datum, error) {
 				if err != nil {
 					return v, err
 				}
-				return Datum{K: KArray, A: cutLeaves(v.A, int(to.Prec))}, nil
+				return Datum{K: KArray, A: NewElems(cutLeaves(v.Elems(), int(to.Prec)))}, nil
 			}
 			return ToElemArray(d, to)
 		}
@@ -930,7 +930,7 @@ func cutLeaves(a []Datum, n int) []Datum {
 	for i, e := range a {
 		switch e.K {
 		case KArray:
-			e = Datum{K: KArray, A: cutLeaves(e.A, n)}
+			e = Datum{K: KArray, A: NewElems(cutLeaves(e.Elems(), n))}
 		case KString:
 			if cut, long := runePrefix(e.S, n); long {
 				e = NewString(e.S[:cut])
@@ -1048,7 +1048,7 @@ func castToInt(d Datum, from, to T) (Datum, error) {
 		if IsOidFamily(to.Fam) {
 			return Datum{}, errCannotCast(from, to)
 		}
-		f := math.RoundToEven(d.F)
+		f := math.RoundToEven(d.Float())
 		// float64(hi)+1 is exact for int2/int4 and rounds to 2^63 for int8.
 		if math.IsNaN(f) || f < float64(lo) || f >= float64(hi)+1 {
 			return outOfRange()

@@ -171,11 +171,11 @@ func TestFormatText(t *testing.T) {
 		{NewInterval(12, 0, 0), TInterval, "1 year"},
 		{NewInterval(1, 1, usPerSec), TInterval, "1 mon 1 day 00:00:01"},
 		{NewJSON(`{"a":1}`), TJSONB, `{"a":1}`},
-		{Datum{K: KArray, A: []Datum{}}, TTextArray, "{}"},
-		{Datum{K: KArray, A: []Datum{NewString("a"), Null, NewString("c d"), NewString(""), NewString("NULL"), NewString(`x"y`), NewString(`a\b`), NewString("{}"), NewString(" s"), NewString("é")}}, TTextArray,
+		{Datum{K: KArray, A: NewElems([]Datum{})}, TTextArray, "{}"},
+		{Datum{K: KArray, A: NewElems([]Datum{NewString("a"), Null, NewString("c d"), NewString(""), NewString("NULL"), NewString(`x"y`), NewString(`a\b`), NewString("{}"), NewString(" s"), NewString("é")})}, TTextArray,
 			`{a,NULL,"c d","","NULL","x\"y","a\\b","{}"," s",é}`},
-		{Datum{K: KArray, A: []Datum{{K: KArray, A: []Datum{NewString("a"), NewString("b")}}, {K: KArray, A: []Datum{NewString("c"), NewString("d")}}}}, TTextArray, "{{a,b},{c,d}}"},
-		{Datum{K: KArray, A: []Datum{NewInt(1), NewDecimal(25, 1)}}, TTextArray, "{1,2.5}"},
+		{Datum{K: KArray, A: NewElems([]Datum{{K: KArray, A: NewElems([]Datum{NewString("a"), NewString("b")})}, {K: KArray, A: NewElems([]Datum{NewString("c"), NewString("d")})}})}, TTextArray, "{{a,b},{c,d}}"},
+		{Datum{K: KArray, A: NewElems([]Datum{NewInt(1), NewDecimal(25, 1)})}, TTextArray, "{1,2.5}"},
 		{Null, TInt4, ""},
 	}
 	for _, tc := range tests {
@@ -277,8 +277,8 @@ func TestParseTextValues(t *testing.T) {
 		{"1970-01-01", TDate, NewDate(0)},
 		{"epoch", TTimestampTZ, NewTimestampTZ(0)},
 		{"1 mon 2 days 00:00:03", TInterval, NewInterval(1, 2, 3*usPerSec)},
-		{"{}", TTextArray, Datum{K: KArray, A: []Datum{}}},
-		{`{"",NULL}`, TTextArray, Datum{K: KArray, A: []Datum{NewString(""), Null}}},
+		{"{}", TTextArray, Datum{K: KArray, A: NewElems([]Datum{})}},
+		{`{"",NULL}`, TTextArray, Datum{K: KArray, A: NewElems([]Datum{NewString(""), Null})}},
 		{`["x", {"k": null}]`, TJSONB, NewJSON(`["x", {"k": null}]`)},
 		{"\\x4142", TBytea, NewBytes([]byte("AB"))},
 		{"raw", TUnknown, NewString("raw")},
@@ -308,11 +308,11 @@ func TestParseTextValues(t *testing.T) {
 // (floats by bits, arrays recursively, nil and empty arrays apart).
 func sameDatum(a, b Datum) bool {
 	if a.K != b.K || a.X != b.X || a.M != b.M || a.I != b.I || a.S != b.S ||
-		math.Float64bits(a.F) != math.Float64bits(b.F) || len(a.A) != len(b.A) || (a.A == nil) != (b.A == nil) {
+		math.Float64bits(a.Float()) != math.Float64bits(b.Float()) || len(a.Elems()) != len(b.Elems()) || (a.Elems() == nil) != (b.Elems() == nil) {
 		return false
 	}
-	for i := range a.A {
-		if !sameDatum(a.A[i], b.A[i]) {
+	for i := range a.Elems() {
+		if !sameDatum(a.Elems()[i], b.Elems()[i]) {
 			return false
 		}
 	}
@@ -328,8 +328,8 @@ func TestFloatTextRoundTrip(t *testing.T) {
 		}
 		s := FormatText(NewFloat(f), TFloat8)
 		d, err := ParseText(s, TFloat8)
-		if err != nil || math.Float64bits(d.F) != math.Float64bits(f) {
-			t.Fatalf("float8 %v -> %q -> %v, %v", f, s, d.F, err)
+		if err != nil || math.Float64bits(d.Float()) != math.Float64bits(f) {
+			t.Fatalf("float8 %v -> %q -> %v, %v", f, s, d.Float(), err)
 		}
 		f32 := math.Float32frombits(rng.Uint32())
 		if f32 != f32 {
@@ -337,8 +337,8 @@ func TestFloatTextRoundTrip(t *testing.T) {
 		}
 		s = FormatText(NewFloat(float64(f32)), TFloat4)
 		d, err = ParseText(s, TFloat4)
-		if err != nil || math.Float32bits(float32(d.F)) != math.Float32bits(f32) {
-			t.Fatalf("float4 %v -> %q -> %v, %v", f32, s, d.F, err)
+		if err != nil || math.Float32bits(float32(d.Float())) != math.Float32bits(f32) {
+			t.Fatalf("float4 %v -> %q -> %v, %v", f32, s, d.Float(), err)
 		}
 	}
 }
@@ -400,7 +400,7 @@ func TestTextArrayAndByteaRoundTrip(t *testing.T) {
 			}
 			a[j] = NewString(sb.String())
 		}
-		d := Datum{K: KArray, A: a}
+		d := Datum{K: KArray, A: NewElems(a)}
 		s := FormatText(d, TTextArray)
 		got, err := ParseText(s, TTextArray)
 		if err != nil || !sameDatum(got, d) {

@@ -40,8 +40,8 @@ func parseTypedArray(s string, elem T) (Datum, error) {
 // elem, as a cast to elem[] does, and returns the array with each element
 // as elem prints it (so '{true}'::boolean[] holds "t").
 func checkTypedArray(d Datum, elem T) (Datum, error) {
-	out := make([]Datum, len(d.A))
-	for i, e := range d.A {
+	out := make([]Datum, len(d.Elems()))
+	for i, e := range d.Elems() {
 		switch e.K {
 		case KNull:
 			continue
@@ -63,7 +63,7 @@ func checkTypedArray(d Datum, elem T) (Datum, error) {
 		}
 		out[i] = NewString(FormatText(v, elem))
 	}
-	return Datum{K: KArray, A: out}, nil
+	return Datum{K: KArray, A: NewElems(out)}, nil
 }
 
 // appendTypedArrayBinary appends array_send's layout of a one-dimensional
@@ -78,7 +78,7 @@ func appendTypedArrayBinary(buf []byte, elems []Datum, elem T) ([]byte, error) {
 			hasNull = true
 			continue
 		case KArray:
-			return buf, errEncode(Datum{K: KArray, A: elems}, T{Fam: TextArray})
+			return buf, errEncode(Datum{K: KArray, A: NewElems(elems)}, T{Fam: TextArray})
 		}
 		s := e.S
 		if e.K != KString {

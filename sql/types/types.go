@@ -1,6 +1,9 @@
 package types
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Family is the kind of a SQL type.
 type Family uint8
@@ -451,13 +454,26 @@ const (
 // slices of Datums.
 type Datum struct {
 	K Kind
-	X int32   // decimal scale; interval days
-	M int32   // interval months
-	I int64   // bool (0/1), int, decimal coefficient (its sign for a big one), date, time, timestamps, interval micros
-	F float64 // float
-	S string  // text, bytes, json; a big decimal coefficient's magnitude (see decimal.go)
-	A []Datum // arrays (rare)
+	X int32    // decimal scale; interval days
+	M int32    // interval months
+	I int64    // bool (0/1), int, decimal coefficient (its sign for a big one), date, time, timestamps, interval micros, a float's bits (Float)
+	S string   // text, bytes, json; a big decimal coefficient's magnitude (see decimal.go)
+	A *[]Datum // arrays (rare): the elements (Elems); a pointer keeps the other datums small
 }
+
+// Elems returns an array datum's elements (nil for other kinds).
+func (d Datum) Elems() []Datum {
+	if d.A == nil {
+		return nil
+	}
+	return *d.A
+}
+
+// SetElems makes e the array datum's elements.
+func (d *Datum) SetElems(e []Datum) { d.A = NewElems(e) }
+
+// NewElems returns the A of an array datum of elements e.
+func NewElems(e []Datum) *[]Datum { return &e }
 
 // Null is the NULL datum.
 var Null = Datum{}
@@ -477,7 +493,10 @@ func NewBool(b bool) Datum {
 func NewInt(i int64) Datum { return Datum{K: KInt, I: i} }
 
 // NewFloat returns a float datum.
-func NewFloat(f float64) Datum { return Datum{K: KFloat, F: f} }
+func NewFloat(f float64) Datum { return Datum{K: KFloat, I: int64(math.Float64bits(f))} }
+
+// Float returns the value of a float datum (its bits are I's).
+func (d Datum) Float() float64 { return math.Float64frombits(uint64(d.I)) }
 
 // NewDecimal returns coef * 10^-scale (scale >= 0). Coefficients beyond
 // the int64 range are built with DecFromBig.

@@ -53,7 +53,7 @@ func AppendValue(buf []byte, d Datum) []byte {
 	case KInt:
 		return binary.AppendVarint(append(buf, valInt), d.I)
 	case KFloat:
-		return binary.LittleEndian.AppendUint64(append(buf, valFloat), math.Float64bits(d.F))
+		return binary.LittleEndian.AppendUint64(append(buf, valFloat), math.Float64bits(d.Float()))
 	case KDecimal:
 		if d.S != "" {
 			buf = binary.AppendVarint(append(buf, valDecimalBig), int64(d.X))
@@ -83,11 +83,11 @@ func AppendValue(buf []byte, d Datum) []byte {
 		buf = binary.AppendVarint(buf, int64(d.X))
 		return binary.AppendVarint(buf, d.I)
 	case KArray:
-		if d.A == nil {
+		if d.Elems() == nil {
 			return append(buf, valArrayNil)
 		}
-		buf = binary.AppendUvarint(append(buf, valArray), uint64(len(d.A)))
-		for _, e := range d.A {
+		buf = binary.AppendUvarint(append(buf, valArray), uint64(len(d.Elems())))
+		for _, e := range d.Elems() {
 			buf = AppendValue(buf, e)
 		}
 		return buf
@@ -247,7 +247,7 @@ func decodeValue(buf []byte, depth int) (Datum, []byte, error) {
 				return Datum{}, nil, err
 			}
 		}
-		return Datum{K: KArray, A: elems}, b, nil
+		return Datum{K: KArray, A: NewElems(elems)}, b, nil
 	}
 	return Datum{}, nil, errCorruptValue("unknown tag %d", tag)
 }

@@ -39,7 +39,7 @@ func randAnyDatum(rng *rand.Rand, depth int) Datum {
 		for i := range a {
 			a[i] = randAnyDatum(rng, depth+1)
 		}
-		return Datum{K: KArray, A: a}
+		return Datum{K: KArray, A: NewElems(a)}
 	}
 	return randKeyDatum(rng, k)
 }
@@ -100,8 +100,8 @@ func TestValueVectors(t *testing.T) {
 		{NewTimestampTZ(-2), "0b03"},
 		{NewInterval(1, -1, 2), "0c020104"},
 		{NewJSON("1"), "0d0131"},
-		{Datum{K: KArray, A: []Datum{Null}}, "0e0100"},
-		{Datum{K: KArray, A: []Datum{}}, "0e00"},
+		{Datum{K: KArray, A: NewElems([]Datum{Null})}, "0e0100"},
+		{Datum{K: KArray, A: NewElems([]Datum{})}, "0e00"},
 		{Datum{K: KArray}, "0f"},
 	}
 	for _, tc := range tests {

@@ -287,7 +287,7 @@ func AppendTextIn(b []byte, d Datum, t T, loc *time.Location) []byte {
 		return AppendTimestampTZ(b, d.I, loc)
 	}
 	if d.K == KArray && t.Fam == TimestampTZArray && loc != nil && loc != time.UTC {
-		return appendArrayText(b, tstzLeavesIn(d.A, loc), TUnknown)
+		return appendArrayText(b, tstzLeavesIn(d.Elems(), loc), TUnknown)
 	}
 	return AppendText(b, d, t)
 }

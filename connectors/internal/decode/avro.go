@@ -233,7 +233,7 @@ func avroStruct(t types.T, m map[string]any) (types.Datum, error) {
 		}
 		out[i] = d
 	}
-	return types.Datum{K: types.KArray, A: out}, nil
+	return types.Datum{K: types.KArray, A: types.NewElems(out)}, nil
 }
 
 // avroDatum converts one decoded Avro value to type t (a STRUCT field).

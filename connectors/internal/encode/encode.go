@@ -109,14 +109,14 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 	case types.Int2, types.Int4, types.Int8, types.Oid:
 		return strconv.AppendInt(buf, d.I, 10)
 	case types.Float4, types.Float8:
-		if math.IsNaN(d.F) || math.IsInf(d.F, 0) {
+		if math.IsNaN(d.Float()) || math.IsInf(d.Float(), 0) {
 			return String(buf, types.FormatText(d, t))
 		}
 		bits := 64
 		if t.Fam == types.Float4 {
 			bits = 32
 		}
-		return strconv.AppendFloat(buf, d.F, 'g', -1, bits)
+		return strconv.AppendFloat(buf, d.Float(), 'g', -1, bits)
 	case types.Numeric:
 		start := len(buf)
 		buf = types.AppendText(buf, d, t)
@@ -132,11 +132,11 @@ func Value(buf []byte, d types.Datum, t types.T) []byte {
 		return append(buf, '"')
 	}
 	if d.K == types.KArray && types.IsArray(t.Fam) {
-		return arrayValue(buf, d.A, t)
+		return arrayValue(buf, d.Elems(), t)
 	}
 	if d.K == types.KArray && t.Fam == types.Record {
-		if fields := t.RecordFields(); len(fields) == len(d.A) {
-			return JSON(buf, fields, d.A) // a STRUCT (or named record): an object of its fields
+		if fields := t.RecordFields(); len(fields) == len(d.Elems()) {
+			return JSON(buf, fields, d.Elems()) // a STRUCT (or named record): an object of its fields
 		}
 	}
 	switch d.K {
@@ -253,7 +253,7 @@ func arrayValue(buf []byte, elems []types.Datum, t types.T) []byte {
 		}
 		switch {
 		case e.K == types.KArray:
-			buf = arrayValue(buf, e.A, t)
+			buf = arrayValue(buf, e.Elems(), t)
 			continue
 		case e.K == types.KString && elem.Fam != types.Text:
 			// smallint[] and boolean[] hold their elements' text.

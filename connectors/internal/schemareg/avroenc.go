@@ -174,9 +174,9 @@ func appendDatum(b []byte, c types.Column, d types.Datum) ([]byte, error) {
 	case types.Int2, types.Int4, types.Int8:
 		return appendLong(b, d.I), nil
 	case types.Float4:
-		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(d.F))), nil
+		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(d.Float()))), nil
 	case types.Float8:
-		return binary.LittleEndian.AppendUint64(b, math.Float64bits(d.F)), nil
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(d.Float())), nil
 	case types.Numeric:
 		if t.Prec > 0 && t.Scale >= 0 {
 			if !types.DecIsFinite(d) {

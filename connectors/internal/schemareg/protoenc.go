@@ -149,9 +149,9 @@ func (w *ProtoWriter) rowMessage(row types.Row) (*dynamicpb.Message, error) {
 		case types.Int8:
 			v = protoreflect.ValueOfInt64(d.I)
 		case types.Float4:
-			v = protoreflect.ValueOfFloat32(float32(d.F))
+			v = protoreflect.ValueOfFloat32(float32(d.Float()))
 		case types.Float8:
-			v = protoreflect.ValueOfFloat64(d.F)
+			v = protoreflect.ValueOfFloat64(d.Float())
 		case types.Bytea:
 			v = protoreflect.ValueOfBytes([]byte(d.S))
 		case types.Timestamp, types.TimestampTZ:
