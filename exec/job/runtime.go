@@ -482,6 +482,7 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	}
 	var stream *flow.Output
 	fused := fusedWindows(plan)
+	owned := ownedRows(plan)
 	from := func(in int) int { // the node whose actor feeds input in
 		for fused[in] {
 			in = plan.Nodes[in].Inputs[0]
@@ -605,6 +606,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			var ok bool
 			if op, ok, err = newOp(plan, n, opID, r.db, ectx, &j.Errors); !ok && err == nil {
 				err = pgerror.Unsupported("%s in a streaming job", n.Kind)
+			}
+			if p, ok := op.(*ops.Project); ok && owned[n.Inputs[0]] {
+				p.Owned = true
 			}
 		}
 		if err != nil {
@@ -732,6 +736,33 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 		})
 	}
 	return j, nil
+}
+
+// ownedRows reports the nodes whose output rows only their one consumer
+// holds: a source read (a connector builds new rows for every read and
+// keeps none) with one consumer, and a filter with one consumer over
+// such a node (it passes the same rows on). The consumer may write over
+// them (ops.Project.Owned).
+func ownedRows(plan *spec.Plan) []bool {
+	consumers := make([]int, len(plan.Nodes))
+	for _, n := range plan.Nodes {
+		for _, in := range n.Inputs {
+			consumers[in]++
+		}
+	}
+	owned := make([]bool, len(plan.Nodes))
+	for i, n := range plan.Nodes {
+		if consumers[i] != 1 || i == plan.Root() {
+			continue
+		}
+		switch n.Kind {
+		case spec.SourceRead:
+			owned[i] = true
+		case spec.Filter:
+			owned[i] = owned[n.Inputs[0]]
+		}
+	}
+	return owned
 }
 
 // fusedWindows reports the TimeWindow nodes of plan whose only consumer is

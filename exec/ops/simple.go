@@ -103,6 +103,12 @@ type Project struct {
 	// are, so each output row is a slice of its input row (no copy).
 	prefix bool
 	guard  *limit.Guard // the statement's, polled between rows (nil in views)
+	// Owned: no one else holds the input rows (a source's only reader,
+	// directly or through filters: the job sets it), so an output row no
+	// wider than its input row is written over it instead of being built
+	// anew; scratch holds its values meanwhile (they read the input).
+	Owned   bool
+	scratch types.Row
 }
 
 // NewProject compiles a projection.
@@ -152,13 +158,22 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		return nil
 	}
 	var alloc types.RowAlloc
+	if p.Owned && p.scratch == nil {
+		p.scratch = make(types.Row, len(p.fns))
+	}
 	for i, r := range b.Rows {
 		if i%rowsPerCheck == rowsPerCheck-1 {
 			if err := p.guard.Err(); err != nil {
 				return err
 			}
 		}
-		nr := alloc.Row(len(p.fns))
+		over := p.Owned && len(r) >= len(p.fns)
+		var nr types.Row
+		if over {
+			nr = p.scratch
+		} else {
+			nr = alloc.Row(len(p.fns))
+		}
 		for j, fn := range p.fns {
 			if c := p.cols[j]; c >= 0 && c < len(r) {
 				nr[j] = r[c]
@@ -172,6 +187,10 @@ func (p *Project) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 				d = types.Null
 			}
 			nr[j] = d
+		}
+		if over {
+			n := copy(r, nr)
+			nr = r[:n:n]
 		}
 		if err := out.Emit(nr, b.Diffs[i]); err != nil {
 			return err
