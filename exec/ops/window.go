@@ -618,7 +618,9 @@ func (w *Window) computeFrom(p *wpart, start int) []types.Row {
 		if len(slab) < width {
 			rows := len(p.rows) - i
 			if n.Limit >= 0 {
-				rows = min(rows, int(n.Limit)+8)
+				// Rows past the limit's position are output only as peers
+				// of its last rank (rare): they get slabs of their own.
+				rows = min(rows, max(1, int(n.Limit)-i))
 			}
 			slab = make([]types.Datum, rows*width)
 		}
