@@ -610,6 +610,9 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 			if p, ok := op.(*ops.Project); ok && owned[n.Inputs[0]] {
 				p.Owned = true
 			}
+			if w, ok := op.(*ops.Window); ok && slabRows(plan, n.Inputs[0]) {
+				w.CopyRows = true
+			}
 		}
 		if err != nil {
 			return fail(err)
@@ -763,6 +766,24 @@ func ownedRows(plan *spec.Plan) []bool {
 		}
 	}
 	return owned
+}
+
+// slabRows reports whether node in's output rows are cut from slabs
+// shared by many rows (types.RowAlloc): a source read's, or a
+// projection's or filter's over one. An operator that keeps a few of them
+// for long copies those, or it would keep their slabs.
+func slabRows(plan *spec.Plan, in int) bool {
+	for {
+		n := plan.Nodes[in]
+		switch n.Kind {
+		case spec.SourceRead:
+			return true
+		case spec.Project, spec.Filter:
+			in = n.Inputs[0]
+		default:
+			return false
+		}
+	}
 }
 
 // fusedWindows reports the TimeWindow nodes of plan whose only consumer is

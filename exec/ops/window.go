@@ -24,6 +24,9 @@ import (
 // went (count deltas, by Merge). Rows that arrive and leave between two
 // barriers (most of an append-only Top-N's input) are never written.
 type Window struct {
+	// CopyRows: the input rows come in shared slabs (a source's, a
+	// projection's): the rows kept are copied (the job sets it).
+	CopyRows   bool
 	n          *spec.Node
 	appendOnly bool
 	inCols     int
@@ -347,6 +350,12 @@ func (w *Window) Process(_ int, b *types.Batch, out *flow.Emitter) error {
 		if _, ok := w.touched[k]; !ok {
 			w.touched[k] = struct{}{}
 			p.from = len(p.rows)
+		}
+		if b.Diffs[i] > 0 && w.CopyRows {
+			// The row is kept, maybe long: in an allocation of its own,
+			// not in the slab of the rows it came with, which it would
+			// keep whole (types.RowAlloc).
+			r = r.Copy()
 		}
 		for d := b.Diffs[i]; d > 0; d-- {
 			j := sort.Search(len(p.rows), func(j int) bool { return w.cmp(p.rows[j], r) > 0 })

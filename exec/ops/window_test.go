@@ -25,6 +25,10 @@ import (
 func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 	t.Run("retractions", func(t *testing.T) { testWindowRandom(t, false, false) })
 	t.Run("append-only", func(t *testing.T) { testWindowRandom(t, true, false) })
+	// CopyRows: the input rows are overwritten after each batch (as a
+	// source's slab could be): the window must have copied what it keeps.
+	t.Run("retractions, copied rows", func(t *testing.T) { testWindowRandomCopy(t, false, false, true) })
+	t.Run("append-only, copied rows", func(t *testing.T) { testWindowRandomCopy(t, true, false, true) })
 	// A state cache of 0 bytes: every clean partition is evicted at each
 	// checkpoint and read back when a row reaches it; some epochs commit
 	// only after the next batch (the store lags the operator).
@@ -33,6 +37,10 @@ func TestWindowIncrementalEqualsRecompute(t *testing.T) {
 }
 
 func testWindowRandom(t *testing.T, appendOnly, spill bool) {
+	testWindowRandomCopy(t, appendOnly, spill, false)
+}
+
+func testWindowRandomCopy(t *testing.T, appendOnly, spill, copyRows bool) {
 	// Input columns: partition, order value (few distinct: many peers),
 	// time in µs for sessions, value.
 	cols := []types.Column{{Name: "p", Type: types.TInt8}, {Name: "o", Type: types.TInt8}, {Name: "ts", Type: types.TTimestamp}, {Name: "v", Type: types.TInt8}}
@@ -63,6 +71,7 @@ func testWindowRandom(t *testing.T, appendOnly, spill bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			w.CopyRows = copyRows
 			// evicted and loaded count the partitions spilled and read back
 			// (by restarts too) over every instance of the operator.
 			evicted, loaded := 0, 0
@@ -110,12 +119,24 @@ func testWindowRandom(t *testing.T, appendOnly, spill bool) {
 				// Changes wait for a flush or a barrier (an append-only Top-N
 				// emits them at once).
 				flush := rng.Intn(3) == 0
+				if copyRows {
+					for i, r := range b.Rows {
+						b.Rows[i] = slices.Clone(r) // live keeps the originals
+					}
+				}
 				c.step(t, func(out *flow.Emitter) error {
 					if err := w.Process(0, b, out); err != nil || !flush {
 						return err
 					}
 					return w.Flush(out)
 				})
+				if copyRows {
+					for _, r := range b.Rows {
+						for j := range r {
+							r[j] = types.NewInt(-999)
+						}
+					}
+				}
 				if commit != nil {
 					commit()
 					commit = nil
@@ -137,6 +158,7 @@ func testWindowRandom(t *testing.T, appendOnly, spill bool) {
 						if w, err = ops.NewWindow(n, len(cols), appendOnly, 1, ck.db); err != nil {
 							t.Fatal(err)
 						}
+						w.CopyRows = copyRows
 					}
 				}
 				if !flush && !(appendOnly && n.Limit >= 0) {
