@@ -440,6 +440,9 @@ func (w *Window) flush(out *flow.Emitter) error {
 		was := len(p.emitted)
 		p.emitted = append(p.emitted[:keep], fresh...) // the kept prefix stays in place
 		w.charge(p, int64(len(p.emitted)-was)*w.outMem())
+		if w.positional {
+			w.shareRows(p, keep)
+		}
 		p.from = len(p.rows)
 		if w.trims() {
 			// Rows beyond the limit never re-enter an append-only input's
@@ -453,6 +456,31 @@ func (w *Window) flush(out *flow.Emitter) error {
 	}
 	clear(w.touched)
 	return nil
+}
+
+// shareRows makes partition p's rows from position from on that are
+// output the leading columns of their output rows (rank functions only:
+// output row i is row i's values and then its ranks), so that a row and
+// its output are one allocation, not two. Rows added since the last
+// barrier are noted by their first value's address (added): the note
+// moves to the new row.
+func (w *Window) shareRows(p *wpart, from int) {
+	for i := from; i < len(p.emitted) && i < len(p.rows); i++ {
+		old := p.rows[i]
+		if len(old) == 0 || len(p.emitted[i]) < len(old) {
+			continue
+		}
+		nr := p.emitted[i][:len(old):len(old)]
+		if &nr[0] == &old[0] {
+			continue
+		}
+		if a, ok := w.added[&old[0]]; ok {
+			delete(w.added, &old[0])
+			a.r = nr
+			w.added[&nr[0]] = a
+		}
+		p.rows[i] = nr
+	}
 }
 
 // trim drops partition pk's rows after the last one output.
