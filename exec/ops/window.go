@@ -758,20 +758,27 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 	w.dropClosedSessions()
 	// The changes in their order, then the rows added since the barrier
 	// and still here (a deletion of a key comes before a copy added
-	// after it).
-	for _, c := range w.pending {
-		if c.del {
-			b.W.Delete(c.key)
-		} else {
-			b.W.Merge(c.key, c.d)
+	// after it). They go to a run of the epoch (storage.Run: sorted
+	// stably at the commit, written as an sstable when the epoch is
+	// large) rather than into its batch, which grew by copying and was
+	// copied again into the commit (Nexmark q11: 13% of the CPU).
+	if len(w.pending) > 0 || len(w.added) > 0 {
+		run := b.W.NewRun()
+		for _, c := range w.pending {
+			if c.del {
+				run.Delete(c.key)
+			} else {
+				run.Merge(c.key, c.d)
+			}
+		}
+		for _, a := range w.added {
+			w.kbuf = types.EncodeRow(storage.AppendStateKeyLen(w.kbuf[:0], w.opID, a.pk), a.r)
+			run.Merge(w.kbuf, 1) // the run copies the key
 		}
 	}
 	clear(w.pending)
 	w.pending = w.pending[:0]
 	clear(w.decKeys)
-	for _, a := range w.added {
-		b.W.Merge(w.rowKey(a.pk, a.r), 1)
-	}
 	clear(w.added)
 	if w.gate != nil && w.stateful {
 		w.gate.save(b.W)
