@@ -741,18 +741,24 @@ func (r *Runtime) startJob(id uint64, name string, plan *spec.Plan, backfill boo
 	return j, nil
 }
 
-// ownedRows reports the nodes whose output rows only their one consumer
-// holds: a source read (a connector builds new rows for every read and
-// keeps none) with one consumer, and a filter with one consumer over
-// such a node (it passes the same rows on). The consumer may write over
-// them (ops.Project.Owned).
-func ownedRows(plan *spec.Plan) []bool {
+// consumerCounts returns how many nodes read each node of plan.
+func consumerCounts(plan *spec.Plan) []int {
 	consumers := make([]int, len(plan.Nodes))
 	for _, n := range plan.Nodes {
 		for _, in := range n.Inputs {
 			consumers[in]++
 		}
 	}
+	return consumers
+}
+
+// ownedRows reports the nodes whose output rows only their one consumer
+// holds: a source read (a connector builds new rows for every read and
+// keeps none) with one consumer, and a filter with one consumer over
+// such a node (it passes the same rows on). The consumer may write over
+// them (ops.Project.Owned).
+func ownedRows(plan *spec.Plan) []bool {
+	consumers := consumerCounts(plan)
 	owned := make([]bool, len(plan.Nodes))
 	for i, n := range plan.Nodes {
 		if consumers[i] != 1 || i == plan.Root() {
@@ -790,12 +796,7 @@ func slabRows(plan *spec.Plan, in int) bool {
 // an Agg of one input: the Agg expands the windows itself (Agg.FuseWindow),
 // and the node gets no actor of its own.
 func fusedWindows(plan *spec.Plan) []bool {
-	consumers := make([]int, len(plan.Nodes))
-	for _, n := range plan.Nodes {
-		for _, in := range n.Inputs {
-			consumers[in]++
-		}
-	}
+	consumers := consumerCounts(plan)
 	fused := make([]bool, len(plan.Nodes))
 	for _, n := range plan.Nodes {
 		if n.Kind != spec.Agg || len(n.Inputs) != 1 {
