@@ -200,7 +200,7 @@ func init() {
 					return types.Null, pgerror.Unsupported("removing elements from multidimensional arrays")
 				}
 			}
-			out := types.Datum{K: types.KArray, A: types.NewElems([]types.Datum{})}
+			kept := []types.Datum{}
 			for _, v := range a.Elems() {
 				if e.K == types.KNull {
 					if v.K == types.KNull {
@@ -209,9 +209,9 @@ func init() {
 				} else if v.K != types.KNull && v.S == textOf(e, et) {
 					continue
 				}
-				out.SetElems(append(out.Elems(), v))
+				kept = append(kept, v)
 			}
-			return out, nil
+			return types.Datum{K: types.KArray, A: types.NewElems(kept)}, nil
 		}, nil
 	})
 }

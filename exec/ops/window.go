@@ -226,8 +226,11 @@ func (w *Window) dropClosedSessions() {
 }
 
 // rowKey returns the state key of row r of partition pk.
-func (w *Window) rowKey(pk string, r types.Row) []byte {
-	return types.EncodeRow(storage.AppendStateKeyLen(nil, w.opID, pk), r)
+func (w *Window) rowKey(pk string, r types.Row) []byte { return w.appendRowKey(nil, pk, r) }
+
+// appendRowKey appends the state key of row r of partition pk to buf.
+func (w *Window) appendRowKey(buf []byte, pk string, r types.Row) []byte {
+	return types.EncodeRow(storage.AppendStateKeyLen(buf, w.opID, pk), r)
 }
 
 // inserted notes that row r joined partition pk.
@@ -772,7 +775,7 @@ func (w *Window) Checkpoint(b *flow.Barrier, out *flow.Emitter) error {
 			}
 		}
 		for _, a := range w.added {
-			w.kbuf = types.EncodeRow(storage.AppendStateKeyLen(w.kbuf[:0], w.opID, a.pk), a.r)
+			w.kbuf = w.appendRowKey(w.kbuf[:0], a.pk, a.r)
 			run.Merge(w.kbuf, 1) // the run copies the key
 		}
 	}
